@@ -1,0 +1,35 @@
+"""openmsprof: profiling for AI inference and training with the Ascend msprof interfaces and
+formats, on any machine.
+
+Pythonic entry points::
+
+    with openmsprof.profile(output="out"):
+        ...
+
+    openmsprof.start(output="out", host_sys_usage=["cpu", "mem"])
+    ...
+    job = openmsprof.stop()
+"""
+
+from __future__ import annotations
+
+from openmsprof import mstx
+from openmsprof._version import __version__
+from openmsprof.api import profile, start, stop
+from openmsprof.collect.session import Session
+from openmsprof.config import ConfigError, PathError, ProfileConfig, ProfilingError, SessionError, StorageError
+
+__all__ = [
+    "ConfigError",
+    "PathError",
+    "ProfileConfig",
+    "ProfilingError",
+    "Session",
+    "SessionError",
+    "StorageError",
+    "__version__",
+    "mstx",
+    "profile",
+    "start",
+    "stop",
+]

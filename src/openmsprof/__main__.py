@@ -1,0 +1,3 @@
+from openmsprof.cli.main import main
+
+raise SystemExit(main())

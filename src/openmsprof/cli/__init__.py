@@ -1,0 +1,1 @@
+"""Command-line front end (thin argparse over the lower layers)."""

@@ -1,0 +1,101 @@
+"""Per-thread record buffers: the hot path appends a tuple to its own thread's list, no lock.
+
+Producers do::
+
+    try:
+        TLS.items.append(record)
+    except AttributeError:
+        append_slow(record)
+
+and the flusher drains each list with ``chunk = items[:n]; del items[:n]`` — two single
+bytecode operations that are atomic under the GIL, so a concurrent append is never lost.
+
+Hot-path tuples (first item = :class:`~openmsprof.collect.records.Kind` value)::
+
+    (MARK, ts, message, domain)
+    (PUSH, ts, message, domain)
+    (POP, ts)
+    (RANGE_START, ts, message, domain, range_id)
+    (RANGE_END, ts, range_id)
+    (API, t0, t1, name, ApiLevel, connection_id)
+    (TASK, device_id, stream, t0, t1, name, task_id, model_id, op_type, in_shapes,
+           in_dtypes, out_shapes, out_dtypes, connection_id, Executor)
+    (STEP, ts, step_index, model_id, StepTag, device_id)
+    (STEP_RANGE, t0, t1, step_number)
+    (COUNTER, ts, Series, sub_index, value, device_id)
+
+Strings are interned by the flusher, off the hot path.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any
+
+TLS = threading.local()
+
+
+class ThreadBuffer:
+    __slots__ = ("items", "name", "thread", "tid")
+
+    def __init__(self) -> None:
+        t = threading.current_thread()
+        self.items: list[tuple[Any, ...]] = []
+        self.thread = t
+        self.tid = threading.get_native_id()
+        self.name = t.name
+
+
+_registry: list[ThreadBuffer] = []
+_registry_lock = threading.Lock()
+_connection_ids = itertools.count(1)
+_range_ids = itertools.count(1)
+
+
+def register_current_thread() -> list[tuple[Any, ...]]:
+    """Create and register the calling thread's buffer; return its list."""
+    buf = ThreadBuffer()
+    with _registry_lock:
+        _registry.append(buf)
+    TLS.items = buf.items
+    return buf.items
+
+
+def append_slow(record: tuple[Any, ...]) -> None:
+    """First append of a thread (its buffer does not exist yet)."""
+    register_current_thread().append(record)
+
+
+def append(record: tuple[Any, ...]) -> None:
+    """Append for callers that are not on the hottest path."""
+    try:
+        TLS.items.append(record)
+    except AttributeError:
+        append_slow(record)
+
+
+def snapshot() -> list[ThreadBuffer]:
+    with _registry_lock:
+        return list(_registry)
+
+
+def drop_dead_empty() -> None:
+    """Forget buffers of finished threads once drained (bounded registry)."""
+    with _registry_lock:
+        _registry[:] = [b for b in _registry if b.items or b.thread.is_alive()]
+
+
+def clear_all() -> None:
+    """Discard anything left from a previous session (records that raced its stop)."""
+    for b in snapshot():
+        del b.items[:]
+
+
+def next_connection_id() -> int:
+    """A process-unique id linking an API call to the tasks it launched (< 2^32)."""
+    return next(_connection_ids) & 0xFFFFFFFF or next(_connection_ids)
+
+
+def next_range_id() -> int:
+    return next(_range_ids)

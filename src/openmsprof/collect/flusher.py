@@ -1,0 +1,182 @@
+"""The background flusher: drains per-thread buffers into fixed-size raw records.
+
+Runs in its own daemon thread and wakes at least every ``interval`` seconds (0.2 s by default,
+so a SIGKILL loses well under a second).  Each cycle interns new strings, encodes records with
+``struct`` and appends them per source; string entries are written before the records that use
+them.  Any error stops collection with a warning; the application is never disturbed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from openmsprof.collect import buffers
+from openmsprof.collect.rawfile import SliceWriter, StringTable
+from openmsprof.collect.records import (
+    API_LEVEL_CODES,
+    COUNTER,
+    GENERIC,
+    RECORDS_MAGIC,
+    TASKINFO,
+    Kind,
+)
+
+log = logging.getLogger("openmsprof")
+
+_API_CODE = {lvl: i for i, lvl in enumerate(API_LEVEL_CODES)}
+_MASK32 = 0xFFFFFFFF
+
+
+class DataDir:
+    """Writers of one ``.../data`` directory: a string table and one slice series per source."""
+
+    def __init__(self, path: Path, dev: str) -> None:
+        self.path, self.dev = path, dev
+        self.strings = StringTable(path, dev)
+        self.channels: dict[str, SliceWriter] = {}
+        self.pending: dict[str, bytearray] = {}
+
+    def out(self, source: str) -> bytearray:
+        buf = self.pending.get(source)
+        if buf is None:
+            buf = self.pending[source] = bytearray()
+        return buf
+
+    def flush(self) -> int:
+        written = self.strings.flush()
+        for source, data in self.pending.items():
+            if data:
+                ch = self.channels.get(source)
+                if ch is None:
+                    ch = self.channels[source] = SliceWriter(self.path, source, "records", self.dev, RECORDS_MAGIC)
+                written += ch.write(data)
+                data.clear()
+        return written
+
+    def close(self) -> None:
+        self.flush()
+        self.strings.close()
+        for ch in self.channels.values():
+            ch.close()
+
+
+class Flusher:
+    """Owns the encoding and the writer thread of one session."""
+
+    def __init__(self, host: DataDir, device_dir: Callable[[int], DataDir], interval: float = 0.2,
+                 on_written: Callable[[int], None] | None = None) -> None:
+        self.host = host
+        self.device_dir = device_dir
+        self.interval = interval
+        self.on_written = on_written
+        self.records = 0
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()  # one drain at a time (flusher vs. final drain)
+        self._known_threads: set[int] = set()
+        self.cycle_seconds = 0.0
+
+    # -- thread control -----------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="openmsprof-flusher", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+        self.drain()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.drain()
+            if self.error is not None:
+                return
+
+    # -- one cycle ------------------------------------------------------------------------
+    def drain(self) -> int:
+        """Move everything buffered so far to disk; returns the number of records."""
+        if self.error is not None:
+            return 0
+        with self._lock:
+            t0 = time.perf_counter()
+            n = 0
+            dirs: list[DataDir] = [self.host]
+            try:
+                for buf in buffers.snapshot():
+                    items = buf.items
+                    count = len(items)
+                    if not count:
+                        continue
+                    chunk = items[:count]
+                    del items[:count]
+                    if buf.tid not in self._known_threads:
+                        self._known_threads.add(buf.tid)
+                        h = self.host
+                        h.out("Thread").extend(GENERIC.pack(Kind.THREAD, 0, 0, buf.tid & _MASK32, 0, 0,
+                                                            h.strings.intern(buf.name), 0))
+                    n += self._encode(chunk, buf.tid, dirs)
+                written = 0
+                for d in dirs:
+                    written += d.flush()
+                buffers.drop_dead_empty()
+            except BaseException as exc:  # never let profiling kill the application
+                self.error = exc
+                log.warning("openmsprof: collection stopped: %s", exc)
+                return n
+            self.records += n
+            self.cycle_seconds += time.perf_counter() - t0
+            if written and self.on_written is not None:
+                self.on_written(written)
+            return n
+
+    def _encode(self, chunk: list[tuple[Any, ...]], tid: int, dirs: list[DataDir]) -> int:
+        host = self.host
+        hs = host.strings.intern
+        mstx = host.out("Mstx")
+        api = host.out("Api")
+        pack = GENERIC.pack
+        tid &= _MASK32
+        for rec in chunk:
+            k = rec[0]
+            if k == 1:  # MARK
+                mstx += pack(1, 0, 0, tid, rec[1], rec[1], hs(rec[2]), hs(rec[3]))
+            elif k == 2:  # PUSH
+                mstx += pack(2, 0, 0, tid, rec[1], 0, hs(rec[2]), hs(rec[3]))
+            elif k == 3:  # POP
+                mstx += pack(3, 0, 0, tid, rec[1], 0, 0, 0)
+            elif k == 6:  # API
+                api += pack(6, 0, _API_CODE.get(rec[4], 0), tid, rec[1], rec[2], hs(rec[3]), rec[5] & _MASK32)
+            elif k == 4:  # RANGE_START
+                mstx += pack(4, 0, 0, tid, rec[1], rec[4], hs(rec[2]), hs(rec[3]))
+            elif k == 5:  # RANGE_END
+                mstx += pack(5, 0, 0, tid, rec[1], rec[2], 0, 0)
+            elif k == 7:  # TASK
+                d = self.device_dir(rec[1])
+                if d not in dirs:
+                    dirs.append(d)
+                ds = d.strings.intern
+                out = d.out("Task")
+                task_id = rec[6] & _MASK32
+                out += pack(7, 0, rec[7] & 0xFFFF, rec[2] & _MASK32, rec[3], rec[4], ds(rec[5]), task_id)
+                out += TASKINFO.pack(8, 0, int(rec[14]), task_id, ds(rec[8]), ds(rec[9]), ds(rec[10]),
+                                     ds(rec[11]), ds(rec[12]), rec[13] & _MASK32)
+            elif k == 9:  # STEP
+                d = host if rec[5] is None else self.device_dir(rec[5])
+                if d not in dirs:
+                    dirs.append(d)
+                d.out("Step").extend(pack(9, 0, int(rec[4]), tid, rec[1], rec[1], rec[2] & _MASK32, rec[3] & _MASK32))
+            elif k == 12:  # STEP_RANGE
+                host.out("Step").extend(pack(12, 0, 0, tid, rec[1], rec[2], rec[3] & _MASK32, 0))
+            elif k == 10:  # COUNTER
+                d = host if rec[5] is None else self.device_dir(rec[5])
+                if d not in dirs:
+                    dirs.append(d)
+                d.out("Counter").extend(COUNTER.pack(10, 0, 0, 0, rec[1], float(rec[4]), int(rec[2]), rec[3] & _MASK32))
+        return len(chunk)

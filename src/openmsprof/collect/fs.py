@@ -1,0 +1,109 @@
+"""File-system primitives: private modes whatever the umask, no symlink following, atomic writes.
+
+Directories are 0750 and files 0640 (FORMATS.md §8).  New files are opened with
+``O_CREAT | O_EXCL | O_NOFOLLOW`` so a planted symlink is never written through.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from pathlib import Path
+
+from openmsprof.config.errors import PathError, StorageError
+
+DIR_MODE = 0o750
+FILE_MODE = 0o640
+#: Below this many free bytes nothing is written (FORMATS.md §7.2: 20 MB).
+FREE_SPACE_FLOOR = 20 * 1024 * 1024
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def make_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) with mode 0750; refuse an existing symlink."""
+    if path.is_symlink():
+        raise PathError(f"directory {str(path)!r} is a symbolic link; refused")
+    missing = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PathError(f"cannot create directory {str(path)!r}: {exc.strerror}") from None
+    for d in missing:
+        try:
+            os.chmod(d, DIR_MODE)
+        except OSError:
+            pass
+    if not path.is_dir():
+        raise PathError(f"{str(path)!r} exists and is not a directory")
+    return path
+
+
+def open_new(path: Path, append: bool = True) -> int:
+    """Open a new private file for writing; fails if it exists or is a link.  Returns an fd."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    if append:
+        flags |= os.O_APPEND
+    try:
+        fd = os.open(path, flags, FILE_MODE)
+    except FileExistsError:
+        raise PathError(f"file {str(path)!r} already exists; refusing to overwrite") from None
+    except OSError as exc:
+        raise PathError(f"cannot create file {str(path)!r}: {exc.strerror}") from None
+    os.fchmod(fd, FILE_MODE)
+    return fd
+
+
+def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    """Write everything or raise; ENOSPC/EDQUOT become :class:`StorageError`."""
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                raise StorageError(f"disk full while writing profiling data: {exc.strerror}") from None
+            raise
+        view = view[n:]
+
+
+def write_file_atomic(path: Path, data: bytes | str) -> None:
+    """Write ``path`` through a private temp file and rename; a crash leaves the old or the new."""
+    if isinstance(data, str):
+        data = data.encode()
+    if path.is_symlink():
+        raise PathError(f"file {str(path)!r} is a symbolic link; refused")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.unlink()
+    except FileNotFoundError:
+        pass
+    fd = open_new(tmp, append=False)
+    try:
+        write_all(fd, data)
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+
+
+def free_bytes(path: Path) -> int:
+    """Free bytes for an unprivileged writer on the file system holding ``path``."""
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return 1 << 62
+
+
+def check_writable(path: Path) -> None:
+    """Raise a clear :class:`PathError` if ``path`` (an existing directory) is not writable."""
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise PathError(f"output directory {str(path)!r} is not writable")

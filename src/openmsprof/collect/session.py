@@ -1,0 +1,226 @@
+"""The process-wide profiling session (SPEC §4.2).
+
+One active session per process; ``start``/``stop`` are thread-safe; any thread's records are
+captured once started.  Sources hook in with :func:`add_listener` (their ``on_start`` /
+``on_stop`` flip their own fast "on" flag), so this layer never imports them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from openmsprof.collect import buffers, fs, jobdir
+from openmsprof.collect.clock import ClockPair, read_pair
+from openmsprof.collect.flusher import DataDir, Flusher
+from openmsprof.config.errors import ACL_ERROR_PROF_ALREADY_RUN, ACL_ERROR_PROF_NOT_RUN, SessionError, StorageError
+from openmsprof.config.model import ProfileConfig
+from openmsprof.config.paths import resolve_output
+
+log = logging.getLogger("openmsprof")
+
+Listener = tuple[Callable[["Session"], None], Callable[["Session"], None]]
+_listeners: list[Listener] = []
+_control = threading.RLock()
+_active: Session | None = None
+
+
+def add_listener(on_start: Callable[[Session], None], on_stop: Callable[[Session], None]) -> None:
+    """Register source hooks called (under the control lock) when a session starts/stops."""
+    _listeners.append((on_start, on_stop))
+
+
+def current() -> Session | None:
+    """The active session, or None."""
+    return _active
+
+
+class Session:
+    """A running collection.  Create with :func:`start`."""
+
+    def __init__(self, config: ProfileConfig, output: Path, *, job_root: Path | None = None,
+                 exclusive_output: bool = True, rank_id: int = -1,
+                 flush_interval: float = 0.2) -> None:
+        self.config = config
+        self.rank_id = rank_id
+        self.output = output
+        self.start_pair: ClockPair = read_pair()
+        self.end_pair: ClockPair | None = None
+        self.lock: jobdir.OutputLock | None = None
+        self.collecting = True
+        self.stop_reason = ""
+        self.bytes_written = 0
+        self.extra_info: dict[str, Any] = {}
+        self._device_dirs: dict[int, DataDir] = {}
+        self._last_space_check = 0.0
+        fs.make_dir(output)
+        fs.check_writable(output)
+        if fs.free_bytes(output) < fs.FREE_SPACE_FLOOR:
+            raise StorageError(f"less than 20 MB free under {str(output)!r}; nothing will be written")
+        if exclusive_output:
+            self.lock = jobdir.OutputLock(output)
+        try:
+            if job_root is None:
+                self.job = jobdir.create(output, self.start_pair.wall_ns)
+            else:
+                fs.make_dir(job_root)
+                self.job = jobdir.JobDir(root=job_root, host=fs.make_dir(job_root / "host"))
+                fs.make_dir(self.job.host_data)
+            self._job_lock = jobdir.OutputLock(self.job.root, ".job.lock")
+            self.log_path = self.job.host / "collection.log"
+            self._log_fd = fs.open_new(self.log_path)
+            self._write_host_files()
+            for reason in config.unsupported:
+                self.note(f"not supported here: {reason}", warn=True)
+            self.host_dir = DataDir(self.job.host_data, "host")
+            self.flusher = Flusher(self.host_dir, self.device_dir, flush_interval, self._account)
+        except BaseException:
+            if self.lock is not None:
+                self.lock.release()
+            raise
+
+    # -- files -----------------------------------------------------------------------------
+    @property
+    def root(self) -> Path:
+        return self.job.root
+
+    def _write_host_files(self) -> None:
+        cfg = self.config.to_dict()
+        info = jobdir.info_json(cfg, self.config.devices, self.rank_id)
+        sample = {"llc_profiling": "read", "ai_core_profiling_mode": "task-based", "openmsprof": cfg}
+        jobdir.write_config_files(self.job.host, "", info, sample, self.start_pair, "host_start.log")
+
+    def device_dir(self, dev: int) -> DataDir:
+        """The writer of ``device_{dev}/data``, created with its config files on first use."""
+        d = self._device_dirs.get(dev)
+        if d is None:
+            path = fs.make_dir(self.job.device(dev))
+            fs.make_dir(path / "data")
+            cfg = self.config.to_dict()
+            info = jobdir.info_json(cfg, [dev], self.rank_id)
+            sample = {"llc_profiling": "read", "ai_core_profiling_mode": "task-based", "openmsprof": cfg}
+            jobdir.write_config_files(path, f".{dev}", info, sample, self.start_pair, f"dev_start.log.{dev}")
+            d = self._device_dirs[dev] = DataDir(path / "data", str(dev))
+            self.job.devices[dev] = path
+        return d
+
+    def note(self, message: str, warn: bool = False) -> None:
+        """Append a line to the job's collection.log (and the logger)."""
+        (log.warning if warn else log.info)("openmsprof: %s", message)
+        try:
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+            os.write(self._log_fd, f"[{stamp}] {message}\n".encode())
+        except OSError:
+            pass
+
+    # -- storage guard ---------------------------------------------------------------------
+    def _account(self, nbytes: int) -> None:
+        self.bytes_written += nbytes
+        limit = self.config.storage_limit_mb
+        if limit is not None and self.bytes_written > limit * 1024 * 1024:
+            self.halt(f"storage_limit {limit}MB reached; collection stopped, the application goes on")
+            return
+        now = time.monotonic()
+        if now - self._last_space_check >= 1.0:
+            self._last_space_check = now
+            if fs.free_bytes(self.job.root) < fs.FREE_SPACE_FLOOR:
+                self.halt("less than 20 MB free on disk; collection stopped, the application goes on")
+
+    def halt(self, reason: str) -> None:
+        """Stop collecting (not the session): sources go quiet, what was written stays."""
+        if not self.collecting:
+            return
+        self.collecting = False
+        self.stop_reason = reason
+        self.note(reason, warn=True)
+        for _on, off in list(_listeners):
+            try:
+                off(self)
+            except Exception as exc:  # pragma: no cover - defensive
+                log.warning("openmsprof: listener failed at halt: %s", exc)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def _begin(self) -> None:
+        buffers.clear_all()
+        self.flusher.start()
+        for on, _off in list(_listeners):
+            try:
+                on(self)
+            except Exception as exc:
+                self.note(f"a source failed to start: {exc}", warn=True)
+
+    def _end(self) -> None:
+        if self.collecting:
+            for _on, off in list(_listeners):
+                try:
+                    off(self)
+                except Exception as exc:
+                    self.note(f"a source failed to stop: {exc}", warn=True)
+        self.flusher.stop()
+        if self.flusher.error is not None and not self.stop_reason:
+            self.stop_reason = str(self.flusher.error)
+            self.note(f"collection stopped early: {self.flusher.error}", warn=True)
+        self.end_pair = read_pair()
+        try:
+            for d in [self.host_dir, *self._device_dirs.values()]:
+                d.close()
+        except Exception as exc:
+            self.note(f"closing raw files failed: {exc}", warn=True)
+        try:
+            fs.write_file_atomic(self.job.host / "end_info", jobdir.dump(jobdir.end_info(self.end_pair)))
+            for dev, path in self.job.devices.items():
+                fs.write_file_atomic(path / f"end_info.{dev}", jobdir.dump(jobdir.end_info(self.end_pair)))
+        except Exception as exc:
+            log.warning("openmsprof: could not write end_info: %s", exc)
+        self.note(f"session stopped: {self.flusher.records} records, {self.bytes_written} bytes")
+        os.close(self._log_fd)
+        self._job_lock.release()
+        if self.lock is not None:
+            self.lock.release()
+
+
+def start(config: ProfileConfig | None = None, output: str | os.PathLike[str] | None = None, **kwargs: Any) -> Session:
+    """Start the process-wide session.  Raises :class:`SessionError` if one is running."""
+    global _active
+    config = config or ProfileConfig()
+    out = output if output is not None else (config.output or os.getcwd())
+    path = resolve_output(out)
+    with _control:
+        if _active is not None:
+            raise SessionError(
+                f"profiling is already running in this process (job {str(_active.root)!r})",
+                code=ACL_ERROR_PROF_ALREADY_RUN,
+            )
+        s = Session(config, path, **kwargs)
+        _active = s
+        s._begin()
+        return s
+
+
+def stop() -> Session:
+    """Stop the active session, flush everything, write end_info.  Returns it."""
+    global _active
+    with _control:
+        s = _active
+        if s is None:
+            raise SessionError("profiling is not running (stop without start)", code=ACL_ERROR_PROF_NOT_RUN)
+        _active = None
+        s._end()
+        return s
+
+
+def _stop_at_exit() -> None:
+    if _active is not None:
+        try:
+            stop()
+        except Exception as exc:  # pragma: no cover
+            log.warning("openmsprof: stop at exit failed: %s", exc)
+
+
+atexit.register(_stop_at_exit)

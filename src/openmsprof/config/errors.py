@@ -1,0 +1,61 @@
+"""Error types shared by every layer.
+
+All openmsprof errors derive from :class:`ProfilingError` and carry a one-line message that
+names what was wrong and where.  ``code`` is the pyACL error code the facades return for it.
+"""
+
+from __future__ import annotations
+
+# pyACL error codes (FORMATS.md §7.1).
+ACL_SUCCESS = 0
+ACL_ERROR_INVALID_PARAM = 100000
+ACL_ERROR_UNINITIALIZE = 100001
+ACL_ERROR_REPEAT_INITIALIZE = 100002
+ACL_ERROR_WRITE_FILE = 100004
+ACL_ERROR_INVALID_PROFILING_CONFIG = 100010
+ACL_ERROR_INVALID_MODEL_ID = 100011
+ACL_ERROR_PROF_ALREADY_RUN = 100042
+ACL_ERROR_PROF_NOT_RUN = 100043
+ACL_ERROR_PROF_REPEAT_SUBSCRIBE = 148046
+ACL_ERROR_PROF_API_CONFLICT = 148047
+ACL_ERROR_FEATURE_UNSUPPORTED = 200006
+ACL_ERROR_PROF_MODULES_UNSUPPORTED = 200007
+ACL_ERROR_STORAGE_OVER_LIMIT = 300000
+ACL_ERROR_PROFILING_FAILURE = 500005
+
+
+class ProfilingError(Exception):
+    """Base class: a clear, one-line, user-facing error."""
+
+    code: int = ACL_ERROR_PROFILING_FAILURE
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+
+class ConfigError(ProfilingError, ValueError):
+    """A configuration key or value is invalid (names key, value and what is allowed)."""
+
+    code = ACL_ERROR_INVALID_PROFILING_CONFIG
+
+
+class PathError(ProfilingError, ValueError):
+    """A path is unsafe (forbidden characters, symlink, too long) or unusable."""
+
+    code = ACL_ERROR_WRITE_FILE
+
+
+class SessionError(ProfilingError, RuntimeError):
+    """Session state misuse: start twice, stop without start, output in use."""
+
+
+class StorageError(ProfilingError, OSError):
+    """The storage limit or free-space floor was reached."""
+
+    code = ACL_ERROR_STORAGE_OVER_LIMIT
+
+
+class RawDataError(ProfilingError):
+    """Raw data that cannot be read at all (bad magic, not a job)."""

@@ -1,0 +1,1 @@
+"""Record producers: markers, API spans, tasks, steps, host sampling."""

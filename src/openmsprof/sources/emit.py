@@ -1,0 +1,98 @@
+"""Record producers for sources other than markers: API spans, tasks, steps, counters.
+
+Every function is safe to call at any time: it records only while a session collects the kind
+in question (``api_on()``, ``task_on()``) and never raises into the caller.  Timestamps are
+monotonic ns from :data:`now_ns` (``time.perf_counter_ns``); convert framework epoch times
+with :func:`epoch_to_mono`.
+"""
+
+from __future__ import annotations
+
+from openmsprof.collect import buffers, session
+from openmsprof.collect.clock import now_ns
+from openmsprof.collect.records import NO_MODEL, ApiLevel, Executor, Series, StepTag
+
+__all__ = [
+    "ApiLevel", "Executor", "Series", "StepTag", "api_on", "epoch_to_mono", "new_connection_id",
+    "now_ns", "record_api", "record_counter", "record_step", "record_step_range", "record_task",
+    "task_on",
+]
+
+_api_on = False
+_task_on = False
+_any_on = False
+
+
+def _on_start(s: session.Session) -> None:
+    global _api_on, _task_on, _any_on
+    _api_on = bool(s.config.acl_api or s.config.runtime_api)
+    _task_on = s.config.task_time_on
+    _any_on = True
+
+
+def _on_stop(s: session.Session) -> None:
+    global _api_on, _task_on, _any_on
+    _api_on = _task_on = _any_on = False
+
+
+session.add_listener(_on_start, _on_stop)
+
+
+def api_on() -> bool:
+    return _api_on
+
+
+def task_on() -> bool:
+    return _task_on
+
+
+def collecting() -> bool:
+    return _any_on
+
+
+def new_connection_id() -> int:
+    return buffers.next_connection_id()
+
+
+def epoch_to_mono(epoch_ns: int) -> int:
+    """Map an epoch ns time (ONNX Runtime, torch) to the session's monotonic axis."""
+    s = session.current()
+    if s is None:
+        return epoch_ns
+    return epoch_ns - s.start_pair.offset_ns
+
+
+def record_api(name: str, level: ApiLevel, t0: int, t1: int, connection_id: int = 0) -> None:
+    """An API span on the calling thread."""
+    if _api_on:
+        buffers.append((6, t0, t1, name, level, connection_id))
+
+
+def record_task(device_id: int, stream: int, name: str, t0: int, t1: int, task_id: int, *,
+                op_type: str = "", model_id: int = NO_MODEL, input_shapes: str = "",
+                input_dtypes: str = "", output_shapes: str = "", output_dtypes: str = "",
+                connection_id: int = 0, executor: Executor = Executor.CPU) -> None:
+    """One executed operator/kernel on ``stream`` of ``device_id``."""
+    if _task_on:
+        buffers.append((7, device_id, stream, t0, t1, name, task_id, model_id, op_type,
+                        input_shapes, input_dtypes, output_shapes, output_dtypes,
+                        connection_id, executor))
+
+
+def record_step(ts: int, step_index: int, tag: StepTag, model_id: int = NO_MODEL,
+                device_id: int | None = 0) -> None:
+    """A step timestamp (pyACL get_step_timestamp)."""
+    if _any_on:
+        buffers.append((9, ts, step_index, model_id, tag, device_id))
+
+
+def record_step_range(t0: int, t1: int, step_number: int) -> None:
+    """A whole framework step (e.g. ``ProfilerStep#N``)."""
+    if _any_on:
+        buffers.append((12, t0, t1, step_number))
+
+
+def record_counter(ts: int, series: Series, sub_index: int, value: float, device_id: int | None = None) -> None:
+    """An in-process counter sample (device counters; host usage comes from the sampler)."""
+    if _any_on:
+        buffers.append((10, ts, series, sub_index, value, device_id))
