@@ -14,7 +14,7 @@ Hot-path tuples (first item = :class:`~openmsprof.collect.records.Kind` value)::
 
     (MARK, ts, message, domain)
     (PUSH, ts, message, domain)
-    (POP, ts)
+    (POP, ts, None, None)
     (RANGE_START, ts, message, domain, range_id)
     (RANGE_END, ts, range_id)
     (API, t0, t1, name, ApiLevel, connection_id)
@@ -24,6 +24,7 @@ Hot-path tuples (first item = :class:`~openmsprof.collect.records.Kind` value)::
     (STEP_RANGE, t0, t1, step_number)
     (COUNTER, ts, Series, sub_index, value, device_id)
 
+Marker tuples (kinds 1-3) all have four items so the flusher can encode them column-wise.
 Strings are interned by the flusher, off the hot path.
 """
 

@@ -9,14 +9,17 @@ them.  Any error stops collection with a warning; the application is never distu
 from __future__ import annotations
 
 import logging
+import operator
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from openmsprof.collect import buffers
-from openmsprof.collect.rawfile import SliceWriter, StringTable
+from openmsprof.collect.rawfile import GENERIC_DTYPE, SliceWriter, StringTable
 from openmsprof.collect.records import (
     API_LEVEL_CODES,
     COUNTER,
@@ -30,6 +33,10 @@ log = logging.getLogger("openmsprof")
 
 _API_CODE = {lvl: i for i, lvl in enumerate(API_LEVEL_CODES)}
 _MASK32 = 0xFFFFFFFF
+#: Records encoded per write: bounds the work between two writes of one busy thread.
+CHUNK = 1 << 18
+_KIND, _TS, _MSG, _DOMAIN = (operator.itemgetter(i) for i in range(4))
+_MARKER_KINDS = frozenset((1, 2, 3))
 
 
 class DataDir:
@@ -107,6 +114,7 @@ class Flusher:
         with self._lock:
             t0 = time.perf_counter()
             n = 0
+            written = 0
             dirs: list[DataDir] = [self.host]
             try:
                 for buf in buffers.snapshot():
@@ -114,15 +122,20 @@ class Flusher:
                     count = len(items)
                     if not count:
                         continue
-                    chunk = items[:count]
-                    del items[:count]
                     if buf.tid not in self._known_threads:
                         self._known_threads.add(buf.tid)
                         h = self.host
                         h.out("Thread").extend(GENERIC.pack(Kind.THREAD, 0, 0, buf.tid & _MASK32, 0, 0,
                                                             h.strings.intern(buf.name), 0))
-                    n += self._encode(chunk, buf.tid, dirs)
-                written = 0
+                    while count:
+                        take = min(count, CHUNK)
+                        chunk = items[:take]
+                        del items[:take]
+                        count -= take
+                        n += self._encode(chunk, buf.tid, dirs)
+                        if count:  # write big backlogs piecewise: a kill loses less
+                            for d in dirs:
+                                written += d.flush()
                 for d in dirs:
                     written += d.flush()
                 buffers.drop_dead_empty()
@@ -137,6 +150,32 @@ class Flusher:
             return n
 
     def _encode(self, chunk: list[tuple[Any, ...]], tid: int, dirs: list[DataDir]) -> int:
+        kinds = list(map(_KIND, chunk))
+        if _MARKER_KINDS.issuperset(kinds):
+            self._encode_markers(chunk, kinds, tid)
+            return len(chunk)
+        markers = [r for r in chunk if r[0] in _MARKER_KINDS]
+        if markers:
+            self._encode_markers(markers, list(map(_KIND, markers)), tid)
+            chunk = [r for r in chunk if r[0] not in _MARKER_KINDS]
+        self._encode_each(chunk, tid, dirs)
+        return len(chunk) + len(markers)
+
+    def _encode_markers(self, chunk: list[tuple[Any, ...]], kinds: list[int], tid: int) -> None:
+        """Column-wise encoding of MARK/PUSH/POP tuples (the high-rate kinds)."""
+        n = len(chunk)
+        ids = self.host.strings.ids.__getitem__
+        arr = np.zeros(n, dtype=GENERIC_DTYPE)
+        arr["kind"] = kinds
+        arr["tid"] = tid & _MASK32
+        ts = np.fromiter(map(_TS, chunk), dtype=np.int64, count=n)
+        arr["t0"] = ts
+        arr["t1"] = ts
+        arr["a"] = np.fromiter(map(ids, map(_MSG, chunk)), dtype=np.uint32, count=n)
+        arr["b"] = np.fromiter(map(ids, map(_DOMAIN, chunk)), dtype=np.uint32, count=n)
+        self.host.out("Mstx").extend(arr.tobytes())
+
+    def _encode_each(self, chunk: list[tuple[Any, ...]], tid: int, dirs: list[DataDir]) -> None:
         host = self.host
         hs = host.strings.intern
         mstx = host.out("Mstx")
@@ -145,13 +184,7 @@ class Flusher:
         tid &= _MASK32
         for rec in chunk:
             k = rec[0]
-            if k == 1:  # MARK
-                mstx += pack(1, 0, 0, tid, rec[1], rec[1], hs(rec[2]), hs(rec[3]))
-            elif k == 2:  # PUSH
-                mstx += pack(2, 0, 0, tid, rec[1], 0, hs(rec[2]), hs(rec[3]))
-            elif k == 3:  # POP
-                mstx += pack(3, 0, 0, tid, rec[1], 0, 0, 0)
-            elif k == 6:  # API
+            if k == 6:  # API
                 api += pack(6, 0, _API_CODE.get(rec[4], 0), tid, rec[1], rec[2], hs(rec[3]), rec[5] & _MASK32)
             elif k == 4:  # RANGE_START
                 mstx += pack(4, 0, 0, tid, rec[1], rec[4], hs(rec[2]), hs(rec[3]))
@@ -179,4 +212,3 @@ class Flusher:
                 if d not in dirs:
                     dirs.append(d)
                 d.out("Counter").extend(COUNTER.pack(10, 0, 0, 0, rec[1], float(rec[4]), int(rec[2]), rec[3] & _MASK32))
-        return len(chunk)

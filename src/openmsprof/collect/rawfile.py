@@ -99,26 +99,42 @@ class SliceWriter:
                 pass
 
 
+class _Ids(dict):  # type: ignore[type-arg]
+    """object -> string id; a miss assigns the next id and queues the entry for writing.
+    ``ids[x]`` is a C-level lookup on a hit, so ``map(ids.__getitem__, column)`` is fast."""
+
+    def __init__(self, table: StringTable) -> None:
+        super().__init__()
+        self[None] = 0
+        self.table = table
+
+    def __missing__(self, key: object) -> int:
+        text = key if isinstance(key, str) else str(key)
+        sid = self.get(text) if text is not key else None
+        if sid is None:
+            sid = self.table.next_id
+            self.table.next_id += 1
+            raw = text.encode("utf-8", "replace")
+            self.table.pending += STRING_ENTRY.pack(sid, len(raw))
+            self.table.pending += raw
+            if text is not key:
+                dict.__setitem__(self, text, sid)
+        try:
+            dict.__setitem__(self, key, sid)
+        except TypeError:  # unhashable keys cannot reach here; defensive
+            pass
+        return sid
+
+
 class StringTable:
-    """Interns strings for one data directory.  ``intern`` returns a stable id > 0."""
+    """Interns strings for one data directory.  ``intern`` returns a stable id > 0 (0 = None)."""
 
     def __init__(self, data_dir: Path, dev: str) -> None:
-        self.ids: dict[str, int] = {}
+        self.next_id = 1
         self.pending = bytearray()
+        self.ids = _Ids(self)
+        self.intern = self.ids.__getitem__
         self.writer = SliceWriter(data_dir, "Strings", "table", dev, STRINGS_MAGIC)
-
-    def intern(self, text: object) -> int:
-        if text is None:
-            return 0
-        s = text if isinstance(text, str) else str(text)
-        sid = self.ids.get(s)
-        if sid is None:
-            sid = len(self.ids) + 1
-            self.ids[s] = sid
-            raw = s.encode("utf-8", "replace")
-            self.pending += STRING_ENTRY.pack(sid, len(raw))
-            self.pending += raw
-        return sid
 
     def flush(self) -> int:
         data, self.pending = self.pending, bytearray()

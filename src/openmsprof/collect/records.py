@@ -39,9 +39,9 @@ class Kind(IntEnum):
 
     #: Instant marker.  t0=t1=ts, a=message, b=domain, aux=MstxEvent.MARKER.
     MARK = 1
-    #: Same-thread range open.  t0=ts, a=message, b=domain.
+    #: Same-thread range open.  t0=t1=ts, a=message, b=domain.
     PUSH = 2
-    #: Same-thread range close (pairs with the innermost open PUSH on the thread).  t0=ts.
+    #: Same-thread range close (pairs with the innermost open PUSH on the thread).  t0=t1=ts.
     POP = 3
     #: Cross-thread range open.  t0=ts, a=message, b=domain, aux unused, flags unused;
     #: the range id is stored in t1 (int64).

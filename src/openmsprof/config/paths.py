@@ -71,8 +71,12 @@ def find_symlink(path: Path) -> Path | None:
 
 
 def resolve_output(path: str | os.PathLike[str], what: str = "output path") -> Path:
-    """Check ``path`` (text rules, no symlinks) and return it absolute, ``~`` expanded."""
-    check_path_text(path, what)
+    """Check ``path`` (text rules, no ``..`` component, no symlinks) and return it absolute,
+    ``~`` expanded.  ``..`` is refused because output paths often come from config files, where
+    a parent reference is the classic way to write outside the intended tree."""
+    text = check_path_text(path, what)
+    if ".." in text.split("/"):
+        raise PathError(f"{what} {text!r} contains a '..' component; give the directory without it")
     p = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
     link = find_symlink(p)
     if link is not None:

@@ -137,7 +137,8 @@ def run_sidecar(data: Path, pid: int, freq: int, cpu: bool, mem: bool, max_secon
         stop = True
 
     signal.signal(signal.SIGTERM, _term)
-    parent = os.getppid()
+    parent = pid  # the profiled process is our parent; compare with the pid we were given, so
+    # a parent killed before this line ran is still noticed
     writer = SliceWriter(data, "HostSampler", "records", "host", RECORDS_MAGIC)
     reader = _ProcReader(pid)
     period = 1.0 / freq

@@ -54,9 +54,9 @@ def pop() -> None:
     """Close the innermost same-thread range."""
     if _on:
         try:
-            _tls.items.append((3, _now()))
+            _tls.items.append((3, _now(), None, None))
         except AttributeError:
-            append_slow((3, _now()))
+            append_slow((3, _now(), None, None))
 
 
 def range_start(message: str, domain: str | None = None) -> int:

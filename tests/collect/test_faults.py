@@ -1,0 +1,202 @@
+"""Faults: SIGKILL, full disk, storage limit, torn and foreign raw files, endless markers at exit."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import openmsprof
+from openmsprof import mstx
+from openmsprof.collect import rawfile
+from openmsprof.collect.records import HEADER, RECORDS_MAGIC, Kind, Series
+
+CHILD_MARKER_LOOP = """
+import sys, time, openmsprof
+from openmsprof import mstx
+openmsprof.start(output=sys.argv[1])
+print('ready', flush=True)
+while True:
+    mstx.mark('tick')
+"""
+
+
+def _job(out: Path) -> Path:
+    jobs = sorted(out.glob("PROF_*"))
+    assert len(jobs) == 1, jobs
+    return jobs[0]
+
+
+def test_sigkill_loses_at_most_one_second(out_dir: Path) -> None:
+    p = subprocess.Popen([sys.executable, "-c", CHILD_MARKER_LOOP, str(out_dir)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    assert p.stdout.readline().strip() == "ready"
+    time.sleep(1.5)
+    kill_ns = time.perf_counter_ns()  # CLOCK_MONOTONIC: shared by all processes
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=30)
+    job = _job(out_dir)
+    assert not (job / "host" / "end_info").exists()
+    report = rawfile.ReadReport()
+    recs = rawfile.read_all_records(job / "host" / "data", report)
+    marks = recs[recs["kind"] == Kind.MARK]
+    assert len(marks) > 1000
+    lost_ns = kill_ns - int(marks["t0"].max())
+    assert lost_ns <= 1_000_000_000, f"lost {lost_ns / 1e9:.3f} s of records"
+
+
+def test_thread_that_never_stops_marking_at_shutdown(out_dir: Path) -> None:
+    code = """
+import sys, threading, openmsprof
+from openmsprof import mstx
+openmsprof.start(output=sys.argv[1])
+def spin():
+    while True:
+        mstx.mark('spin')
+threading.Thread(target=spin, daemon=True).start()
+import time; time.sleep(0.5)
+print('bye')
+"""
+    r = subprocess.run([sys.executable, "-c", code, str(out_dir)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    job = _job(out_dir)
+    assert (job / "host" / "end_info").is_file(), "atexit must close the job"
+    recs = rawfile.read_all_records(job / "host" / "data")
+    assert int(np.sum(recs["kind"] == Kind.MARK)) > 100
+
+
+def test_storage_limit_stops_collection_app_goes_on(out_dir: Path) -> None:
+    s = openmsprof.start(output=out_dir, storage_limit_mb=1)  # below the documented 200, allowed in Python
+    for _ in range(60_000):  # ~1.9 MB of records
+        mstx.mark("fill")
+    time.sleep(0.5)
+    for _ in range(60_000):
+        mstx.mark("fill")
+    openmsprof.stop()
+    assert not s.collecting
+    assert "storage_limit" in s.stop_reason
+    log = (s.root / "host" / "collection.log").read_text()
+    assert "storage_limit 1MB reached" in log
+
+
+@pytest.fixture
+def tiny_fs(tmp_path: Path):  # type: ignore[no-untyped-def]
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mnt)], capture_output=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_disk_full_stops_collection_with_warning(tiny_fs: Path) -> None:
+    # Leave ~21 MB free: above the 20 MB floor at start, below it once records pile up.
+    filler = tiny_fs / "filler"
+    filler.write_bytes(b"\0" * (3 * 1024 * 1024))
+    s = openmsprof.start(output=tiny_fs / "out")
+    deadline = time.monotonic() + 30
+    while s.collecting and time.monotonic() < deadline:
+        for _ in range(20_000):
+            mstx.mark("fill")
+        time.sleep(0.05)
+    openmsprof.stop()
+    assert not s.collecting
+    assert "20 MB free" in s.stop_reason or "disk full" in s.stop_reason
+    recs = rawfile.read_all_records(s.root / "host" / "data")
+    assert int(np.sum(recs["kind"] == Kind.MARK)) > 0
+
+
+def test_start_refused_when_disk_nearly_full(tiny_fs: Path) -> None:
+    (tiny_fs / "filler").write_bytes(b"\0" * (10 * 1024 * 1024))
+    with pytest.raises(openmsprof.StorageError, match="20 MB"):
+        openmsprof.start(output=tiny_fs / "out")
+
+
+def test_reader_drops_torn_tail_and_counts_it(out_dir: Path) -> None:
+    with openmsprof.profile(output=out_dir) as prof:
+        for _ in range(100):
+            mstx.mark("m")
+    assert prof.job is not None
+    data = prof.job / "host" / "data"
+    slice_path = next(data.glob("Mstx.records.host.slice_0"))
+    with open(slice_path, "ab") as f:
+        f.write(b"\x01\x02\x03\x04\x05")
+    report = rawfile.ReadReport()
+    recs = rawfile.read_all_records(data, report)
+    assert int(np.sum(recs["kind"] == Kind.MARK)) == 100
+    assert report.dropped_bytes == 5
+    assert any("torn tail" in w for w in report.warnings)
+
+
+def test_reader_skips_unknown_version_and_foreign_files(tmp_path: Path) -> None:
+    d = tmp_path / "data"
+    d.mkdir()
+    (d / "Mstx.records.host.slice_0").write_bytes(HEADER.pack(RECORDS_MAGIC, 99, 32, 0) + b"\0" * 64)
+    (d / "Api.records.host.slice_0").write_bytes(os.urandom(200))
+    report = rawfile.ReadReport()
+    recs = rawfile.read_all_records(d, report)
+    assert len(recs) == 0
+    assert report.skipped_files == 2
+    assert any("unknown record version 99" in w for w in report.warnings)
+    assert any("bad magic" in w for w in report.warnings)
+
+
+def test_raw_record_is_32_bytes(out_dir: Path) -> None:
+    with openmsprof.profile(output=out_dir) as prof:
+        for _ in range(1000):
+            mstx.mark("m")
+    assert prof.job is not None
+    size = (prof.job / "host" / "data" / "Mstx.records.host.slice_0").stat().st_size
+    assert size == HEADER.size + 1000 * 32
+
+
+def test_host_sampler_writes_cpu_and_memory(out_dir: Path) -> None:
+    with openmsprof.profile(output=out_dir, host_sys_usage=["cpu", "mem"], host_sys_usage_freq=20) as prof:
+        t_end = time.monotonic() + 0.8
+        while time.monotonic() < t_end:  # keep the GIL busy: the sidecar must not starve
+            sum(range(1000))
+    assert prof.job is not None
+    recs = rawfile.read_all_records(prof.job / "host" / "data").view(rawfile.COUNTER_DTYPE)
+    counters = recs[recs["kind"] == Kind.COUNTER]
+    series = set(counters["a"].tolist())
+    assert {Series.SYS_CPU_PERCENT, Series.PROC_CPU_PERCENT, Series.SYS_MEM_USED_KB, Series.PROC_RSS_KB} <= series
+    proc_cpu = counters[counters["a"] == Series.PROC_CPU_PERCENT]["value"]
+    assert len(proc_cpu) >= 8, "20 Hz for 0.8 s under a busy GIL"
+    assert float(proc_cpu.max()) > 20.0, "the busy loop must show as process CPU"
+    rss = counters[counters["a"] == Series.PROC_RSS_KB]["value"]
+    assert float(rss.min()) > 1000
+
+
+def test_sampler_exits_when_parent_is_killed(out_dir: Path) -> None:
+    code = (
+        "import sys, time, openmsprof\n"
+        "openmsprof.start(output=sys.argv[1], host_sys_usage=['cpu'])\n"
+        "from openmsprof.sources import host_sampler\n"
+        "print(host_sampler._proc.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code, str(out_dir)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    sidecar = int(p.stdout.readline())
+    p.kill()
+    p.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(sidecar, 0)
+        except ProcessLookupError:
+            break
+        # reap if it became our zombie grandchild (it is re-parented to init, not us)
+        time.sleep(0.1)
+    else:
+        with open(f"/proc/{sidecar}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        assert state == "Z", "sampler still running after its parent was killed"
