@@ -17,7 +17,14 @@ from openmsprof import mstx
 from openmsprof._version import __version__
 from openmsprof.api import profile, start, stop
 from openmsprof.collect.session import Session
-from openmsprof.config import ConfigError, PathError, ProfileConfig, ProfilingError, SessionError, StorageError
+from openmsprof.config import (
+    ConfigError,
+    PathError,
+    ProfileConfig,
+    ProfilingError,
+    SessionError,
+    StorageError,
+)
 
 __all__ = [
     "ConfigError",

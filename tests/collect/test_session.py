@@ -35,7 +35,7 @@ def test_four_threads_every_marker_with_thread_ids_and_order(out_dir: Path) -> N
 
     def work(i: int) -> None:
         tids[i] = threading.get_native_id()
-        for j in range(n):
+        for _j in range(n):
             mstx.mark(f"t{i}")
             mstx.range_push("inner")
             mstx.range_pop()

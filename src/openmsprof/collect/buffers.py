@@ -3,7 +3,7 @@
 Producers do::
 
     try:
-        TLS.items.append(record)
+        TLS.append(record)          # TLS.append is the bound append of the thread's list
     except AttributeError:
         append_slow(record)
 
@@ -60,6 +60,7 @@ def register_current_thread() -> list[tuple[Any, ...]]:
     with _registry_lock:
         _registry.append(buf)
     TLS.items = buf.items
+    TLS.append = buf.items.append  # one attribute lookup less on the hot path
     return buf.items
 
 
@@ -71,7 +72,7 @@ def append_slow(record: tuple[Any, ...]) -> None:
 def append(record: tuple[Any, ...]) -> None:
     """Append for callers that are not on the hottest path."""
     try:
-        TLS.items.append(record)
+        TLS.append(record)
     except AttributeError:
         append_slow(record)
 

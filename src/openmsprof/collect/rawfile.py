@@ -168,7 +168,7 @@ class ReadReport:
 
 def list_slices(data_dir: Path, kind: str = "records") -> list[tuple[str, str, int, Path]]:
     """(source, dev, n, path) for every slice of ``kind`` in ``data_dir``, in write order."""
-    out = []
+    out: list[tuple[str, str, int, Path]] = []
     if not data_dir.is_dir():
         return out
     for p in data_dir.iterdir():

@@ -19,7 +19,12 @@ from typing import Any
 from openmsprof.collect import buffers, fs, jobdir
 from openmsprof.collect.clock import ClockPair, read_pair
 from openmsprof.collect.flusher import DataDir, Flusher
-from openmsprof.config.errors import ACL_ERROR_PROF_ALREADY_RUN, ACL_ERROR_PROF_NOT_RUN, SessionError, StorageError
+from openmsprof.config.errors import (
+    ACL_ERROR_PROF_ALREADY_RUN,
+    ACL_ERROR_PROF_NOT_RUN,
+    SessionError,
+    StorageError,
+)
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.paths import resolve_output
 

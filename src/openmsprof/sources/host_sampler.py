@@ -91,7 +91,7 @@ class _ProcReader:
                 rows.append((sum(vals), idle))
         out: list[tuple[int, float]] = []
         if self.prev_cpu is not None and len(self.prev_cpu) == len(rows):
-            for i, ((tot, idle), (ptot, pidle)) in enumerate(zip(rows, self.prev_cpu)):
+            for i, ((tot, idle), (ptot, pidle)) in enumerate(zip(rows, self.prev_cpu, strict=False)):
                 dt = tot - ptot
                 out.append((i, 100.0 * (dt - (idle - pidle)) / dt if dt > 0 else 0.0))
         self.prev_cpu = rows

@@ -36,7 +36,7 @@ def mark(message: str, domain: str | None = None) -> None:
     """Instant marker."""
     if _on:
         try:
-            _tls.items.append((1, _now(), message, domain))
+            _tls.append((1, _now(), message, domain))
         except AttributeError:
             append_slow((1, _now(), message, domain))
 
@@ -45,7 +45,7 @@ def push(message: str, domain: str | None = None) -> None:
     """Open a same-thread range."""
     if _on:
         try:
-            _tls.items.append((2, _now(), message, domain))
+            _tls.append((2, _now(), message, domain))
         except AttributeError:
             append_slow((2, _now(), message, domain))
 
@@ -54,7 +54,7 @@ def pop() -> None:
     """Close the innermost same-thread range."""
     if _on:
         try:
-            _tls.items.append((3, _now(), None, None))
+            _tls.append((3, _now(), None, None))
         except AttributeError:
             append_slow((3, _now(), None, None))
 
