@@ -19,6 +19,7 @@ from typing import Any
 from openmsprof.collect import buffers, fs, jobdir
 from openmsprof.collect.clock import ClockPair, read_pair
 from openmsprof.collect.flusher import DataDir, Flusher
+from openmsprof.config import capabilities
 from openmsprof.config.errors import (
     ACL_ERROR_PROF_ALREADY_RUN,
     ACL_ERROR_PROF_NOT_RUN,
@@ -83,6 +84,8 @@ class Session:
             self._write_host_files()
             for reason in config.unsupported:
                 self.note(f"not supported here: {reason}", warn=True)
+            for line in getattr(config, "notes", ()):  # loader notes, e.g. decision 10's cwd
+                self.note(f"config: {line}")
             self.host_dir = DataDir(self.job.host_data, "host")
             self.flusher = Flusher(self.host_dir, self.device_dir, flush_interval, self._account)
         except BaseException:
@@ -193,7 +196,7 @@ class Session:
 def start(config: ProfileConfig | None = None, output: str | os.PathLike[str] | None = None, **kwargs: Any) -> Session:
     """Start the process-wide session.  Raises :class:`SessionError` if one is running."""
     global _active
-    config = config or ProfileConfig()
+    config = capabilities.check(config or ProfileConfig())
     out = output if output is not None else (config.output or os.getcwd())
     path = resolve_output(out)
     with _control:

@@ -59,3 +59,10 @@ class StorageError(ProfilingError, OSError):
 
 class RawDataError(ProfilingError):
     """Raw data that cannot be read at all (bad magic, not a job)."""
+
+
+class ConfigPathError(ConfigError, PathError):
+    """An unsafe path inside a configuration (acl.json output, CLI flag): both a
+    :class:`ConfigError` and a :class:`PathError`."""
+
+    code = ACL_ERROR_INVALID_PROFILING_CONFIG
