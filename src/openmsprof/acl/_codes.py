@@ -1,0 +1,127 @@
+"""pyACL constants: return codes, ``ACL_PROF_*`` bits, ``ACL_AICORE_*`` metrics, step tags,
+memory and data-type enums (FORMATS §7.1; RT acl_base.h / acl_rt.h / acl_prof.h)."""
+
+from __future__ import annotations
+
+from openmsprof.config.acl_mask import (  # noqa: F401  (re-exported)
+    ACL_AICORE_ARITHMETIC_UTILIZATION,
+    ACL_AICORE_L0B_AND_WIDTH,
+    ACL_AICORE_L2_CACHE,
+    ACL_AICORE_MEMORY_ACCESS,
+    ACL_AICORE_MEMORY_BANDWIDTH,
+    ACL_AICORE_MEMORY_UB,
+    ACL_AICORE_NONE,
+    ACL_AICORE_PIPE_EXECUTE_UTILIZATION,
+    ACL_AICORE_PIPE_UTILIZATION,
+    ACL_AICORE_RESOURCE_CONFLICT_RATIO,
+    ACL_PROF_ACL_API,
+    ACL_PROF_AICORE_METRICS,
+    ACL_PROF_AICORE_SHAPE,
+    ACL_PROF_AICPU,
+    ACL_PROF_AICPU_TRACE,
+    ACL_PROF_API_STATS,
+    ACL_PROF_GE_API_L0,
+    ACL_PROF_GE_API_L1,
+    ACL_PROF_HCCL,
+    ACL_PROF_HCCL_TRACE,
+    ACL_PROF_L2CACHE,
+    ACL_PROF_MSPROFTX,
+    ACL_PROF_OP_ATTR,
+    ACL_PROF_RUNTIME_API,
+    ACL_PROF_TASK_MEMORY,
+    ACL_PROF_TASK_TIME,
+    ACL_PROF_TASK_TIME_L0,
+    ACL_PROF_TASK_TIME_L2,
+    ACL_PROF_TASK_TIME_L3,
+    ACL_PROF_TRAINING_TRACE,
+)
+from openmsprof.config.errors import (  # noqa: F401  (re-exported)
+    ACL_ERROR_FEATURE_UNSUPPORTED,
+    ACL_ERROR_INVALID_MODEL_ID,
+    ACL_ERROR_INVALID_PARAM,
+    ACL_ERROR_INVALID_PROFILING_CONFIG,
+    ACL_ERROR_PROF_ALREADY_RUN,
+    ACL_ERROR_PROF_API_CONFLICT,
+    ACL_ERROR_PROF_MODULES_UNSUPPORTED,
+    ACL_ERROR_PROF_NOT_RUN,
+    ACL_ERROR_PROF_REPEAT_SUBSCRIBE,
+    ACL_ERROR_PROFILING_FAILURE,
+    ACL_ERROR_REPEAT_INITIALIZE,
+    ACL_ERROR_STORAGE_OVER_LIMIT,
+    ACL_ERROR_UNINITIALIZE,
+    ACL_ERROR_WRITE_FILE,
+    ACL_SUCCESS,
+)
+
+# Model errors (acl_base.h) used by acl.mdl.
+ACL_ERROR_INVALID_FILE = 100003
+ACL_ERROR_PARSE_MODEL = 100013
+ACL_ERROR_READ_MODEL_FAILURE = 100014
+ACL_ERROR_MODEL_INPUT_NOT_MATCH = 100017
+ACL_ERROR_MODEL_OUTPUT_NOT_MATCH = 100018
+ACL_ERROR_INVALID_DEVICE = 107001
+ACL_ERROR_BAD_ALLOC = 200000
+ACL_ERROR_INTERNAL_ERROR = 500000
+
+# aclprofStepTag, aclprofSubscribeOpFlag
+ACL_STEP_START = 0
+ACL_STEP_END = 1
+ACL_SUBSCRIBE_OP = 0
+ACL_SUBSCRIBE_SUBGRAPH = 1
+ACL_SUBSCRIBE_OP_THREAD = 2
+ACL_SUBSCRIBE_NONE = 0xFF
+ACL_PROF_MAX_OP_TYPE_LEN = 65
+ACL_PROF_MAX_OP_NAME_LEN = 257
+
+# aclprofConfigType (set_config)
+ACL_PROF_STORAGE_LIMIT = 1
+ACL_PROF_SYS_HARDWARE_MEM_FREQ = 3
+ACL_PROF_LLC_MODE = 4
+ACL_PROF_SYS_IO_FREQ = 5
+ACL_PROF_SYS_INTERCONNECTION_FREQ = 6
+ACL_PROF_DVPP_FREQ = 7
+ACL_PROF_HOST_SYS = 8
+ACL_PROF_HOST_SYS_USAGE = 9
+ACL_PROF_HOST_SYS_USAGE_FREQ = 10
+
+# aclrtRunMode, aclrtMemMallocPolicy, aclrtMemcpyKind
+ACL_DEVICE = 0
+ACL_HOST = 1
+ACL_MEM_MALLOC_HUGE_FIRST = 0
+ACL_MEM_MALLOC_HUGE_ONLY = 1
+ACL_MEM_MALLOC_NORMAL_ONLY = 2
+ACL_MEMCPY_HOST_TO_HOST = 0
+ACL_MEMCPY_HOST_TO_DEVICE = 1
+ACL_MEMCPY_DEVICE_TO_HOST = 2
+ACL_MEMCPY_DEVICE_TO_DEVICE = 3
+
+# aclDataType
+ACL_DT_UNDEFINED = -1
+ACL_FLOAT = 0
+ACL_FLOAT16 = 1
+ACL_INT8 = 2
+ACL_INT32 = 3
+ACL_UINT8 = 4
+ACL_INT16 = 6
+ACL_UINT16 = 7
+ACL_UINT32 = 8
+ACL_INT64 = 9
+ACL_UINT64 = 10
+ACL_DOUBLE = 11
+ACL_BOOL = 12
+
+#: ORT tensor type text → (aclDataType, numpy dtype name).
+ORT_TYPES: dict[str, tuple[int, str]] = {
+    "tensor(float)": (ACL_FLOAT, "float32"), "tensor(float16)": (ACL_FLOAT16, "float16"),
+    "tensor(int8)": (ACL_INT8, "int8"), "tensor(int32)": (ACL_INT32, "int32"),
+    "tensor(uint8)": (ACL_UINT8, "uint8"), "tensor(int16)": (ACL_INT16, "int16"),
+    "tensor(uint16)": (ACL_UINT16, "uint16"), "tensor(uint32)": (ACL_UINT32, "uint32"),
+    "tensor(int64)": (ACL_INT64, "int64"), "tensor(uint64)": (ACL_UINT64, "uint64"),
+    "tensor(double)": (ACL_DOUBLE, "float64"), "tensor(bool)": (ACL_BOOL, "bool"),
+}
+
+#: numpy type numbers (NPY_TYPES) accepted by acl.util.ptr_to_numpy.
+NPY_TYPES: dict[int, str] = {
+    0: "bool", 1: "int8", 2: "uint8", 3: "int16", 4: "uint16", 5: "int32", 6: "uint32",
+    7: "int64", 8: "uint64", 9: "int64", 10: "uint64", 11: "float32", 12: "float64", 23: "float16",
+}

@@ -1,0 +1,169 @@
+"""Starting and stopping the session for the facade: ``acl.init`` (acl.json /
+``OPENMSPROF_ACL_JSON``), ``acl.prof.start/stop`` and the exit hook.
+
+Precedence (S2): CLI (``OPENMSPROF_ACL_JSON``, written by ``openmsprof collect``) > the
+application's acl.json > API.  A session already running in the process (started by collect's
+bootstrap or ``openmsprof.start``) is adopted, never replaced; adopted sessions are left to
+their owner to stop.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+from typing import Any
+
+from openmsprof.acl import _model
+from openmsprof.acl._codes import ACL_SUCCESS
+from openmsprof.acl._state import STATE, fail
+from openmsprof.collect import session
+from openmsprof.config.acl_json import load_acl_json
+from openmsprof.config.errors import ProfilingError
+from openmsprof.config.model import ProfileConfig
+from openmsprof.config.validate import validate
+from openmsprof.sources import emit, host_sampler, markers  # noqa: F401  (register listeners)
+
+ACL_JSON_ENV = "OPENMSPROF_ACL_JSON"
+
+
+def models() -> dict[int, Any]:
+    from openmsprof.acl import _data
+    return _data.MODELS
+
+
+def _refresh(stopping: bool = False) -> None:
+    from openmsprof.acl import mdl
+    mdl.refresh_all(stopping)
+
+
+def _checked(cfg: ProfileConfig) -> ProfileConfig:
+    try:
+        from openmsprof.config.capabilities import check
+    except ImportError:
+        return cfg
+    return cfg if cfg.unsupported else check(cfg)
+
+
+def merge(app: ProfileConfig | None, cli: ProfileConfig | None) -> ProfileConfig | None:
+    """CLI settings over the application's acl.json (keys the CLI set explicitly win)."""
+    if cli is None or app is None:
+        return cli or app
+    try:
+        from openmsprof.config.cli_flags import merge as config_merge
+        return config_merge(app, cli)
+    except ImportError:
+        pass
+    keys = cli.explicit or [k for k in cli.to_dict() if k not in ("unsupported", "notes", "explicit", "source")]
+    return app.replace(**{k: getattr(cli, k) for k in keys})
+
+
+def config_for_init(config_path: str | None) -> ProfileConfig | None:
+    """The profiling config acl.init must honour (None = no profiling); raises ProfilingError."""
+    app = load_acl_json(config_path) if config_path else None
+    env = os.environ.get(ACL_JSON_ENV)
+    cli = load_acl_json(env) if env else None
+    return merge(app, cli)
+
+
+def start_json(cfg: ProfileConfig) -> int:
+    """Profiling from acl.init: start a session (or adopt the running one)."""
+    cur = session.current()
+    if cur is not None:
+        STATE.json_session, STATE.json_adopted = cur, True
+        cur.note("acl.init: acl.json profiling adopts the running session")
+    else:
+        try:
+            STATE.json_session = session.start(_checked(cfg))
+        except ProfilingError as exc:
+            return fail(exc.code, f"acl.init: profiling could not start: {exc}")
+        STATE.json_adopted = False
+        STATE.json_session.note(f"acl.init: profiling from acl.json (interval {cfg.interval})")
+    _refresh()
+    return ACL_SUCCESS
+
+
+def stop_json() -> None:
+    s = STATE.json_session
+    if s is None:
+        return
+    _refresh(stopping=True)
+    STATE.json_session = None
+    if not STATE.json_adopted and session.current() is s:
+        session.stop()
+    _refresh()
+
+
+def start_prof(cfg: ProfileConfig) -> int:
+    cur = session.current()
+    if cur is not None:
+        STATE.prof_session, STATE.prof_adopted = cur, True
+        cur.note("acl.prof.start: adopting the session already running in this process")
+    else:
+        try:
+            STATE.prof_session = session.start(_checked(cfg))
+        except ProfilingError as exc:
+            return fail(exc.code, f"acl.prof.start: {exc}")
+        STATE.prof_adopted = False
+    _refresh()
+    return ACL_SUCCESS
+
+
+def stop_prof() -> int:
+    s = STATE.prof_session
+    _refresh(stopping=True)
+    STATE.prof_session = None
+    STATE.prof_config = 0
+    if s is not None and not STATE.prof_adopted and session.current() is s:
+        session.stop()
+    _refresh()
+    return ACL_SUCCESS
+
+
+def base_config() -> ProfileConfig:
+    return ProfileConfig(source="pyacl")
+
+
+def apply_set_configs(cfg: ProfileConfig, values: dict[int, str] | None = None) -> ProfileConfig:
+    """``cfg`` with the acl.prof.set_config values applied and validated (ConfigError)."""
+    from openmsprof.acl import _codes as c
+    changes: dict[str, Any] = {}
+    for kind, value in (values if values is not None else STATE.set_configs).items():
+        v = value.strip()
+        if kind == c.ACL_PROF_STORAGE_LIMIT:
+            digits = v[:-2] if v.upper().endswith("MB") else v
+            changes["storage_limit_mb"] = int(digits) if digits.isdigit() else v
+        elif kind == c.ACL_PROF_HOST_SYS:
+            changes["host_sys"] = [x.strip() for x in v.split(",") if x.strip()]
+        elif kind == c.ACL_PROF_HOST_SYS_USAGE:
+            changes["host_sys_usage"] = [x.strip() for x in v.split(",") if x.strip()]
+        elif kind == c.ACL_PROF_HOST_SYS_USAGE_FREQ:
+            changes["host_sys_usage_freq"] = int(v) if v.isdigit() else v
+        elif kind == c.ACL_PROF_SYS_HARDWARE_MEM_FREQ:
+            changes["sys_hardware_mem_freq"] = int(v) if v.isdigit() else v
+    return validate(cfg.replace(**changes), "acl.prof.set_config", min_storage_mb=200) if changes else cfg
+
+
+def finalize_all() -> None:
+    """acl.finalize: deliver pending data, end subscriptions, stop facade-owned sessions."""
+    from openmsprof.acl import _subscribe
+    for m in list(models().values()):
+        if m.writer is not None:
+            _subscribe.drop_model(m)
+    if STATE.prof_session is not None:
+        stop_prof()
+    STATE.prof_path = None
+    stop_json()
+
+
+def _at_exit() -> None:
+    """Registered after the session module's own hook, so it runs first: harvest the ONNX
+    Runtime profiles of a run that never called finalize before the session stops."""
+    try:
+        if STATE.profiling_session() is not None:
+            _refresh(stopping=True)
+    except Exception as exc:  # pragma: no cover - exit path
+        _model.log.warning("openmsprof.acl: exit harvest failed: %s", exc)
+    _model.cleanup()
+
+
+atexit.register(_at_exit)

@@ -1,0 +1,242 @@
+"""A loaded model: its plain ONNX Runtime session, its profiling sessions, and the harvester.
+
+Profiling off ⇒ executes run on the plain session through a cached IOBinding bound to the
+user's buffers (no per-operator cost).  Task profiling or a subscription ⇒ executes run on a
+:class:`~openmsprof.sources.onnxruntime_tasks.ProfiledRunner`; a background harvester thread
+turns its events into task records about once a second (and whenever profiling stops), while a
+subscribed model is harvested right after each execute so its op records reach the pipe at once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import onnxruntime as ort
+
+from openmsprof.acl._codes import ORT_TYPES
+from openmsprof.acl._state import STATE, log
+from openmsprof.sources import onnxruntime_tasks as ortt
+from openmsprof.sources import subscription
+
+OPT_LEVELS = {
+    "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+OPT_ENV = "OPENMSPROF_ORT_OPT_LEVEL"
+PROVIDERS_ENV = "OPENMSPROF_ORT_PROVIDERS"
+PLAIN, TASKS, SUBSCRIBED = 0, 1, 2
+_tmp_root: str | None = None
+_gens = itertools.count(1)
+
+
+def default_opt_level() -> str:
+    level = os.environ.get(OPT_ENV, "all").strip().lower() or "all"
+    return level if level in OPT_LEVELS else "all"
+
+
+def providers() -> list[str]:
+    avail = ort.get_available_providers()
+    wanted = os.environ.get(PROVIDERS_ENV, "")
+    if wanted:
+        chosen = [p.strip() for p in wanted.split(",") if p.strip() in avail]
+        if chosen:
+            return chosen
+    return [p for p in ("CUDAExecutionProvider", "CPUExecutionProvider") if p in avail]
+
+
+def _profile_dir() -> str:
+    global _tmp_root
+    if _tmp_root is None or not os.path.isdir(_tmp_root):
+        _tmp_root = tempfile.mkdtemp(prefix="openmsprof-ort-")
+    return _tmp_root
+
+
+@dataclass
+class IOSpec:
+    name: str
+    dims: list[int]  # -1 = dynamic
+    acl_type: int
+    np_type: str
+    size: int  # bytes; 0 when a dim is dynamic
+
+
+def _specs(args: list[Any]) -> list[IOSpec]:
+    out = []
+    for a in args:
+        dims = [d if isinstance(d, int) and d >= 0 else -1 for d in a.shape]
+        acl_type, np_type = ORT_TYPES.get(a.type, (-1, "uint8"))
+        size = 0
+        if all(d >= 0 for d in dims):
+            size = 1
+            for d in dims:
+                size *= d
+            size *= __import__("numpy").dtype(np_type).itemsize
+        out.append(IOSpec(a.name, dims, acl_type, np_type, size))
+    return out
+
+
+class Model:
+    """One ``acl.mdl.load_from_file`` result."""
+
+    def __init__(self, model_id: int, path: str, opt_level: str, device_id: int = 0) -> None:
+        self.id = model_id
+        self.path = path
+        self.device_id = device_id
+        self.opt_level = opt_level
+        self.providers = providers()
+        self.plain = ort.InferenceSession(path, self._options(False), providers=self.providers)
+        self.inputs = _specs(self.plain.get_inputs())
+        self.outputs = _specs(self.plain.get_outputs())
+        self.out_names = [o.name for o in self.outputs]
+        self.mode = PLAIN
+        self.count = 0
+        self.runner: ortt.ProfiledRunner | None = None
+        self.writer: subscription.PipeWriter | None = None
+        self.sub_config = 0
+        #: (input dataset, output dataset) → binding (see mdl._bind)
+        self.bindings: dict[tuple[int, int], Any] = {}
+        self.noted: set[int] = set()
+        self._opt_path: str | None = None
+
+    def _options(self, profiling: bool) -> ort.SessionOptions:
+        so = ort.SessionOptions()
+        so.graph_optimization_level = OPT_LEVELS[self.opt_level]
+        so.log_severity_level = 3
+        if profiling:
+            so.enable_profiling = True
+            # ORT names the file prefix + a millisecond stamp: a unique prefix per generation
+            so.profile_file_prefix = os.path.join(_profile_dir(), f"m{self.id}_{os.getpid()}_{next(_gens)}")
+        return so
+
+    def _profiled_session(self) -> ort.InferenceSession:
+        """A profiling session on the graph optimised once and saved: every generation then
+        loads the same graph unoptimised, so generated node names (``ReorderOutput_token_N``,
+        inlined functions) stay the same across generations, and creation is cheaper."""
+        if self._opt_path is None:
+            opt_path = os.path.join(_profile_dir(), f"model{self.id}_{os.getpid()}.optimized.onnx")
+            so = self._options(False)
+            so.optimized_model_filepath = opt_path
+            try:
+                ort.InferenceSession(self.path, so, providers=self.providers)
+                self._opt_path = opt_path if os.path.isfile(opt_path) else ""
+            except Exception:
+                self._opt_path = ""
+        if self._opt_path:
+            so = self._options(True)
+            so.graph_optimization_level = OPT_LEVELS["disable"]
+            try:
+                return ort.InferenceSession(self._opt_path, so, providers=self.providers)
+            except Exception:
+                self._opt_path = ""
+        return ort.InferenceSession(self.path, self._options(True), providers=self.providers)
+
+    def describe(self) -> str:
+        return (f"model {self.id} ({self.path}): ONNX Runtime graph optimisation level "
+                f"'{self.opt_level}' on {', '.join(self.providers)}; fused node names differ from "
+                f"the ONNX graph (set {OPT_ENV}=disable or acl.mdl.set_graph_optimization_level"
+                f"('disable') before loading for the unoptimised graph)")
+
+    def refresh_mode(self, tasks: bool) -> None:
+        """Choose plain or profiled execution from the current profiling state."""
+        mode = SUBSCRIBED if self.writer is not None else TASKS if tasks else PLAIN
+        if mode != PLAIN and self.runner is None:
+            self.runner = ortt.ProfiledRunner(self._profiled_session)
+        s = STATE.profiling_session()
+        if mode != PLAIN and s is not None and id(s) not in self.noted:
+            self.noted.add(id(s))
+            s.note(self.describe())
+            s.extra_info.setdefault("acl_models", {})[str(self.id)] = {
+                "path": self.path, "graph_optimization_level": self.opt_level,
+                "providers": self.providers}
+        self.mode = mode
+        if mode != PLAIN:
+            HARVESTER.ensure()
+
+    def harvest(self, keep_running: bool) -> None:
+        """Turn the profiled runs so far into task records and subscription records."""
+        runner = self.runner
+        if runner is None:
+            return
+        if not keep_running:
+            self.runner = None
+        try:
+            runs, launches = runner.harvest(keep_running)
+        except Exception as exc:  # profiling never breaks the application
+            log.warning("openmsprof.acl: harvesting ONNX Runtime profile of model %d failed: %s", self.id, exc)
+            return
+        if runs:
+            ortt.emit_tasks(runs, launches, self.id, self.device_id)
+            writer = self.writer
+            if writer is not None:
+                self.publish(writer, runs)
+
+    def publish(self, writer: subscription.PipeWriter, runs: list[ortt.Run]) -> None:
+        for run in runs:
+            data = subscription.encode(self.id, self.device_id, (
+                (op.name, op.op_type, ortt.stream_index(op.tid), op.start_ns // 1000,
+                 (op.start_ns + op.dur_ns) // 1000) for op in run.ops))
+            before = writer.dropped
+            writer.write(data)
+            if writer.dropped > before:
+                s = STATE.profiling_session()
+                msg = (f"subscription of model {self.id}: {writer.dropped - before} op records "
+                       f"dropped (pipe full or closed; {writer.dropped} in all)")
+                if s is not None:
+                    s.note(msg, warn=True)
+                else:
+                    log.warning("openmsprof.acl: %s", msg)
+
+    def close(self) -> None:
+        self.harvest(keep_running=False)
+        self.mode = PLAIN
+        self.bindings.clear()
+
+
+class Harvester:
+    """Background thread: harvests task-profiled models about once a second and builds the
+    next profiling session of each runner ahead of time."""
+
+    def __init__(self, period: float = 1.0) -> None:
+        self.period = period
+        self.models: weakref.WeakValueDictionary[int, Model] = weakref.WeakValueDictionary()
+        self.wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def ensure(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name="openmsprof-ort-harvester", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            self.wake.wait(0.25)
+            self.wake.clear()
+            for m in list(self.models.values()):
+                try:
+                    r = m.runner
+                    if r is None or m.mode == PLAIN:
+                        continue
+                    r.prepare_spare()
+                    if m.mode == TASKS and r.pending() and time.monotonic() - r.last_harvest >= self.period:
+                        m.harvest(keep_running=True)
+                        r.prepare_spare()
+                except Exception as exc:
+                    log.warning("openmsprof.acl: background harvest failed: %s", exc)
+
+
+HARVESTER = Harvester()
+
+
+def cleanup() -> None:
+    if _tmp_root is not None:
+        shutil.rmtree(_tmp_root, ignore_errors=True)

@@ -1,0 +1,89 @@
+"""Process-wide state of the pyACL facade, handles, error reporting and API-span tracing.
+
+pyACL never raises for misuse: calls return a code.  :func:`fail` records the one-line reason
+(``acl.get_recent_err_msg()`` returns it, the ``openmsprof`` logger gets it) and returns the
+code.  :func:`traced` wraps a facade function so that, with API profiling on, each call becomes
+an API span named as the C API it mirrors (``aclmdlLoadFromFile`` ...).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from openmsprof.collect import session
+from openmsprof.collect.records import ApiLevel
+from openmsprof.sources import emit
+
+log = logging.getLogger("openmsprof")
+F = TypeVar("F", bound=Callable[..., Any])
+
+_tls = threading.local()
+_handles = itertools.count(0x1000, 16)
+
+
+def new_handle() -> int:
+    """An opaque non-zero handle, unique across every kind of object."""
+    return next(_handles)
+
+
+class State:
+    """What acl.init / acl.prof.* have set up."""
+
+    def __init__(self) -> None:
+        self.initialized = False
+        #: Session driven by acl.json / OPENMSPROF_ACL_JSON (profiling from acl.init).
+        self.json_session: session.Session | None = None
+        self.json_adopted = False
+        self.interval = 0
+        #: acl.prof.init path; None when not initialised.
+        self.prof_path: str | None = None
+        self.prof_config: int = 0
+        self.prof_session: session.Session | None = None
+        self.prof_adopted = False
+        self.set_configs: dict[int, str] = {}
+        self.lock = threading.RLock()
+
+    @property
+    def json_profiling(self) -> bool:
+        return self.json_session is not None
+
+    def profiling_session(self) -> session.Session | None:
+        """The session this facade feeds (acl.json or prof.start), if collecting."""
+        s = self.json_session or self.prof_session
+        return s if s is not None and session.current() is s else None
+
+
+STATE = State()
+
+
+def fail(code: int, message: str) -> int:
+    """Record ``message`` as the recent error of this thread and return ``code``."""
+    _tls.msg = message
+    log.warning("openmsprof.acl: %s (error %d)", message, code)
+    return code
+
+
+def recent_error() -> str:
+    return getattr(_tls, "msg", "")
+
+
+def traced(name: str, level: ApiLevel = ApiLevel.ACL) -> Callable[[F], F]:
+    """Record each call of the wrapped function as an API span ``name`` when API profiling is
+    on (one flag test otherwise)."""
+    def deco(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if not emit._api_on:  # the source's own fast flag (see sources.emit)
+                return fn(*args, **kwargs)
+            t0 = emit.now_ns()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                emit.record_api(name, level, t0, emit.now_ns())
+        return wrapper  # type: ignore[return-value]
+    return deco

@@ -1,0 +1,268 @@
+"""``acl.prof``: profiling control (init/start/stop/finalize, configs), the stamp API (msproftx on
+the collection core's markers), step info, and the subscription calls (``_subscribe``).
+
+State rules (FORMATS §7.1 error codes): prof calls before ``acl.init`` or start/stop/finalize
+before ``acl.prof.init`` → ACL_ERROR_UNINITIALIZE; a second start → PROF_ALREADY_RUN; stop
+without start → PROF_NOT_RUN; ``acl.prof.init`` while acl.json profiling is on, or while a
+model is subscribed → PROF_API_CONFLICT.  The application always keeps running.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from openmsprof.acl import _control
+from openmsprof.acl._codes import (
+    ACL_ERROR_INVALID_PARAM,
+    ACL_ERROR_PROF_ALREADY_RUN,
+    ACL_ERROR_PROF_API_CONFLICT,
+    ACL_ERROR_PROF_NOT_RUN,
+    ACL_ERROR_REPEAT_INITIALIZE,
+    ACL_ERROR_UNINITIALIZE,
+    ACL_PROF_HOST_SYS,
+    ACL_PROF_HOST_SYS_USAGE,
+    ACL_PROF_HOST_SYS_USAGE_FREQ,
+    ACL_PROF_STORAGE_LIMIT,
+    ACL_PROF_SYS_HARDWARE_MEM_FREQ,
+    ACL_STEP_END,
+    ACL_STEP_START,
+    ACL_SUCCESS,
+)
+from openmsprof.acl._state import STATE, fail, new_handle, traced
+from openmsprof.acl._subscribe import (  # noqa: F401  (re-exported)
+    create_subscribe_config,
+    destroy_subscribe_config,
+    dropped_records,
+    get_model_id,
+    get_op_desc_size,
+    get_op_duration,
+    get_op_end,
+    get_op_name,
+    get_op_name_len,
+    get_op_num,
+    get_op_start,
+    get_op_thread_id,
+    get_op_type,
+    get_op_type_len,
+    model_subscribe,
+    model_un_subscribe,
+    model_unsubscribe,
+)
+from openmsprof.collect import session
+from openmsprof.collect.records import StepTag
+from openmsprof.config.acl_mask import from_mask
+from openmsprof.config.errors import ProfilingError
+from openmsprof.config.paths import resolve_output
+from openmsprof.sources import emit, markers
+
+_configs: dict[int, Any] = {}
+_stamps: dict[int, str] = {}
+_steps: dict[int, list[int]] = {}  # info → [step index, tags seen bitmask]
+_step_index = [0]
+_MAX_PATH = 4096
+
+
+@traced("aclprofInit")
+def init(profiler_result_path: str) -> int:
+    """Set where prof.start writes its job (``PROF_*`` directories)."""
+    if not STATE.initialized:
+        return fail(ACL_ERROR_UNINITIALIZE, "acl.prof.init: call acl.init() first")
+    if STATE.json_profiling:
+        return fail(ACL_ERROR_PROF_API_CONFLICT, "acl.prof.init: profiling is already on through acl.json "
+                    "(or openmsprof collect); the API cannot be used at the same time")
+    if any(m.writer is not None for m in _control.models().values()):
+        return fail(ACL_ERROR_PROF_API_CONFLICT, "acl.prof.init: a model is subscribed; unsubscribe first")
+    if STATE.prof_path is not None:
+        return fail(ACL_ERROR_REPEAT_INITIALIZE, "acl.prof.init: already initialised (call acl.prof.finalize)")
+    if not isinstance(profiler_result_path, (str, os.PathLike)) or not os.fspath(profiler_result_path) \
+            or len(os.fsencode(profiler_result_path)) > _MAX_PATH:
+        return fail(ACL_ERROR_INVALID_PARAM, f"acl.prof.init: bad path {profiler_result_path!r} (1..4096 bytes)")
+    try:
+        STATE.prof_path = str(resolve_output(os.fspath(profiler_result_path), "acl.prof.init path"))
+    except ProfilingError as exc:
+        return fail(exc.code, str(exc))
+    return ACL_SUCCESS
+
+
+@traced("aclprofFinalize")
+def finalize() -> int:
+    if STATE.prof_path is None:
+        return fail(ACL_ERROR_UNINITIALIZE, "acl.prof.finalize: acl.prof.init was not called")
+    if STATE.prof_session is not None:
+        _control.stop_prof()
+    STATE.prof_path = None
+    STATE.set_configs.clear()
+    return ACL_SUCCESS
+
+
+@traced("aclprofCreateConfig")
+def create_config(device_list: list[int], aicore_metrics: int, aicore_events: Any,
+                  data_type_config: int) -> int:
+    """A config handle for ``start``; 0 on bad arguments (the reason is logged)."""
+    try:
+        cfg = from_mask(device_list, aicore_metrics, aicore_events, data_type_config)
+    except ProfilingError as exc:
+        fail(exc.code, str(exc))
+        return 0
+    h = new_handle()
+    _configs[h] = cfg
+    return h
+
+
+@traced("aclprofDestroyConfig")
+def destroy_config(prof_config: int) -> int:
+    if prof_config == STATE.prof_config and STATE.prof_session is not None:
+        return fail(ACL_ERROR_INVALID_PARAM, "acl.prof.destroy_config: the config is in use (call acl.prof.stop)")
+    if _configs.pop(prof_config, None) is None:
+        return fail(ACL_ERROR_INVALID_PARAM, f"acl.prof.destroy_config: unknown config {prof_config!r}")
+    return ACL_SUCCESS
+
+
+def start(prof_config: int) -> int:
+    """Start collecting with the config's switches into the acl.prof.init path."""
+    if STATE.prof_path is None:
+        return fail(ACL_ERROR_UNINITIALIZE, "acl.prof.start: acl.prof.init was not called")
+    cfg = _configs.get(prof_config) if isinstance(prof_config, int) else None
+    if cfg is None:
+        return fail(ACL_ERROR_INVALID_PARAM, f"acl.prof.start: unknown config {prof_config!r}")
+    if STATE.prof_session is not None:
+        return fail(ACL_ERROR_PROF_ALREADY_RUN, "acl.prof.start: profiling already started (call acl.prof.stop)")
+    try:
+        cfg = _control.apply_set_configs(cfg.replace(output=STATE.prof_path))
+    except ProfilingError as exc:
+        return fail(exc.code, str(exc))
+    ret = _control.start_prof(cfg)
+    if ret == ACL_SUCCESS:
+        STATE.prof_config = prof_config
+        if emit._api_on:
+            t = emit.now_ns()
+            emit.record_api("aclprofStart", emit.ApiLevel.ACL, t, t)
+    return ret
+
+
+def stop(prof_config: int) -> int:
+    if STATE.prof_path is None:
+        return fail(ACL_ERROR_UNINITIALIZE, "acl.prof.stop: acl.prof.init was not called")
+    if STATE.prof_session is None:
+        return fail(ACL_ERROR_PROF_NOT_RUN, "acl.prof.stop: profiling was not started")
+    if prof_config != STATE.prof_config:
+        return fail(ACL_ERROR_INVALID_PARAM, "acl.prof.stop: not the config given to acl.prof.start")
+    if emit._api_on:
+        t = emit.now_ns()
+        emit.record_api("aclprofStop", emit.ApiLevel.ACL, t, t)
+    return _control.stop_prof()
+
+
+@traced("aclprofSetConfig")
+def set_config(config_type: int, value: str) -> int:
+    """Extra switches applied at the next start (storage limit, host sampling)."""
+    if STATE.prof_path is None:
+        return fail(ACL_ERROR_UNINITIALIZE, "acl.prof.set_config: acl.prof.init was not called")
+    known = (ACL_PROF_STORAGE_LIMIT, ACL_PROF_HOST_SYS, ACL_PROF_HOST_SYS_USAGE,
+             ACL_PROF_HOST_SYS_USAGE_FREQ, ACL_PROF_SYS_HARDWARE_MEM_FREQ)
+    if not isinstance(config_type, int) or not 0 < config_type < 17:
+        return fail(ACL_ERROR_INVALID_PARAM, f"acl.prof.set_config: unknown config type {config_type!r}")
+    if not isinstance(value, str) or not value or len(value.encode()) > 256:
+        return fail(ACL_ERROR_INVALID_PARAM, f"acl.prof.set_config: value {value!r} must be 1..256 bytes")
+    if config_type in known:
+        try:
+            _control.apply_set_configs(_control.base_config(), {config_type: value})
+        except ProfilingError as exc:
+            return fail(exc.code, str(exc))
+    STATE.set_configs[config_type] = value
+    return ACL_SUCCESS
+
+
+# -- stamps (msproftx) ----------------------------------------------------------------------
+def create_stamp() -> int:
+    h = new_handle()
+    _stamps[h] = ""
+    return h
+
+
+def set_stamp_trace_message(stamp: int, msg: str, msg_len: int) -> int:
+    if stamp not in _stamps or not isinstance(msg, str) or not isinstance(msg_len, int) \
+            or not 0 <= msg_len <= 128:
+        return fail(ACL_ERROR_INVALID_PARAM, f"acl.prof.set_stamp_trace_message: bad stamp {stamp!r}, "
+                    f"message or length {msg_len!r} (0..128)")
+    _stamps[stamp] = msg[:msg_len][:127]
+    return ACL_SUCCESS
+
+
+def _tx(stamp: int, what: str) -> tuple[str | None, int]:
+    msg = _stamps.get(stamp) if isinstance(stamp, int) else None
+    if msg is None:
+        return None, fail(ACL_ERROR_INVALID_PARAM, f"acl.prof.{what}: unknown stamp {stamp!r}")
+    if session.current() is None:
+        return None, fail(ACL_ERROR_PROF_NOT_RUN, f"acl.prof.{what}: only between acl.prof.start and stop")
+    return msg, ACL_SUCCESS
+
+
+def mark(stamp: int) -> int:
+    msg, ret = _tx(stamp, "mark")
+    if msg is not None:
+        markers.mark(msg)
+    return ret
+
+
+def push(stamp: int) -> int:
+    msg, ret = _tx(stamp, "push")
+    if msg is not None:
+        markers.push(msg)
+    return ret
+
+
+def pop() -> int:
+    if session.current() is None:
+        return fail(ACL_ERROR_PROF_NOT_RUN, "acl.prof.pop: only between acl.prof.start and stop")
+    markers.pop()
+    return ACL_SUCCESS
+
+
+def range_start(stamp: int) -> tuple[int, int]:
+    msg, ret = _tx(stamp, "range_start")
+    return (markers.range_start(msg), ret) if msg is not None else (0, ret)
+
+
+def range_stop(range_id: int) -> int:
+    if not isinstance(range_id, int) or range_id < 0:
+        return fail(ACL_ERROR_INVALID_PARAM, f"acl.prof.range_stop: bad range id {range_id!r}")
+    markers.range_end(range_id)
+    return ACL_SUCCESS
+
+
+def destroy_stamp(stamp: int) -> None:
+    _stamps.pop(stamp, None)
+
+
+# -- step info ------------------------------------------------------------------------------
+def create_step_info() -> int:
+    h = new_handle()
+    _step_index[0] += 1
+    _steps[h] = [_step_index[0], 0]
+    return h
+
+
+def get_step_timestamp(step_info: int, tag: int, stream: Any = None) -> int:
+    """Timestamp the start or end of this step; each tag once per step info."""
+    ts = emit.now_ns()
+    st = _steps.get(step_info) if isinstance(step_info, int) else None
+    if st is None or tag not in (ACL_STEP_START, ACL_STEP_END):
+        return fail(ACL_ERROR_INVALID_PARAM, f"acl.prof.get_step_timestamp: bad step info {step_info!r} or tag {tag!r}")
+    bit = 1 << tag
+    if st[1] & bit or (tag == ACL_STEP_END and not st[1] & 1):
+        return fail(ACL_ERROR_INVALID_PARAM, f"acl.prof.get_step_timestamp: tag {tag} out of order or repeated "
+                    f"for step {st[0]}")
+    st[1] |= bit
+    from openmsprof.acl import rt
+    emit.record_step(ts, st[0], StepTag(tag), device_id=rt.get_device()[0])
+    return ACL_SUCCESS
+
+
+def destroy_step_info(step_info: int) -> None:
+    _steps.pop(step_info, None)
+
+
+Create_Step_Info = create_step_info
+Destroy_Step_Info = destroy_step_info

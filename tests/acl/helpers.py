@@ -1,0 +1,94 @@
+"""Test helpers: read a raw job back (API spans, tasks, steps, marks) without the importer."""
+
+from __future__ import annotations
+
+import glob
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from openmsprof.collect.rawfile import TASKINFO_DTYPE, ReadReport, read_all_records, read_strings
+from openmsprof.collect.records import API_LEVEL_CODES
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+if str(EXAMPLES) not in sys.path:
+    sys.path.insert(0, str(EXAMPLES))
+
+
+@dataclass
+class Task:
+    name: str
+    op_type: str
+    stream: int
+    t0: int
+    t1: int
+    task_id: int
+    model_id: int
+    conn: int
+    in_shapes: str
+    in_dtypes: str
+
+
+@dataclass
+class Job:
+    root: Path
+    apis: list[tuple[str, int, int, int, int]] = field(default_factory=list)  # name, level, t0, t1, conn
+    tasks: list[Task] = field(default_factory=list)
+    steps: list[tuple[int, int, int]] = field(default_factory=list)  # ts, index, tag
+    marks: list[tuple[int, str]] = field(default_factory=list)  # kind, message
+    report: ReadReport = field(default_factory=ReadReport)
+
+    def api_names(self) -> list[str]:
+        return [a[0] for a in self.apis]
+
+
+def read_job(root: Path) -> Job:
+    job = Job(root)
+    host = root / "host" / "data"
+    s = read_strings(host, job.report)
+    recs = read_all_records(host, job.report)
+    for r in recs:
+        k = int(r["kind"])
+        if k == 6:
+            job.apis.append((s.get(int(r["a"]), ""), int(API_LEVEL_CODES[int(r["aux"])]), int(r["t0"]),
+                             int(r["t1"]), int(r["b"])))
+        elif k in (1, 2, 4):
+            job.marks.append((k, s.get(int(r["a"]), "")))
+    for dev in sorted(root.glob("device_*")):
+        d = dev / "data"
+        ds = read_strings(d, job.report)
+        recs = read_all_records(d, job.report)
+        infos = {}
+        tasks = []
+        for i, r in enumerate(recs):
+            k = int(r["kind"])
+            if k == 8:
+                ti = recs[i:i + 1].view(TASKINFO_DTYPE)[0]
+                infos[int(ti["task_id"])] = ti
+            elif k == 7:
+                tasks.append(r)
+            elif k == 9:
+                job.steps.append((int(r["t0"]), int(r["a"]), int(r["aux"])))
+        for r in tasks:
+            ti = infos[int(r["b"])]
+            job.tasks.append(Task(ds.get(int(r["a"]), ""), ds.get(int(ti["op_type"]), ""), int(r["tid"]),
+                                  int(r["t0"]), int(r["t1"]), int(r["b"]), int(r["aux"]),
+                                  int(ti["connection_id"]), ds.get(int(ti["in_shapes"]), ""),
+                                  ds.get(int(ti["in_dtypes"]), "")))
+    job.tasks.sort(key=lambda t: t.t0)
+    return job
+
+
+def jobs_under(path: Path) -> list[Path]:
+    return sorted(Path(p) for p in glob.glob(str(path / "PROF_*")))
+
+
+def try_import(job: Path) -> Path | None:
+    """Import + export the job when the importer/exporter exist (None when not built yet)."""
+    try:
+        from openmsprof.parse.importer import import_job  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    res = import_job(job, progress=False)
+    return Path(res.db_path)
