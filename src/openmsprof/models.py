@@ -11,6 +11,7 @@ and ``tiny_mlp.onnx``.
 from __future__ import annotations
 
 import sys
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +38,7 @@ class _Graph:
         self.inits.append(numpy_helper.from_array(arr, name))
         return name
 
-    def op(self, op_type: str, inputs: list[str], **attrs: object) -> str:
+    def op(self, op_type: str, inputs: list[str], **attrs: Any) -> str:
         out = self.name(op_type.lower())
         self.nodes.append(helper.make_node(op_type, inputs, [out], name=out, **attrs))
         return out

@@ -1,0 +1,104 @@
+"""Arguments and top-level flow of ``openmsprof collect`` (``cli/cmd_collect.py`` stays thin)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from openmsprof.collector import local, options, postprocess, program
+from openmsprof.config import cli_flags
+from openmsprof.config.errors import ProfilingError
+from openmsprof.config.model import ProfileConfig
+
+DESCRIPTION = """Profile a program with no code change (seed 002 "one-step" profiling).
+Locally the program runs with an acl.json (OPENMSPROF_ACL_JSON) and a process-level session
+started at interpreter start-up; with --config board.ini it is uploaded to a board, run there
+over SSH and its job directories are copied back into --output.  Options go before -m:
+everything after -m is the program and its arguments."""
+
+def _add(parser: argparse.ArgumentParser, names: tuple[str, ...], **kwargs: Any) -> None:
+    taken = parser._option_string_actions  # argparse has no public query for this
+    if not any(n in taken for n in names):
+        parser.add_argument(*names, **kwargs)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the collect options: the shared msprof profiling switches, then collect's own."""
+    cli_flags.add_arguments(parser)
+    _add(parser, ("--all",), dest="all", action="store_true",
+         help="import and export timeline + summary of the collected jobs when the program ends")
+    _add(parser, ("--config",), dest="board", metavar="BOARD_INI",
+         help="run on a remote board: ini with [ssh_config] ip, username, pwd or key_file, port")
+    _add(parser, ("--accept-new-host-key",), dest="accept_new_host_key", action="store_true",
+         help="trust a board whose host key is not yet in known_hosts (and record it there)")
+    _add(parser, ("--project",), dest="project", metavar="DIR",
+         help="remote: upload this project folder; the -m program is a path inside it")
+    _add(parser, ("--keep-remote",), dest="keep_remote", action="store_true",
+         help="remote: keep the uploaded program and raw data on the board")
+    _add(parser, ("--profile-config",), dest="profile_config", metavar="JSON", help=argparse.SUPPRESS)
+    _add(parser, ("--quiet-jobs",), dest="quiet_jobs", action="store_true", help=argparse.SUPPRESS)
+    _add(parser, ("-m", "--main"), dest="program", nargs=argparse.REMAINDER, metavar="PROGRAM ...",
+         help="the program (a .py runs with this Python) and its arguments; must come last")
+
+
+def profile_config(ns: argparse.Namespace) -> ProfileConfig:
+    """The ProfileConfig the program runs with: the flags given > --profile-config (the remote
+    side) > collect's defaults (:func:`options.build_config`: switch and acl_api on, interval 0,
+    host cpu,mem usage, mstx markers)."""
+    if getattr(ns, "profile_config", None):
+        base = options.load_config_file(ns.profile_config)
+    else:
+        base = options.build_config()
+    given = cli_flags.from_args(ns)
+    cfg = cli_flags.merge(base, given)  # also re-checks what this machine cannot honour
+    return cfg.replace(source="collect", output=None)
+
+
+def output_arg(ns: argparse.Namespace) -> str | None:
+    value = getattr(ns, "prof_output", None)
+    return str(value) if value is not None else None
+
+
+def run(ns: argparse.Namespace) -> int:
+    """Run ``openmsprof collect``; returns the program's exit code."""
+    name, args = program.split_program(ns.program)
+    config = profile_config(ns)
+    if ns.board:
+        from openmsprof.collector import remote
+
+        result = remote.run_from_cli(ns.board, name, args, config, output_arg(ns),
+                                     project=ns.project, accept_new=ns.accept_new_host_key,
+                                     keep_remote=ns.keep_remote)
+        rc, jobs = result.returncode, result.jobs
+        for problem in result.report.problems:
+            print(f"openmsprof: error: {problem}", file=sys.stderr)
+        if result.report.partial:
+            rc = rc or 1
+    else:
+        if ns.project:
+            raise ProfilingError("--project is for remote runs (with --config board.ini)")
+        argv = program.resolve(name, args)
+        output = local.prepare_output(output_arg(ns))
+        res = local.run(argv, config, output)
+        rc, jobs = res.returncode, res.jobs
+    return _finish(ns, rc, jobs, config)
+
+
+def _finish(ns: argparse.Namespace, rc: int, jobs: list[Any], config: ProfileConfig) -> int:
+    if getattr(ns, "quiet_jobs", False):  # the board side of a remote run: the host reports
+        return rc
+    if not jobs:
+        if config.switch:
+            print("openmsprof: the program wrote no job (no Python process was profiled)", file=sys.stderr)
+        return rc
+    if not ns.all:
+        for job in jobs:
+            print(f"openmsprof: job {job}", file=sys.stderr)
+        return rc
+    try:
+        postprocess.process_all(jobs)
+    except ProfilingError as exc:
+        print(f"openmsprof: error: {exc}", file=sys.stderr)
+        return rc or 1
+    return rc
