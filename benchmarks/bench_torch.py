@@ -1,0 +1,159 @@
+"""openmsprof.torch.profiler benchmarks (figures and ratios vs peers measured in the same run).
+
+1. per-step time of a small training loop: our ``profile`` vs bare ``torch.profiler.profile`` with
+   the same activities and schedule (both save each window; target: within 10 %);
+2. ``step()`` outside active windows vs a no-op method call (target: within 1 µs);
+3. ``analyse`` of a large trace vs ``key_averages()`` on the same profile (``--events``, default
+   200 000 framework events; ``--events 1000000`` for the issue's 1 M figure).
+
+    .venv/bin/python benchmarks/bench_torch.py [--events N] [--steps N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import openmsprof.torch.profiler as tp
+import torch
+from openmsprof.torch.profiler.analysis import analyse_dir
+
+
+def _train_step(model: torch.nn.Module, opt: torch.optim.Optimizer) -> None:
+    x = torch.randn(64, 256)
+    loss = model(x).square().mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+
+
+def per_step(steps: int, rounds: int, tmp: Path) -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for _ in range(20):
+        _train_step(model, opt)
+    sched = {"wait": 2, "warmup": 1, "active": 3, "repeat": 0}
+
+    def bare() -> float:
+        out = tmp / "bare"
+        out.mkdir(exist_ok=True)
+        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                      schedule=torch.profiler.schedule(**sched),
+                                      on_trace_ready=lambda p: p.export_chrome_trace(str(out / f"{time.time_ns()}.json")))
+        t0 = time.perf_counter()
+        with prof:
+            for _ in range(steps):
+                _train_step(model, opt)
+                prof.step()
+        return (time.perf_counter() - t0) / steps
+
+    def ours() -> float:
+        prof = tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(**sched))
+        prof._root = tmp / "ours"
+        t0 = time.perf_counter()
+        with prof:
+            for _ in range(steps):
+                _train_step(model, opt)
+                prof.step()
+        return (time.perf_counter() - t0) / steps
+
+    def none() -> float:
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            _train_step(model, opt)
+        return (time.perf_counter() - t0) / steps
+
+    res: dict[str, list[float]] = {"none": [], "torch.profiler": [], "openmsprof": []}
+    bare(), ours()  # warm both paths
+    for _ in range(rounds):
+        res["none"].append(none())
+        res["torch.profiler"].append(bare())
+        res["openmsprof"].append(ours())
+    med = {k: statistics.median(v) * 1e3 for k, v in res.items()}
+    best = {k: min(v) * 1e3 for k, v in res.items()}
+    print(f"[1] per-step time, {steps} steps x {rounds} interleaved rounds, schedule {sched}")
+    for k in res:
+        print(f"    {k:<15} best {best[k]:8.3f} ms   median {med[k]:8.3f} ms")
+    print(f"    ratio openmsprof / torch.profiler: best {best['openmsprof'] / best['torch.profiler']:.3f}, "
+          f"median {med['openmsprof'] / med['torch.profiler']:.3f} (target <= 1.10)")
+
+
+def step_outside_window(n: int) -> None:
+    prof = tp.profile(schedule=tp.schedule(wait=10**9, active=1))
+    prof.start()
+
+    class Noop:
+        def step(self) -> None:
+            pass
+
+    noop = Noop()
+    best_ours = best_noop = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            noop.step()
+        best_noop = min(best_noop, (time.perf_counter_ns() - t0) / n)
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            prof.step()
+        best_ours = min(best_ours, (time.perf_counter_ns() - t0) / n)
+    prof.stop()
+    print(f"[2] step() outside active windows: {best_ours:.0f} ns vs no-op {best_noop:.0f} ns "
+          f"-> +{best_ours - best_noop:.0f} ns (target < 1000 ns)")
+
+
+def analyse_large(events: int, tmp: Path) -> None:
+    a = torch.ones(4)
+    holder: dict[str, object] = {}
+
+    def ready(p: tp.profile) -> None:
+        holder["dir"] = p.prof_path
+        t0 = time.perf_counter()
+        p.key_averages()
+        holder["ka"] = time.perf_counter() - t0
+
+    prof = tp.profile(schedule=tp.schedule(wait=0, active=1, repeat=1), on_trace_ready=ready,
+                      experimental_config=tp._ExperimentalConfig(profiler_level=tp.ProfilerLevel.Level1))
+    prof._root = tmp / "big"
+    t0 = time.perf_counter()
+    with prof:
+        for _ in range(events):
+            torch.add(a, a)
+        prof.step()
+    collect = time.perf_counter() - t0
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    out = analyse_dir(holder["dir"])  # type: ignore[arg-type]
+    took = time.perf_counter() - t0
+    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    size = (holder["dir"] / "FRAMEWORK" / "torch.kineto_trace.json").stat().st_size / 2**20  # type: ignore[operator]
+    tv = (out / "trace_view.json").stat().st_size / 2**20
+    print(f"[3] analyse of {events} framework events ({size:.0f} MiB Kineto trace; collection {collect:.1f} s):")
+    print(f"    analyse {took:.2f} s ({events / took / 1e3:.0f} k events/s; trace_view {tv:.0f} MiB; "
+          f"peak RSS growth {(rss1 - rss0) / 1024:.0f} MiB)")
+    print(f"    key_averages() on the same profile {holder['ka']:.2f} s -> ratio analyse/key_averages "
+          f"{took / holder['ka']:.2f}")  # type: ignore[operator]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--events", type=int, default=200_000)
+    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--rounds", type=int, default=7)
+    args = ap.parse_args()
+    logging.disable(logging.WARNING)
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        per_step(args.steps, args.rounds, tmp)
+        step_outside_window(200_000)
+        analyse_large(args.events, tmp)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""Overlap Analysis intervals (Computing / Communication / Communication(Not Overlapped) / Free)
+and step_trace_time rows (FORMATS.md §4), vectorised with numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from openmsprof.export.ascend_pt.framework import Framework
+
+Intervals = tuple[np.ndarray, np.ndarray]  # (starts, ends), sorted, disjoint
+STEP_TRACE_HEADER = ["Device_id", "Step", "Computing", "Communication(Not Overlapped)", "Overlapped",
+                     "Communication", "Free", "Stage", "Bubble",
+                     "Communication(Not Overlapped and Exclude Receive)", "Preparing"]
+
+
+def merge(starts: np.ndarray, ends: np.ndarray) -> Intervals:
+    """Union of intervals."""
+    if not len(starts):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    run_max = np.maximum.accumulate(e)
+    new = np.ones(len(s), bool)
+    new[1:] = s[1:] > run_max[:-1]
+    group = np.cumsum(new) - 1
+    out_s = s[new]
+    out_e = np.zeros(len(out_s), np.int64)
+    np.maximum.at(out_e, group, e)
+    return out_s, out_e
+
+
+def subtract(a: Intervals, b: Intervals) -> Intervals:
+    """Parts of ``a`` not covered by ``b`` (both merged)."""
+    if not len(b[0]) or not len(a[0]):
+        return a
+    # boundaries: walk by combining gaps of b with a
+    gaps_s = np.concatenate(([np.iinfo(np.int64).min], b[1]))
+    gaps_e = np.concatenate((b[0], [np.iinfo(np.int64).max]))
+    return intersect(a, (gaps_s, gaps_e))
+
+
+def intersect(a: Intervals, b: Intervals) -> Intervals:
+    out_s: list[np.ndarray] = []
+    out_e: list[np.ndarray] = []
+    # for each b interval, clip a intervals that overlap it (searchsorted keeps it O(n log n))
+    for bs, be in zip(b[0].tolist(), b[1].tolist(), strict=False):
+        lo = np.searchsorted(a[1], bs, side="right")
+        hi = np.searchsorted(a[0], be, side="left")
+        if hi > lo:
+            s = np.maximum(a[0][lo:hi], bs)
+            e = np.minimum(a[1][lo:hi], be)
+            keep = e > s
+            out_s.append(s[keep])
+            out_e.append(e[keep])
+    if not out_s:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(out_s), np.concatenate(out_e)
+
+
+def gaps(a: Intervals) -> Intervals:
+    return a[1][:-1].copy(), a[0][1:].copy()
+
+
+class Overlap:
+    """The four Overlap Analysis tracks of one rank."""
+
+    def __init__(self, fw: Framework) -> None:
+        k = fw.kernels
+        end = k.ts + k.dur
+        self.computing = merge(k.ts[~k.comm], end[~k.comm])
+        self.communication = merge(k.ts[k.comm], end[k.comm])
+        self.comm_not_overlapped = subtract(self.communication, self.computing)
+        busy = merge(np.concatenate((k.ts, )), np.concatenate((end, )))
+        self.busy = busy
+        g = gaps(busy)
+        keep = g[1] > g[0]
+        self.free = (g[0][keep], g[1][keep])
+
+    def tracks(self) -> list[tuple[str, Intervals]]:
+        return [("Computing", self.computing), ("Communication", self.communication),
+                ("Communication(Not Overlapped)", self.comm_not_overlapped), ("Free", self.free)]
+
+
+def _clip_sum(iv: Intervals, lo: int, hi: int) -> int:
+    s, e = iv
+    i0 = np.searchsorted(e, lo, side="right")
+    i1 = np.searchsorted(s, hi, side="left")
+    if i1 <= i0:
+        return 0
+    return int(np.sum(np.minimum(e[i0:i1], hi) - np.maximum(s[i0:i1], lo)).clip(min=0))
+
+
+def _us(ns: int) -> float:
+    return round(ns / 1000.0, 3)
+
+
+def step_rows(fw: Framework, ov: Overlap, device_id: int) -> list[list[object]]:
+    """One row per ProfilerStep (or one row with an empty Step when no steps were recorded)."""
+    windows: list[tuple[object, int, int]] = [(sid, s, e) for sid, s, e in fw.steps]
+    if not windows:
+        if not len(ov.busy[0]):
+            return []
+        windows = [("", int(ov.busy[0][0]), int(ov.busy[1][-1]))]
+    rows = []
+    for sid, lo, hi in windows:
+        comp = _clip_sum(ov.computing, lo, hi)
+        comm = _clip_sum(ov.communication, lo, hi)
+        not_ov = _clip_sum(ov.comm_not_overlapped, lo, hi)
+        free = _clip_sum(ov.free, lo, hi)
+        b0 = np.searchsorted(ov.busy[1], lo, side="right")
+        b1 = np.searchsorted(ov.busy[0], hi, side="left")
+        if b1 > b0:
+            first = max(int(ov.busy[0][b0]), lo)
+            last = min(int(ov.busy[1][b1 - 1]), hi)
+            stage, preparing = last - first, first - lo
+        else:
+            stage, preparing = 0, 0
+        bubble = 0
+        rows.append([device_id, sid, _us(comp), _us(not_ov), _us(comm - not_ov), _us(comm), _us(free),
+                     _us(stage - bubble), _us(bubble), _us(max(not_ov - bubble, 0)), _us(preparing)])
+    return rows

@@ -1,0 +1,34 @@
+"""``openmsprof.torch.profiler``: a drop-in for ``torch_npu.profiler`` built on torch.profiler
+(Kineto), writing ``…_ascend_pt`` dirs that msprof-analyze and MindStudio Insight read.
+
+    import openmsprof.torch.profiler as torch_npu_profiler   # only the import changes
+"""
+
+from __future__ import annotations
+
+from openmsprof.torch.profiler import dynamic_profile
+from openmsprof.torch.profiler._enums import (
+    AiCMetrics,
+    ExportType,
+    HostSystem,
+    ProfilerAction,
+    ProfilerActivity,
+    ProfilerLevel,
+    supported_activities,
+    supported_ai_core_metrics,
+    supported_export_type,
+    supported_profiler_level,
+)
+from openmsprof.torch.profiler.analysis import analyse
+from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
+from openmsprof.torch.profiler.kineto_profile import _KinetoProfile
+from openmsprof.torch.profiler.mstx import mstx
+from openmsprof.torch.profiler.profile import profile, tensorboard_trace_handler
+from openmsprof.torch.profiler.scheduler import schedule
+
+__all__ = [
+    "AiCMetrics", "ExportType", "HostSystem", "ProfilerAction", "ProfilerActivity", "ProfilerLevel",
+    "_ExperimentalConfig", "_KinetoProfile", "analyse", "dynamic_profile", "mstx", "profile", "schedule",
+    "supported_activities", "supported_ai_core_metrics", "supported_export_type", "supported_profiler_level",
+    "tensorboard_trace_handler",
+]

@@ -1,0 +1,65 @@
+"""Offline parsing: ``analyse(profiler_path)`` for a rank dir or a folder of them.
+Also runnable as ``python -m openmsprof.torch.profiler.analysis PATH`` (async trace handler)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+from openmsprof.config.errors import PathError, ProfilingError
+from openmsprof.config.paths import resolve_output
+
+log = logging.getLogger("openmsprof")
+
+
+def rank_dirs(path: Path) -> list[Path]:
+    """``path`` itself if it is an ``*ascend_pt`` dir, else its ``*ascend_pt`` children."""
+    if path.name.endswith("ascend_pt"):
+        return [path]
+    return sorted(p for p in path.iterdir() if p.is_dir() and p.name.endswith("ascend_pt"))
+
+
+def analyse_dir(rank_dir: Path) -> Path:
+    """Analyse one rank dir; returns its ASCEND_PROFILER_OUTPUT.  Raises ProfilingError."""
+    from openmsprof.export.ascend_pt.writer import export
+
+    return export(rank_dir).output
+
+
+def analyse(profiler_path: str | os.PathLike[str], max_process_number: int | None = None,
+            export_type: str | list[str] | None = None) -> list[Path]:
+    """Parse every ``*_ascend_pt`` dir under ``profiler_path``; bad dirs are reported and skipped."""
+    path = resolve_output(os.fspath(profiler_path), "profiler_path")
+    if not path.is_dir():
+        raise PathError(f"profiler_path {os.fspath(profiler_path)!r} is not a directory")
+    done = []
+    dirs = rank_dirs(path)
+    if not dirs:
+        raise PathError(f"no *_ascend_pt directory under {os.fspath(profiler_path)!r}")
+    for d in dirs:
+        try:
+            done.append(analyse_dir(d))
+        except ProfilingError as exc:
+            log.warning("openmsprof: %s: %s", d, exc)
+    return done
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m openmsprof.torch.profiler.analysis PROFILER_PATH", file=sys.stderr)
+        return 2
+    try:
+        out = analyse(args[0])
+    except ProfilingError as exc:
+        print(f"openmsprof: error: {exc}", file=sys.stderr)
+        return 1
+    for o in out:
+        print(o)
+    return 0 if out else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,265 @@
+"""``_KinetoProfile``: one torch.profiler (Kineto) collection saved as an ``…_ascend_pt`` rank dir.
+
+Lifecycle (mirrors torch_npu): ``_init`` (prepare Kineto, create the dir) → ``_start`` (Kineto
+records; an openmsprof session under ``PROF_…/`` takes mstx markers and host usage) → ``_stop`` →
+``_finalize`` (FRAMEWORK/ raw trace, profiler_info_{rank}.json, profiler_metadata.json written at
+once, so a later crash still leaves analysable data).  The PROF_ job exists only when something
+feeds it (msprof_tx markers, host_sys cpu/mem usage).  Failures are logged, never raised.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from openmsprof.collect import fs, jobdir, session
+from openmsprof.collect.clock import read_pair
+from openmsprof.config.model import ProfileConfig
+from openmsprof.sources import emit, host_sampler, markers  # noqa: F401  (register listeners)
+from openmsprof.torch.profiler import _enums, prof_dir
+from openmsprof.torch.profiler import mstx as _mstx
+from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
+
+log = logging.getLogger("openmsprof")
+FRAMEWORK_TRACE = "torch.kineto_trace.json"
+_BACKEND_CPU = "CPU: no NPU or CUDA device; kernels are the leaf CPU operators that computed (aten ops without child ops)"
+
+
+def _torch_activities(activities: Any) -> tuple[list[str], list[Any], list[str]]:
+    """(names, torch activities, unsupported notes) for the requested activities."""
+    import torch.profiler as tp
+
+    names: list[str] = []
+    for act in activities if activities else ["CPU", "NPU"]:
+        name = _enums.activity_name(act)
+        if name is None:
+            log.warning("openmsprof: unknown profiler activity %r ignored", act)
+        elif name not in names:
+            names.append(name)
+    if not names:
+        names = ["CPU", "NPU"]
+    notes: list[str] = []
+    acts = [tp.ProfilerActivity.CPU]
+    if "NPU" in names:
+        if _enums.device_backend() == "CUDA":
+            acts.append(tp.ProfilerActivity.CUDA)
+        else:
+            notes.append("NPU activity: no NPU or CUDA here; device-side data are the leaf CPU operators")
+    return names, acts, notes
+
+
+class _KinetoProfile:
+    """torch_npu ``_KinetoProfile``: ``start()`` / ``stop()``, ``export_chrome_trace``,
+    ``export_stacks``, ``add_metadata[_json]``.  No schedule, no on_trace_ready."""
+
+    def __init__(self, activities: Any = None, record_shapes: bool = False, profile_memory: bool = False,
+                 with_stack: bool = False, with_flops: bool = False, with_modules: bool = False,
+                 experimental_config: _ExperimentalConfig | None = None) -> None:
+        def flag(name: str, value: Any) -> bool:
+            if isinstance(value, bool):
+                return value
+            log.warning("openmsprof: %s=%r is not a bool; using False", name, value)
+            return False
+
+        self.record_shapes = flag("record_shapes", record_shapes)
+        self.profile_memory = flag("profile_memory", profile_memory)
+        self.with_stack = flag("with_stack", with_stack)
+        self.with_flops = flag("with_flops", with_flops)
+        self.with_modules = flag("with_modules", with_modules)
+        if experimental_config is not None and not isinstance(experimental_config, _ExperimentalConfig):
+            log.warning("openmsprof: experimental_config must be _ExperimentalConfig; using defaults")
+            experimental_config = None
+        self.experimental_config = experimental_config or _ExperimentalConfig()
+        self.activity_names, self._torch_acts, self._notes = _torch_activities(activities)
+        self._notes += self.experimental_config.unsupported
+        self._root: Path | None = None
+        self._worker: str | None = None
+        self._schedule_info: dict[str, int] | None = None
+        self._metadata: dict[str, Any] = {}
+        self._kineto: Any = None
+        self._session: session.Session | None = None
+        self._start_mono = 0
+        self.prof_path: Path | None = None
+        self.saved: list[Path] = []
+
+    # -- torch_npu public methods ----------------------------------------------------------
+    def start(self) -> None:
+        self._init()
+        self._start()
+
+    def stop(self) -> None:
+        self._stop()
+        self._finalize()
+
+    def __enter__(self) -> _KinetoProfile:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def add_metadata(self, key: str, value: str) -> None:
+        if not isinstance(key, str) or not isinstance(value, str):
+            log.warning("openmsprof: add_metadata needs str key and value; got %r, %r", key, value)
+            return
+        self._metadata[key] = value
+
+    def add_metadata_json(self, key: str, value: str) -> None:
+        if not isinstance(key, str):
+            log.warning("openmsprof: add_metadata_json key %r is not a str", key)
+            return
+        try:
+            self._metadata[key] = orjson.loads(value) if isinstance(value, (str, bytes)) else orjson.loads(
+                orjson.dumps(value))
+        except (orjson.JSONDecodeError, TypeError) as exc:
+            log.warning("openmsprof: add_metadata_json %r: value is not JSON (%s); ignored", key, exc)
+
+    def export_chrome_trace(self, path: str | os.PathLike[str]) -> None:
+        """Analyse the saved rank dir and write its trace_view.json to ``path``."""
+        try:
+            target = Path(os.fspath(path))
+            if self.prof_path is None or not (self.prof_path / "FRAMEWORK" / FRAMEWORK_TRACE).exists():
+                if self._kineto is not None:
+                    self._kineto.export_chrome_trace(os.fspath(target))
+                return
+            from openmsprof.torch.profiler.analysis import analyse_dir
+
+            out = analyse_dir(self.prof_path)
+            fs.make_dir(target.parent if str(target.parent) else Path("."))
+            fs.write_file_atomic(target, (out / "trace_view.json").read_bytes())
+        except Exception as exc:
+            log.warning("openmsprof: export_chrome_trace(%r) failed: %s", os.fspath(path), exc)
+
+    def export_stacks(self, path: str | os.PathLike[str], metric: str = "self_cpu_time_total") -> None:
+        """FlameGraph folded stacks (``outer;…;inner;op value_us``) of the last saved window
+        (needs with_stack).  ``self_npu_time_total`` counts device kernel time: on a CPU-only
+        machine the time of the CPU kernels (see FORMATS decision 1)."""
+        try:
+            if metric not in ("self_cpu_time_total", "self_npu_time_total", "self_cuda_time_total"):
+                raise ValueError(f"metric {metric!r} is not self_cpu_time_total or self_npu_time_total")
+            if self.prof_path is None:
+                raise RuntimeError("no saved collection to export")
+            from openmsprof.export.ascend_pt import framework
+            from openmsprof.export.ascend_pt.writer import read_info
+
+            fw = framework.load(self.prof_path, read_info(self.prof_path)[0])
+            stacks = framework.call_stacks(fw)
+            child, dev_self, _dev_total = framework.op_times(fw)
+            value = dev_self if metric != "self_cpu_time_total" else np.maximum(fw.op_dur - child, 0)
+            lines = []
+            for i, text in stacks.items():
+                us = int(value[i]) // 1000
+                if us > 0:
+                    frames = [f.replace(";", ",").replace(" ", "_") for f in reversed(text.split(";\r\n"))]
+                    lines.append(";".join([*frames, fw.ops[i].get("name", "").replace(" ", "_")]) + f" {us}\n")
+            fs.write_file_atomic(Path(os.fspath(path)), "".join(lines))
+        except Exception as exc:
+            log.warning("openmsprof: export_stacks(%r) failed: %s", os.fspath(path), exc)
+
+    def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0) -> Any:
+        return self._kineto.key_averages(group_by_input_shape, group_by_stack_n)
+
+    def events(self) -> Any:
+        return self._kineto.events()
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def _init(self) -> None:
+        from torch.profiler.profiler import _KinetoProfile as _TorchKineto
+
+        self._kineto = _TorchKineto(activities=self._torch_acts, record_shapes=self.record_shapes,
+                                    profile_memory=self.profile_memory, with_stack=self.with_stack,
+                                    with_flops=self.with_flops, with_modules=self.with_modules)
+        self._kineto.prepare_trace()
+        root = self._root if self._root is not None else prof_dir.default_root()
+        try:
+            self.prof_path = prof_dir.create(root, self._worker)
+        except Exception as exc:
+            self.prof_path = None
+            log.warning("openmsprof: cannot create the profiling dir under %s (%s); the data of this "
+                        "window will not be saved, training goes on", root, exc)
+
+    def _start(self) -> None:
+        if self._kineto is None:
+            self._init()
+        self._start_mono = time.perf_counter_ns()
+        self._kineto.start_trace()
+        _mstx.set_recording(True)
+        exp = self.experimental_config
+        usage = [h for h in exp.to_dict()["_host_sys"] if h in ("cpu", "mem")]
+        if self.prof_path is not None and session.current() is None and (exp.msprof_tx or usage):
+            cfg = ProfileConfig(acl_api=False, runtime_api=False, task_time="off", msproftx=exp.msprof_tx,
+                                host_sys_usage=usage, source="torch")
+            try:
+                pair = read_pair()
+                self._session = session.start(cfg, output=self.prof_path, exclusive_output=False,
+                                              job_root=self.prof_path / jobdir.new_job_name(pair.wall_ns),
+                                              rank_id=prof_dir.get_rank())
+            except Exception as exc:
+                log.warning("openmsprof: no PROF_ job for markers this window: %s", exc)
+
+    def _stop(self) -> None:
+        _mstx.set_recording(False)
+        if self._session is not None:
+            try:
+                if session.current() is self._session:
+                    session.stop()
+            except Exception as exc:
+                log.warning("openmsprof: stopping the PROF_ session failed: %s", exc)
+            self._session = None
+        if self._kineto is not None:
+            self._kineto.stop_trace()
+
+    def _finalize(self) -> None:
+        """Save FRAMEWORK raw data + info files now (before any analysis)."""
+        path = self.prof_path
+        if path is None or self._kineto is None:
+            return
+        try:
+            fw = path / "FRAMEWORK"
+            tmp = fw / f".{FRAMEWORK_TRACE}.{os.getpid()}.tmp"
+            self._kineto.export_chrome_trace(os.fspath(tmp))
+            os.chmod(tmp, fs.FILE_MODE)
+            os.replace(tmp, fw / FRAMEWORK_TRACE)
+            rank = prof_dir.get_rank()
+            info = prof_dir.profiler_info(self._config_dict(), self._start_info(), self._end_info(), rank,
+                                          self._backend(), self._notes)
+            prof_dir.write_json(path / f"profiler_info_{rank}.json", info)
+            prof_dir.write_json(path / "profiler_metadata.json", prof_dir.metadata(self._metadata))
+            self.saved.append(path)
+        except Exception as exc:
+            log.warning("openmsprof: saving %s failed: %s", path, exc)
+
+    def _delete(self) -> None:
+        """Drop a window that never recorded (WARMUP → stop)."""
+        if self.prof_path is not None:
+            shutil.rmtree(self.prof_path, ignore_errors=True)
+            self.prof_path = None
+
+    # -- info ------------------------------------------------------------------------------
+    def _backend(self) -> str:
+        return "CUDA: kernels from Kineto CUPTI" if any(
+            a.name == "CUDA" for a in self._torch_acts) else _BACKEND_CPU
+
+    def _config_dict(self) -> dict[str, Any]:
+        return {"common_config": {
+            "activities": [f"ProfilerActivity.{a}" for a in self.activity_names],
+            "schedule": self._schedule_info, "record_shapes": self.record_shapes,
+            "profile_memory": self.profile_memory, "with_stack": self.with_stack,
+            "with_flops": self.with_flops, "with_modules": self.with_modules},
+            "experimental_config": self.experimental_config.to_dict()}
+
+    def _start_info(self) -> dict[str, Any]:
+        return {"syscnt_enable": False, "freq": 1_000_000_000, "start_cnt": self._start_mono,
+                "start_monotonic": self._start_mono}
+
+    @staticmethod
+    def _end_info() -> dict[str, Any]:
+        pair = read_pair()
+        return {"collectionTimeEnd": pair.wall_ns, "MonotonicTimeEnd": pair.mono_ns}

@@ -1,0 +1,134 @@
+"""The ``…_ascend_pt`` directory: its collision-proof name, the rank, profiler_info_{rank}.json
+and profiler_metadata.json (FORMATS.md §3)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import string
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from openmsprof.collect import fs
+from openmsprof.collect.clock import local_stamp
+from openmsprof.config.errors import ProfilingError
+from openmsprof.config.paths import check_path_text, resolve_output
+
+log = logging.getLogger("openmsprof")
+_ALPHABET = string.ascii_lowercase + string.digits
+MAX_WORKER = 225
+#: Ascend environment variables copied into profiler_metadata.json (FORMATS.md §3).
+ENV_VARS = ("ASCEND_GLOBAL_LOG_LEVEL", "HCCL_RDMA_TC", "HCCL_RDMA_SL", "ACLNN_CACHE_LIMIT",
+            "HCCL_ALGO", "HCCL_BUFFSIZE", "PYTORCH_NPU_ALLOC_CONF", "ASCEND_LAUNCH_BLOCKING",
+            "HOST_CACHE_CAPACITY")
+
+
+def get_rank() -> int:
+    """$RANK, else torch.distributed's rank, else 0."""
+    env = os.environ.get("RANK", "")
+    if env.strip().lstrip("-").isdigit():
+        return int(env)
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return int(dist.get_rank())
+    except Exception:
+        pass
+    return 0
+
+
+def default_root() -> Path:
+    work = os.environ.get("ASCEND_WORK_PATH")
+    return Path(work) / "profiling_data" if work else Path.cwd()
+
+
+def check_root(dir_name: str | os.PathLike[str] | None) -> Path:
+    """The output root: ``dir_name`` (str or Path) if usable, else the default, with a warning."""
+    if dir_name is None or os.fspath(dir_name) == "":
+        return default_root()
+    try:
+        return resolve_output(os.fspath(dir_name), "profiler output dir")
+    except ProfilingError as exc:
+        log.warning("openmsprof: %s; using %s", exc, default_root())
+        return default_root()
+
+
+def check_worker(worker_name: str | None) -> str | None:
+    if worker_name is None:
+        return None
+    try:
+        if not isinstance(worker_name, str) or len(worker_name) > MAX_WORKER:
+            raise ProfilingError(f"worker_name {worker_name!r} must be text under {MAX_WORKER + 1} chars")
+        check_path_text(worker_name, "worker_name")
+        if "/" in worker_name:
+            raise ProfilingError(f"worker_name {worker_name!r} may not contain '/'")
+    except ProfilingError as exc:
+        log.warning("openmsprof: %s; using the default", exc)
+        return None
+    return worker_name
+
+
+def dir_name(worker_name: str | None, wall_ns: int | None = None) -> str:
+    """``{worker}_{pid}-{6 random [a-z0-9]}_{yyyymmddHHMMSSmmm}_ascend_pt``."""
+    worker = worker_name or socket.gethostname().replace("_", "-")
+    token = "".join(secrets.choice(_ALPHABET) for _ in range(6))
+    stamp = local_stamp(wall_ns if wall_ns is not None else time.time_ns())
+    return f"{worker}_{os.getpid()}-{token}_{stamp}_ascend_pt"
+
+
+def create(root: Path, worker_name: str | None) -> Path:
+    """Create a fresh rank dir with logs/ and FRAMEWORK/ under ``root``."""
+    fs.make_dir(root)
+    fs.check_writable(root)
+    for _ in range(5):
+        path = root / dir_name(worker_name)
+        if not path.exists():
+            break
+    fs.make_dir(path)
+    fs.make_dir(path / "FRAMEWORK")
+    fs.make_dir(path / "logs")
+    return path
+
+
+def write_json(path: Path, obj: Any) -> None:
+    fs.write_file_atomic(path, orjson.dumps(obj, option=orjson.OPT_INDENT_2))
+
+
+def profiler_info(config: dict[str, Any], start: dict[str, Any], end: dict[str, Any], rank: int,
+                  backend: str, unsupported: list[str]) -> dict[str, Any]:
+    from openmsprof import __version__
+
+    try:
+        import torch
+
+        torch_version = str(torch.__version__)
+    except Exception:  # pragma: no cover
+        torch_version = "unknown"
+    return {
+        "config": config, "start_info": start, "end_info": end, "rank_id": rank,
+        "torch_npu_version": "", "torch_version": torch_version, "cann_version": "",
+        "openmsprof_version": __version__, "backend": backend, "unsupported": unsupported,
+    }
+
+
+def metadata(user: dict[str, Any]) -> dict[str, Any]:
+    """User pairs plus ENV_VARIABLES and, under torch.distributed, parallel_group_info."""
+    meta = dict(user)
+    meta.setdefault("ENV_VARIABLES", {k: os.environ.get(k, "") for k in ENV_VARS})
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized() and "distributed_args" not in meta:
+            meta["distributed_args"] = {"world_size": dist.get_world_size(),
+                                        "tensor_model_parallel_size": 1, "pipeline_model_parallel_size": 1,
+                                        "data_parallel_size": dist.get_world_size(),
+                                        "context_parallel_size": 1, "expert_model_parallel_size": 1}
+    except Exception:
+        pass
+    return meta

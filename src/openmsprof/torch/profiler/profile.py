@@ -1,0 +1,190 @@
+"""``profile``: torch_npu's scheduled profiler (FORMATS.md §7.4 transitions) and
+``tensorboard_trace_handler``.  Nothing here raises into the training loop."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from openmsprof.sources import markers
+from openmsprof.torch.profiler import prof_dir
+from openmsprof.torch.profiler._enums import ProfilerAction
+from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
+from openmsprof.torch.profiler.kineto_profile import _KinetoProfile
+from openmsprof.torch.profiler.scheduler import Schedule, default_schedule
+
+log = logging.getLogger("openmsprof")
+_NONE = ProfilerAction.NONE
+_WARMUP = ProfilerAction.WARMUP
+_RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+
+
+class _TraceHandler:
+    """What ``tensorboard_trace_handler`` returns: where to write, and analysis on trace ready."""
+
+    def __init__(self, dir_name: Any, worker_name: Any, analyse_flag: Any, async_mode: Any) -> None:
+        self.root = prof_dir.check_root(dir_name)
+        self.worker = prof_dir.check_worker(worker_name)
+        self.analyse_flag = analyse_flag if isinstance(analyse_flag, bool) else True
+        self.async_mode = async_mode if isinstance(async_mode, bool) else False
+        self.children: list[subprocess.Popen[bytes]] = []
+
+    def __call__(self, prof: _KinetoProfile) -> None:
+        path = prof.prof_path
+        if path is None or not self.analyse_flag:
+            return
+        if self.async_mode:
+            cmd = [sys.executable, "-m", "openmsprof.torch.profiler.analysis", os.fspath(path)]
+            self.children.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL))
+            return
+        from openmsprof.torch.profiler.analysis import analyse_dir
+
+        try:
+            analyse_dir(path)
+        except Exception as exc:
+            log.warning("openmsprof: analysing %s failed: %s", path, exc)
+
+
+def tensorboard_trace_handler(dir_name: str | os.PathLike[str] | None = None, worker_name: str | None = None,
+                              analyse_flag: bool = True, async_mode: bool = False) -> _TraceHandler:
+    """Write each window under ``dir_name`` and analyse it when ready (in a child process if async)."""
+    return _TraceHandler(dir_name, worker_name, analyse_flag, async_mode)
+
+
+class profile(_KinetoProfile):
+    """torch_npu ``profile``: context manager or ``start()``/``step()``/``stop()``."""
+
+    def __init__(self, activities: Any = None, schedule: Callable[[int], ProfilerAction] | None = None,
+                 on_trace_ready: Callable[..., Any] | None = None, record_shapes: bool = False,
+                 profile_memory: bool = False, with_stack: bool = False, with_flops: bool = False,
+                 with_modules: bool = False, experimental_config: _ExperimentalConfig | None = None,
+                 use_cuda: bool | None = None) -> None:
+        super().__init__(activities, record_shapes, profile_memory, with_stack, with_flops, with_modules,
+                         experimental_config)
+        if schedule is not None and not callable(schedule):
+            log.warning("openmsprof: schedule %r is not callable; recording every step", schedule)
+            schedule = None
+        self.schedule: Callable[[int], ProfilerAction] = schedule or default_schedule
+        self._schedule_info = schedule.to_dict() if isinstance(schedule, Schedule) else None
+        if on_trace_ready is not None and not callable(on_trace_ready):
+            log.warning("openmsprof: on_trace_ready %r is not callable; ignored", on_trace_ready)
+            on_trace_ready = None
+        self.on_trace_ready = on_trace_ready
+        if isinstance(on_trace_ready, _TraceHandler):
+            self._root, self._worker = on_trace_ready.root, on_trace_ready.worker
+        self.step_num = 0
+        self._step_offset = 0
+        self._step_rf: Any = None
+        self.current_action = self._action(0)
+
+    def _action(self, step: int) -> ProfilerAction:
+        try:
+            act = self.schedule(step)
+            return act if isinstance(act, ProfilerAction) else _NONE
+        except Exception as exc:
+            log.warning("openmsprof: schedule(%d) failed: %s", step, exc)
+            return _NONE
+
+    # -- public ------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._transit(_NONE, self.current_action)
+        self._enter_step()
+
+    def stop(self) -> None:
+        self._exit_step()
+        act = self.current_action
+        try:
+            if act is _WARMUP:
+                self._stop()
+                self._delete()
+            elif act in _RECORDING:
+                self._stop()
+                self._finalize()
+                self._trace_ready()
+        except Exception as exc:
+            log.warning("openmsprof: profiler stop failed: %s", exc)
+        self.current_action = _NONE
+
+    def step(self) -> None:
+        """Mark a step boundary; outside windows this is a counter and one schedule call."""
+        if self._step_rf is not None:
+            self._exit_step()
+        prev = self.current_action
+        self.step_num += 1
+        cur = self.current_action = self._action(self.step_num)
+        if cur is _NONE and prev is _NONE:
+            return
+        self._transit(prev, cur)
+        self._enter_step()
+
+    def export_chrome_trace(self, path: str | os.PathLike[str]) -> None:
+        if isinstance(self.on_trace_ready, _TraceHandler):
+            log.warning("openmsprof: export_chrome_trace is ignored when tensorboard_trace_handler is set")
+            return
+        super().export_chrome_trace(path)
+
+    # -- state machine -------------------------------------------------------------------------
+    def _enter_step(self) -> None:
+        if self.current_action in _RECORDING and self._kineto is not None:
+            from torch.autograd.profiler import record_function
+
+            name = f"ProfilerStep#{self.step_num + self._step_offset}"
+            markers.push(name)
+            self._step_rf = record_function(name)
+            self._step_rf.__enter__()
+
+    def _exit_step(self) -> None:
+        rf, self._step_rf = self._step_rf, None
+        if rf is not None:
+            try:
+                rf.__exit__(None, None, None)
+            except Exception:
+                pass
+            markers.pop()
+
+    def _trace_ready(self) -> None:
+        if self.on_trace_ready is not None:
+            try:
+                self.on_trace_ready(self)
+            except Exception as exc:
+                log.warning("openmsprof: on_trace_ready failed: %s", exc)
+
+    def _transit(self, prev: ProfilerAction, cur: ProfilerAction) -> None:
+        try:
+            self._do_transit(prev, cur)
+        except Exception as exc:
+            log.warning("openmsprof: profiler transition %s -> %s failed: %s", prev.name, cur.name, exc)
+
+    def _do_transit(self, prev: ProfilerAction, cur: ProfilerAction) -> None:
+        if prev is _NONE:
+            if cur is not _NONE:
+                self._init()
+                if cur in _RECORDING:
+                    self._start()
+        elif prev is _WARMUP:
+            if cur in _RECORDING:
+                self._start()
+            elif cur is _NONE:
+                log.warning("openmsprof: schedule went from WARMUP to NONE; the window is empty")
+                self._start()
+                self._stop()
+                self._finalize()
+        elif prev is ProfilerAction.RECORD:
+            if cur in (_NONE, _WARMUP):
+                log.warning("openmsprof: schedule left RECORD without RECORD_AND_SAVE; not saved for trace_ready")
+                self._stop()
+                self._finalize()
+                if cur is _WARMUP:
+                    self._init()
+        else:  # RECORD_AND_SAVE
+            self._stop()
+            self._finalize()
+            self._trace_ready()
+            if cur is not _NONE:
+                self._init()
+                if cur in _RECORDING:
+                    self._start()

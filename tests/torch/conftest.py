@@ -1,0 +1,96 @@
+"""Shared pieces for the torch facade tests: small real models trained on random data."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+torch = pytest.importorskip("torch")
+
+DIR_RE = re.compile(r"^.+_\d+-[a-z0-9]{6}_\d{17}_ascend_pt$")
+
+
+class MLP(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class CNN(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.nn.functional.max_pool2d(torch.relu(self.conv(x)), 2)
+        return self.fc(x.flatten(1))
+
+
+class Trainer:
+    def __init__(self, kind: str = "mlp") -> None:
+        torch.manual_seed(0)
+        self.model = MLP() if kind == "mlp" else CNN()
+        self.shape = (16, 32) if kind == "mlp" else (4, 3, 16, 16)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01)
+
+    def step(self) -> None:
+        x = torch.randn(*self.shape)
+        y = torch.randint(0, 10, (self.shape[0],))
+        loss = torch.nn.functional.cross_entropy(self.model(x), y)
+        loss.backward()
+        self.opt.step()
+        self.opt.zero_grad()
+
+
+@pytest.fixture
+def trainer() -> Trainer:
+    return Trainer("mlp")
+
+
+@pytest.fixture
+def cnn() -> Trainer:
+    return Trainer("cnn")
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("ASCEND_WORK_PATH", raising=False)
+    yield
+
+
+def rank_dirs(root: Path) -> list[Path]:
+    return sorted(p for p in root.iterdir() if p.name.endswith("_ascend_pt"))
+
+
+def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        r = csv.reader(f)
+        header = next(r)
+        return header, [dict(zip(header, row, strict=False)) for row in r]
+
+
+def trace(out: Path) -> list[dict]:
+    return orjson.loads((out / "trace_view.json").read_bytes())
+
+
+def modes_ok(path: Path) -> bool:
+    for dirpath, dirnames, filenames in os.walk(path):
+        for d in dirnames:
+            if os.stat(os.path.join(dirpath, d)).st_mode & 0o777 != 0o750:
+                return False
+        for f in filenames:
+            if os.stat(os.path.join(dirpath, f)).st_mode & 0o777 != 0o640:
+                return False
+    return True

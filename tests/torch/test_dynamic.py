@@ -1,0 +1,113 @@
+"""dynamic_profile: template, start within one step of an edit (atomic rename), bad edits logged."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from openmsprof.torch.profiler import dynamic_profile as dp
+from tests.torch.conftest import Trainer, rank_dirs, read_csv
+
+POLL = 0.1
+
+
+@pytest.fixture(autouse=True)
+def _shutdown() -> object:
+    yield
+    dp.shutdown()
+
+
+def _edit(cfg: Path, obj: object | bytes) -> None:
+    """Write like an editor that saves through a temp file and an atomic rename."""
+    tmp = cfg.with_name(".profiler_config.json.swp")
+    tmp.write_bytes(obj if isinstance(obj, bytes) else orjson.dumps(obj))
+    os.replace(tmp, cfg)
+
+
+def _wait_for(cond: object, timeout: float = 5.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():  # type: ignore[operator]
+            return
+        time.sleep(POLL / 2)
+    raise AssertionError("condition not reached")
+
+
+def _log(d: Path) -> str:
+    return "".join(p.read_text() for p in (d / "log").iterdir())
+
+
+def test_edit_starts_collection_at_next_step(trainer: Trainer, tmp_path: Path) -> None:
+    d = tmp_path / "dp_cfg"
+    dp.init(d, poll_interval=POLL)
+    cfg = d / "profiler_config.json"
+    template = orjson.loads(cfg.read_bytes())
+    assert template["active"] == 1 and template["experimental_config"]["profiler_level"] == "Level0"
+    for _ in range(3):
+        trainer.step()
+        dp.step()
+    assert dp.monitor().prof is None  # type: ignore[union-attr]
+    new = dict(template, active=2, analyse=True, prof_dir="prof", record_shapes=True,
+               experimental_config=dict(template["experimental_config"], profiler_level="Level1"))
+    _edit(cfg, new)
+    _wait_for(lambda: dp.monitor().pending is not None)  # type: ignore[union-attr]
+    at = dp.monitor().step_num  # type: ignore[union-attr]
+    for _ in range(4):
+        trainer.step()
+        dp.step()
+    (rd,) = rank_dirs(d / "prof")
+    _h, rows = read_csv(rd / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv")
+    assert [int(r["Step"]) for r in rows] == [at + 1, at + 2]  # the very next step, for `active` steps
+    assert "collection started" in _log(d)
+
+
+def test_invalid_json_and_unknown_enums_are_logged(trainer: Trainer, tmp_path: Path) -> None:
+    d = tmp_path / "dp_cfg"
+    dp.init(d, poll_interval=POLL)
+    cfg = d / "profiler_config.json"
+    _edit(cfg, b"{ not json")
+    _wait_for(lambda: "not valid JSON" in _log(d))
+    trainer.step()
+    dp.step()  # still running
+    _edit(cfg, {"activities": ["CPU", "GPU"], "active": 1, "prof_dir": "p",
+                "experimental_config": {"profiler_level": "Level7", "aic_metrics": "Fast", "export_type": "pdf"}})
+    _wait_for(lambda: dp.monitor().pending is not None)  # type: ignore[union-attr]
+    text = _log(d)
+    for word in ("GPU", "Level7", "aic_metrics", "export_type"):
+        assert word in text, word
+    for _ in range(3):
+        trainer.step()
+        dp.step()
+    assert len(rank_dirs(d / "p")) == 1
+
+
+def test_backstop_stops_a_loop_that_stopped_stepping(trainer: Trainer, tmp_path: Path) -> None:
+    d = tmp_path / "dp_cfg"
+    dp.init(d, poll_interval=POLL, backstop_s=0.3)
+    _edit(d / "profiler_config.json", {"active": 50, "prof_dir": "p", "experimental_config": {"mstx": True}})
+    _wait_for(lambda: dp.monitor().pending is not None)  # type: ignore[union-attr]
+    trainer.step()
+    dp.step()
+    assert dp.monitor().prof is not None  # type: ignore[union-attr]
+    sess = dp.monitor().prof._session  # type: ignore[union-attr]
+    assert sess is not None
+    _wait_for(lambda: not sess.collecting)
+    assert "backstop" in _log(d)
+    dp.shutdown()  # what atexit does on the main thread
+    (rd,) = rank_dirs(d / "p")
+    assert (rd / "FRAMEWORK" / "torch.kineto_trace.json").exists()
+    assert "backstop" in _log(d)
+
+
+def test_start_step_in_the_past_is_rejected(trainer: Trainer, tmp_path: Path) -> None:
+    d = tmp_path / "dp_cfg"
+    dp.init(d, poll_interval=POLL)
+    for _ in range(3):
+        dp.step()
+    _edit(d / "profiler_config.json", {"active": 1, "start_step": 1})
+    _wait_for(lambda: "already past" in _log(d))
+    assert dp.monitor().pending is None  # type: ignore[union-attr]
