@@ -1,0 +1,168 @@
+"""Export benchmark: timeline events/s, bytes/event and peak RSS, and op/api statistics time,
+against a naive ``json.dumps(list_of_dicts)`` export measured in the same run.
+
+    .venv/bin/python benchmarks/bench_export.py [--tasks 1000000] [--naive-tasks 250000]
+
+The database holds ``--tasks`` tasks, one launching API per task (so api_statistic also runs over
+that many rows) and the API→task flows: events = tasks + APIs + 2 × flows.  Each export runs in a
+child process so its peak RSS is its own.  CPU seconds are reported besides wall seconds because
+the CI machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _counts(db_path: Path, limit: int | None = None) -> tuple[int, int, int]:
+    import sqlite3
+
+    c = sqlite3.connect(db_path)
+    tasks = c.execute("SELECT COUNT(*) FROM TASK").fetchone()[0]
+    apis = c.execute("SELECT COUNT(*) FROM CANN_API").fetchone()[0]
+    flows = c.execute("SELECT COUNT(*) FROM TASK t JOIN CANN_API a"
+                      " ON a.connectionId = t.connectionId").fetchone()[0]
+    c.close()
+    if limit is not None:
+        f = min(1.0, limit / tasks)
+        return round(tasks * f), round(apis * f), round(flows * f)
+    return tasks, apis, flows
+
+
+def child_ours(db_path: Path, out: Path) -> dict[str, float]:
+    from openmsprof.export.db import JobDB
+    from openmsprof.export.timeline import write_timeline
+
+    tasks, apis, flows = _counts(db_path)
+    with JobDB(db_path) as db:
+        w0, c0 = time.perf_counter(), time.process_time()
+        paths = write_timeline(db, out)
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    size = sum(p.stat().st_size for p in paths)
+    for p in paths:
+        p.unlink()
+    return {"events": tasks + apis + 2 * flows, "wall": wall, "cpu": cpu, "bytes": size,
+            "rss_mb": _rss_mb()}
+
+
+def child_naive(db_path: Path, out: Path, limit: int) -> dict[str, float]:
+    """Fetch the rows, build one dict per event, ``json.dumps`` the list, write it."""
+    import sqlite3
+
+    w0, c0 = time.perf_counter(), time.process_time()
+    c = sqlite3.connect(db_path)
+    names = dict(c.execute("SELECT id, value FROM STRING_IDS"))
+    base = int(c.execute("SELECT value FROM META_DATA WHERE name = 'BASE_NS'").fetchone()[0])
+    events: list[dict[str, object]] = []
+    (t_end,) = c.execute("SELECT MAX(startNs) FROM (SELECT startNs FROM TASK ORDER BY startNs"
+                         " LIMIT ?)", (limit,)).fetchone()
+    for s, e, _typ, g, name in c.execute("SELECT startNs, endNs, type, globalTid, name FROM"
+                                        " CANN_API WHERE startNs <= ?", (t_end,)):
+        events.append({"name": f"AscendCL@{names[name]}", "pid": 7, "tid": g & 0xFFFFFFFF,
+                       "ts": (s - base) / 1000, "dur": (e - s) / 1000, "ph": "X"})
+    fid = 0
+    for s, e, stream, name, task_id, a_s, a_g in c.execute(
+            "SELECT t.startNs, t.endNs, t.streamId, c.name, t.taskId, a.startNs, a.globalTid"
+            " FROM TASK t LEFT JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId"
+            " LEFT JOIN CANN_API a ON a.connectionId = t.connectionId ORDER BY t.startNs LIMIT ?",
+            (limit,)):
+        events.append({"name": names[name], "pid": 14, "tid": stream, "ts": (s - base) / 1000,
+                       "dur": (e - s) / 1000, "ph": "X", "args": {"Task Id": task_id}})
+        if a_s is not None:
+            fid += 1
+            events.append({"name": "HostToDevice", "pid": 7, "tid": a_g & 0xFFFFFFFF, "ph": "s",
+                           "cat": "HostToDevice", "id": fid, "ts": (a_s - base) / 1000})
+            events.append({"name": "HostToDevice", "pid": 14, "tid": stream, "ph": "f",
+                           "cat": "HostToDevice", "id": fid, "ts": (s - base) / 1000, "bp": "e"})
+    data = json.dumps({"traceEvents": events})
+    path = out / "naive.json"
+    path.write_text(data)
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    size = path.stat().st_size
+    path.unlink()
+    return {"events": len(events), "wall": wall, "cpu": cpu, "bytes": size, "rss_mb": _rss_mb()}
+
+
+def child_stats(db_path: Path) -> dict[str, float]:
+    from openmsprof.export.db import JobDB
+    from openmsprof.export.summary_host import api_statistic_rows
+    from openmsprof.export.summary_tasks import op_statistic_rows
+
+    out: dict[str, float] = {}
+    with JobDB(db_path) as db:
+        for name, fn in (("op_statistic", op_statistic_rows), ("api_statistic",
+                                                                api_statistic_rows)):
+            w0, c0 = time.perf_counter(), time.process_time()
+            fn(db)  # type: ignore[operator]
+            out[f"{name}_wall"] = time.perf_counter() - w0
+            out[f"{name}_cpu"] = time.process_time() - c0
+    return out
+
+
+def _spawn(*args: str) -> dict[str, float]:
+    r = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True,
+                       text=True, timeout=600, check=False)
+    if r.returncode != 0:
+        raise SystemExit(f"child {args[0]} failed:\n{r.stderr}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tasks", type=int, default=1_000_000)
+    ap.add_argument("--naive-tasks", type=int, default=250_000,
+                    help="tasks the naive export handles (it holds every event in memory)")
+    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        kind, db = a.child[0], Path(a.child[1])
+        res = (child_ours(db, Path(a.child[2])) if kind == "ours" else
+               child_naive(db, Path(a.child[2]), int(a.child[3])) if kind == "naive" else
+               child_stats(db))
+        print(json.dumps(res))
+        return
+    from tests.export.dbfactory import make_big_db
+
+    with tempfile.TemporaryDirectory(prefix="bench_export_") as tmp:
+        db = Path(tmp) / "sqlite" / "msprof.db"
+        t0 = time.perf_counter()
+        make_big_db(db, a.tasks, ops_per_api=1)
+        print(f"database: {a.tasks:,} tasks + {a.tasks:,} APIs built in "
+              f"{time.perf_counter() - t0:.1f} s ({db.stat().st_size / 1e6:.0f} MB)")
+        out = Path(tmp) / "out"
+        out.mkdir()
+        ours = _spawn("ours", str(db), str(out))
+        naive = _spawn("naive", str(db), str(out), str(a.naive_tasks))
+        stats = _spawn("stats", str(db))
+    print(f"{'timeline export':<28}{'events':>11}{'ev/s wall':>12}{'ev/s cpu':>12}"
+          f"{'B/event':>9}{'peak RSS':>10}")
+    for label, r in (("openmsprof (streamed)", ours), ("naive json.dumps(list)", naive)):
+        print(f"{label:<28}{int(r['events']):>11,}{r['events'] / r['wall']:>12,.0f}"
+              f"{r['events'] / r['cpu']:>12,.0f}{r['bytes'] / r['events']:>9.1f}"
+              f"{r['rss_mb']:>8.0f}MB")
+    speed = (ours["events"] / ours["cpu"]) / (naive["events"] / naive["cpu"])
+    print(f"ratio openmsprof/naive: {speed:.2f}x events per cpu-second; RSS per million events "
+          f"{ours['rss_mb'] / ours['events'] * 1e6:.0f} MB vs "
+          f"{naive['rss_mb'] / naive['events'] * 1e6:.0f} MB")
+    print("targets: >= 1,000,000 events/s, <= 110 bytes/event")
+    for name in ("op_statistic", "api_statistic"):
+        print(f"{name} over {a.tasks:,} rows: {stats[name + '_wall']:.3f} s wall, "
+              f"{stats[name + '_cpu']:.3f} s cpu (target <= 1 s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""``openmsprof show -dir JOB``: statistics as terminal tables, or CSV/JSON on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from openmsprof.config.errors import ConfigError
+from openmsprof.export.db import find_jobs, open_job
+from openmsprof.export.show import render_rich, render_text, sections
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser("show", help="print a job's statistics as tables",
+                                   description="Print top operators, op and API statistics, "
+                                               "steps and host usage; imports first if needed.")
+    parser.add_argument("-dir", "--collection-dir", dest="collection_dir", required=True,
+                        metavar="DIR", help="a PROF_* job directory, or a folder holding several")
+    parser.add_argument("--top", type=int, default=20, metavar="N",
+                        help="rows per table (default 20)")
+    parser.add_argument("--format", choices=("csv", "json"), default=None,
+                        help="machine-readable output on stdout instead of tables")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, console: Console | None = None) -> int:
+    if args.top <= 0:
+        raise ConfigError(f"--top must be a positive integer, got {args.top}")
+    console = console or Console()
+    for job in find_jobs(Path(args.collection_dir)):
+        with open_job(job) as db:
+            secs = sections(db, args.top)
+        if args.format:
+            sys.stdout.write(render_text(secs, args.format))
+        else:
+            render_rich(job.name, secs, console)
+    return 0

@@ -1,0 +1,148 @@
+"""Read access to a job's database ``JOB/sqlite/msprof.db`` (schema: docs/internals.md)."""
+
+from __future__ import annotations
+
+import importlib
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from openmsprof.config.errors import PathError, RawDataError
+
+DB_RELPATH = Path("sqlite") / "msprof.db"
+
+
+def _importer() -> Any | None:
+    try:
+        return importlib.import_module("openmsprof.parse.importer")
+    except ImportError:
+        return None
+
+
+def find_jobs(path: Path) -> list[Path]:
+    """Jobs under ``path`` (a job, or a folder of jobs) — the importer's rule when available."""
+    path = Path(path)
+    if not path.exists():
+        raise PathError(f"collection dir {str(path)!r} does not exist")
+    if not path.is_dir():
+        raise PathError(f"collection dir {str(path)!r} is not a directory")
+    imp = _importer()
+    if imp is not None and hasattr(imp, "find_jobs"):
+        return list(imp.find_jobs(path))
+    if _is_job(path):
+        return [path]
+    jobs = sorted(p for p in path.iterdir() if p.is_dir() and _is_job(p))
+    if not jobs:
+        raise PathError(f"{str(path)!r} is not a profiling job and holds none")
+    return jobs
+
+
+def _is_job(p: Path) -> bool:
+    return (p / DB_RELPATH).is_file() or (p / "host").is_dir() or any(p.glob("device_*"))
+
+
+def ensure_db(job: Path) -> Path:
+    """The job's database path, importing the job first when needed (S2: export imports)."""
+    imp = _importer()
+    if imp is not None and hasattr(imp, "ensure_imported"):
+        return Path(imp.ensure_imported(job))
+    db = job / DB_RELPATH
+    if not db.is_file():
+        raise PathError(f"job {str(job)!r} has no database {str(DB_RELPATH)!r}; run import first")
+    return db
+
+
+class JobDB:
+    """An open, read-only job database with cached strings and metadata."""
+
+    def __init__(self, db_path: Path, job: Path | None = None) -> None:
+        self.path = Path(db_path)
+        self.job = job if job is not None else self.path.parent.parent
+        if not self.path.is_file():
+            raise PathError(f"database {str(self.path)!r} does not exist")
+        try:
+            self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            self.conn.execute("PRAGMA query_only=1")
+            names = self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            self.tables = {r[0] for r in names}
+        except sqlite3.DatabaseError as exc:
+            raise RawDataError(f"database {str(self.path)!r} is unreadable: {exc}") from None
+        if "STRING_IDS" not in self.tables or "META_DATA" not in self.tables:
+            raise RawDataError(f"database {str(self.path)!r} is not an openmsprof database")
+        self.meta = dict(self.conn.execute("SELECT name, value FROM META_DATA").fetchall())
+        self._strings: dict[int, str] | None = None
+        self._json: dict[int, str] | None = None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> JobDB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def base_ns(self) -> int:
+        """The timeline base (META_DATA BASE_NS, else session start floored to the second)."""
+        try:
+            return int(self.meta["BASE_NS"])
+        except (KeyError, ValueError):
+            row = self.query("SELECT MIN(startTimeNs) FROM SESSION_TIME_INFO") if self.has(
+                "SESSION_TIME_INFO") else [(None,)]
+            start = row[0][0] or 0
+            return int(start) // 1_000_000_000 * 1_000_000_000
+
+    @property
+    def pid(self) -> int:
+        try:
+            return int(self.meta.get("PID", 0))
+        except ValueError:
+            return 0
+
+    def has(self, table: str) -> bool:
+        """Whether ``table`` exists and holds at least one row."""
+        if table not in self.tables:
+            return False
+        return self.conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        return self.conn.execute(sql, params).fetchall()
+
+    @property
+    def strings(self) -> dict[int, str]:
+        """STRING_IDS as a dict (id → text)."""
+        if self._strings is None:
+            self._strings = dict(self.conn.execute("SELECT id, value FROM STRING_IDS"))
+        return self._strings
+
+    @property
+    def json_strings(self) -> dict[int, str]:
+        """STRING_IDS as JSON string literals (quotes and escapes included)."""
+        if self._json is None:
+            dumps: Callable[[Any], bytes] = orjson.dumps
+            self._json = {k: dumps(v or "").decode() for k, v in self.strings.items()}
+        return self._json
+
+    def text(self, sid: int | None, default: str = "N/A") -> str:
+        """The string with id ``sid`` (``default`` when missing or empty)."""
+        if sid is None:
+            return default
+        value = self.strings.get(int(sid))
+        return value if value else default
+
+    def info_json(self) -> dict[str, Any]:
+        """``JOB/host/info.json`` (empty dict when absent or unreadable)."""
+        try:
+            data = orjson.loads((self.job / "host" / "info.json").read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+
+def open_job(job: Path) -> JobDB:
+    """Import if needed and open ``job``'s database."""
+    return JobDB(ensure_db(Path(job)), Path(job))

@@ -1,0 +1,115 @@
+"""``show``: the job's statistics as terminal tables (rich, 80 columns) or CSV/JSON for scripts.
+
+Sections: top operators by total time, op statistics, API statistics, steps, host usage — the
+same numbers as the summary files.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+import orjson
+from rich import box
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from openmsprof.export import summary_host as host
+from openmsprof.export import summary_tasks as tasks
+from openmsprof.export.db import JobDB
+from openmsprof.export.fmt import ratio, us, us_avg
+
+Section = tuple[str, list[str], list[list[Any]]]
+#: Columns right-aligned in the terminal view.
+_NUMERIC = {"Count", "Total(us)", "Avg(us)", "Max(us)", "Min(us)", "Ratio(%)", "Duration(us)",
+            "Iteration Time(us)", "Value", "Iteration", "Dev"}
+
+
+def top_operators(db: JobDB, top: int) -> list[list[Any]]:
+    """Operators (by name) with the largest total time, all devices."""
+    if not db.has("TASK"):
+        return []
+    c = tasks._c
+    sql = (f"SELECT {c(db, 'name')}, {c(db, 'opType')}, COUNT(*), SUM(MAX(t.endNs - t.startNs, 0)),"
+           f" MAX(t.endNs - t.startNs) FROM {tasks._from(db)}"
+           f" GROUP BY {c(db, 'name')}, {c(db, 'opType')} ORDER BY 4 DESC LIMIT ?")
+    rows = db.query(sql, (top,))
+    (total,), = db.query("SELECT TOTAL(MAX(endNs - startNs, 0)) FROM TASK")
+    return [[db.text(n), db.text(o), cnt, us(tot), us_avg(tot, cnt), ratio(tot, total)]
+            for n, o, cnt, tot, _ in rows]
+
+
+def sections(db: JobDB, top: int = 20) -> list[Section]:
+    """The statistics shown, as (title, header, rows); empty sections are left out."""
+    out: list[Section] = []
+    ops = top_operators(db, top)
+    if ops:
+        out.append(("Top operators by total time",
+                    ["Op Name", "OP Type", "Count", "Total(us)", "Avg(us)", "Ratio(%)"], ops))
+    stats = tasks.op_statistic_rows(db)[:top]
+    if stats:
+        out.append(("Op statistics", ["Dev", "OP Type", "Core Type", "Count", "Total(us)",
+                                      "Avg(us)", "Ratio(%)"],
+                    [[s.dev, s.op_type, s.core_type, s.calls, us(s.total_ns),
+                      us_avg(s.total_ns, s.calls), f"{s.ratio:.3f}"] for s in stats]))
+    apis = host.api_statistic_rows(db)[:top]
+    if apis:
+        out.append(("API statistics", ["Level", "API Name", "Count", "Total(us)", "Avg(us)",
+                                       "Max(us)"],
+                    [[a.level, a.name, a.calls, us(a.total_ns), us_avg(a.total_ns, a.calls),
+                      us(a.max_ns)] for a in apis]))
+    steps = [r for t in host.step_trace(db) for r in t.rows]
+    if steps:
+        out.append(("Steps", ["Dev", "Iteration", "Model ID", "Iteration End(us)",
+                              "Iteration Time(us)"],
+                    [[r[0], r[1], r[9], str(r[4]), str(r[5])] for r in steps[:top]]))
+    usage: list[list[Any]] = []
+    for t in host.host_cpu_usage(db):
+        for _, total, occ, rec in t.rows:
+            usage += [["CPU", "Total Cpu Numbers", total], ["CPU", "Occupied Cpu Numbers", occ],
+                      ["CPU", "Recommend Cpu Numbers", rec]]
+    for t in host.host_mem_usage(db):
+        for _, total, peak, rec in t.rows:
+            usage += [["Memory", "Total Memory(KB)", total], ["Memory", "Peak Used Memory(KB)", peak],
+                      ["Memory", "Recommend Memory(KB)", rec]]
+    if usage:
+        out.append(("Host usage", ["Resource", "Metric", "Value"], usage))
+    return out
+
+
+def _key(title: str) -> str:
+    return title.lower().replace(" ", "_")
+
+
+def render_rich(title: str, secs: list[Section], console: Console) -> None:
+    """Print ``secs`` as rich tables (names ellipsised so 80 columns suffice)."""
+    console.print(f"[bold]{title}[/bold]")
+    if not secs:
+        console.print("no statistics: the job holds no task, API, step or host usage data")
+        return
+    for name, header, rows in secs:
+        table = RichTable(title=name, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+        for col in header:
+            numeric = col in _NUMERIC
+            table.add_column(col, justify="right" if numeric else "left", no_wrap=True,
+                             overflow="ellipsis", max_width=None if numeric else 28)
+        for row in rows:
+            table.add_row(*(str(v) for v in row))
+        console.print(table)
+
+
+def render_text(secs: list[Section], fmt: str) -> str:
+    """``secs`` as JSON (``{section: [row objects]}``) or CSV (``# section`` then a table)."""
+    if fmt == "json":
+        data = {_key(n): [dict(zip(h, r, strict=False)) for r in rows] for n, h, rows in secs}
+        return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n"
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    for i, (name, header, rows) in enumerate(secs):
+        if i:
+            buf.write("\n")
+        buf.write(f"# {_key(name)}\n")
+        w.writerow(header)
+        w.writerows(rows)
+    return buf.getvalue()

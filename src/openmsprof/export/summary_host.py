@@ -1,0 +1,156 @@
+"""Host-side summaries: api_statistic, acl_statistic (S2), msprof_tx, step_trace,
+host_cpu_usage, host_mem_usage — FORMATS §4 and decisions 7, 12."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+from openmsprof.collect.records import API_LEVEL_NAMES, ApiLevel, Series
+from openmsprof.export import headers as H
+from openmsprof.export.db import JobDB
+from openmsprof.export.fmt import INVALID, NA, id_or_na, ratio, us, us_avg
+from openmsprof.export.naming import HOST
+from openmsprof.export.tables import Num, Table
+
+_MASK32 = 0xFFFFFFFF
+_DUR = "MAX(endNs - startNs, 0)"
+
+
+def level_name(api_type: int) -> str:
+    try:
+        return API_LEVEL_NAMES[ApiLevel(api_type)]
+    except ValueError:
+        return "Api"
+
+
+class ApiStat(NamedTuple):
+    """One api_statistic group (times in ns, variance in µs²)."""
+
+    level: str
+    name: str
+    total_ns: int
+    calls: int
+    min_ns: int
+    max_ns: int
+    variance_us2: float
+
+
+def api_statistic_rows(db: JobDB) -> list[ApiStat]:
+    """GROUP BY level and API name, total time descending (population variance in µs²)."""
+    if not db.has("CANN_API"):
+        return []
+    sql = (f"SELECT type, name, SUM({_DUR}), COUNT(*), MIN({_DUR}), MAX({_DUR}),"
+           f" TOTAL(({_DUR} / 1000.0) * ({_DUR} / 1000.0)) FROM CANN_API GROUP BY type, name")
+    out = []
+    for typ, name, tot, n, mn, mx, sq in db.query(sql):
+        mean = tot / 1000.0 / n
+        out.append(ApiStat(level_name(typ), db.text(name), tot, n, mn, mx,
+                           max(0.0, sq / n - mean * mean)))
+    out.sort(key=lambda s: (-s.total_ns, s.level, s.name))
+    return out
+
+
+def api_statistic(db: JobDB) -> Iterator[Table]:
+    rows = [[HOST, s.level, s.name, Num(us(s.total_ns)), s.calls, Num(us_avg(s.total_ns, s.calls)),
+             Num(us(s.min_ns)), Num(us(s.max_ns)), Num(f"{s.variance_us2:.3f}")]
+            for s in api_statistic_rows(db)]
+    if rows:
+        yield Table("api_statistic", HOST, H.API_STATISTIC, rows)
+
+
+def acl_statistic(db: JobDB) -> Iterator[Table]:
+    """S2 layout per process/thread/type/name; written whenever API data exists (decision 7)."""
+    if not db.has("CANN_API"):
+        return
+    types = dict(db.query("SELECT id, name FROM ENUM_API_TYPE")) if "ENUM_API_TYPE" in \
+        db.tables else {}
+    sql = (f"SELECT globalTid, type, name, SUM({_DUR}), COUNT(*), MAX({_DUR}), MIN({_DUR})"
+           " FROM CANN_API GROUP BY globalTid, type, name ORDER BY 4 DESC")
+    rows = db.query(sql)
+    total = sum(r[3] for r in rows)
+    yield Table("acl_statistic", HOST, H.ACL_STATISTIC, [
+        [g >> 32, g & _MASK32, types.get(typ) or level_name(typ), db.text(name),
+         Num(ratio(tot, total)), Num(us(tot)), n, Num(us_avg(tot, n)), Num(us(mx)), Num(us(mn))]
+        for g, typ, name, tot, n, mx, mn in rows])
+
+
+def msprof_tx(db: JobDB) -> Iterator[Table]:
+    """Markers and ranges, host-only rows (no device-side tx on these backends)."""
+    if db.has("MSTX_EVENTS"):
+        yield Table("msprof_tx", HOST, H.MSPROF_TX, _tx_rows(db))
+
+
+def _tx_rows(db: JobDB) -> Iterator[list[Any]]:
+    kinds = dict(db.query("SELECT id, name FROM ENUM_MSTX_EVENT_TYPE")) if \
+        "ENUM_MSTX_EVENT_TYPE" in db.tables else {}
+    sql = ("SELECT globalTid, category, eventType, startNs, endNs, message, domainId"
+           " FROM MSTX_EVENTS ORDER BY startNs, endNs DESC")
+    text = db.text
+    for g, cat, kind, s, e, msg, dom in db.conn.execute(sql):
+        yield [HOST, g >> 32, g & _MASK32, text(cat), kinds.get(kind, str(kind)), NA, NA,
+               us(s), us(max(e, s)), NA, text(msg, ""), text(dom, "default"), NA, NA]
+
+
+def step_trace(db: JobDB) -> Iterator[Table]:
+    """Per device: FP/BP are N/A (no fp/bp points on these backends); Iteration Time =
+    End(i) − End(i−1) (first: End − start) for model steps, the step's own duration for
+    framework steps (modelId 4294967295, decision 12)."""
+    if not db.has("STEP_TIME"):
+        return
+    for (dev,) in db.query("SELECT DISTINCT deviceId FROM STEP_TIME ORDER BY deviceId"):
+        yield Table("step_trace", dev, H.STEP_TRACE, _step_rows(db, dev))
+
+
+def _step_rows(db: JobDB, dev: int) -> Iterator[list[Any]]:
+    sql = ("SELECT id, startNs, endNs, modelId FROM STEP_TIME WHERE deviceId = ?"
+           " ORDER BY modelId, startNs, id")
+    prev_end: dict[int, int] = {}
+    for step, s, e, model in db.query(sql, (dev,)):
+        e = max(e, s)
+        if model is None or model == INVALID:
+            it = e - s
+        else:
+            it = e - prev_end.get(model, s)
+            prev_end[model] = e
+        yield [dev, step, NA, NA, us(e), Num(us(it)), NA, NA, NA, id_or_na(model)]
+
+
+def _counter_max(db: JobDB, series: Series) -> float | None:
+    if "OMSP_COUNTER" not in db.tables:
+        return None
+    (v,) = db.query("SELECT MAX(value) FROM OMSP_COUNTER WHERE series = ? AND deviceId < 0",
+                    (int(series),))[0]
+    return None if v is None else float(v)
+
+
+def host_cpu_usage(db: JobDB) -> Iterator[Table]:
+    """Total = CPUs sampled (else info.json cpuNums); Occupied = CPUs' worth of work at the peak
+    of whole-machine usage, rounded up; Recommend = Occupied + 1, at most Total (ours)."""
+    if not db.has("CPU_USAGE"):
+        return
+    (n_cpu, peak), = db.query("SELECT COUNT(DISTINCT CASE WHEN cpuId >= 0 THEN cpuId END),"
+                              " MAX(CASE WHEN cpuId < 0 THEN usage END) FROM CPU_USAGE")
+    total = int(n_cpu) or int(db.info_json().get("cpuNums") or 0)
+    if peak is None:
+        (peak,), = db.query("SELECT MAX(usage) FROM CPU_USAGE")
+    occupied = min(total, math.ceil(float(peak or 0.0) * total / 100.0 - 1e-9)) if total else 0
+    yield Table("host_cpu_usage", HOST, H.HOST_CPU_USAGE,
+                [[HOST, total, occupied, min(total, occupied + 1)]])
+
+
+def host_mem_usage(db: JobDB) -> Iterator[Table]:
+    """Total from the sampled MemTotal (else info.json memoryTotal); Peak Used from the sampled
+    used KB (else peak % × total); Recommend = 1.2 × peak, at most Total (ours)."""
+    used = _counter_max(db, Series.SYS_MEM_USED_KB)
+    if not db.has("HOST_MEM_USAGE") and used is None:
+        return
+    total = _counter_max(db, Series.SYS_MEM_TOTAL_KB) or float(
+        db.info_json().get("memoryTotal") or 0)
+    if used is None:
+        (pct,), = db.query("SELECT MAX(usage) FROM HOST_MEM_USAGE")
+        used = float(pct or 0.0) * total / 100.0
+    peak = round(used)
+    yield Table("host_mem_usage", HOST, H.HOST_MEM_USAGE,
+                [[HOST, round(total), peak, min(round(total), math.ceil(peak * 1.2))]])

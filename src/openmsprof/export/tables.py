@@ -1,0 +1,128 @@
+"""Summary table writers: CSV (split above 1,000,000 data rows) and JSON, streamed, atomic.
+
+A table is ``header`` plus an iterator of rows; values are ``str`` (numeric text made with
+:class:`Num`), ``int`` or ``float``.  No rows → no file (the seed's rule).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from openmsprof.export.naming import remove_stale, summary_file
+from openmsprof.export.outfile import OutFile
+
+MAX_CSV_ROWS = 1_000_000
+_CHUNK = 10_000
+
+
+class Num(str):
+    """Numeric text such as ``"12.345"``: written bare in JSON.  Absolute epoch timestamps stay
+    plain ``str`` so JSON readers keep every digit (they exceed float64 precision)."""
+
+    __slots__ = ()
+
+
+@dataclass
+class Table:
+    """One summary file's content: ``{name}_{dev}`` with ``header`` and lazily produced rows."""
+
+    name: str
+    dev: int | str
+    header: list[str]
+    rows: Iterable[Sequence[Any]]
+
+
+def _json_value(v: Any) -> Any:
+    return orjson.Fragment(str.__str__(v)) if type(v) is Num else v
+
+
+def write_csv(out_dir: Path, table: Table, max_rows: int = MAX_CSV_ROWS) -> list[Path]:
+    """Write ``table`` as CSV slices of at most ``max_rows`` data rows; returns the paths."""
+    rows = iter(table.rows)
+    first = next(rows, None)
+    base = out_dir / summary_file(table.name, table.dev, "csv")
+    if first is None:
+        remove_stale([], base)
+        return []
+    parts: list[OutFile] = []
+    try:
+        _write_csv_slices(out_dir, table, first, rows, max_rows, parts)
+        if len(parts) == 1:
+            paths = [parts[0].commit(base)]
+        else:
+            paths = [p.commit(out_dir / summary_file(table.name, table.dev, "csv", k))
+                     for k, p in enumerate(parts)]
+    except BaseException:
+        for p in parts:
+            p.abort()
+        raise
+    remove_stale(paths, base)
+    return paths
+
+
+def _write_csv_slices(out_dir: Path, table: Table, first: Sequence[Any],
+                      rows: Iterator[Sequence[Any]], max_rows: int,
+                      parts: list[OutFile]) -> None:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    pending = [first]
+    in_slice = max_rows  # forces a new slice at the first row
+    while pending:
+        for row in pending:
+            if in_slice >= max_rows:
+                if parts:
+                    parts[-1].write(buf.getvalue().encode())
+                    buf.seek(0)
+                    buf.truncate()
+                parts.append(OutFile(out_dir / summary_file(
+                    table.name, table.dev, "csv", len(parts) or None)))
+                writer.writerow(table.header)
+                in_slice = 0
+            writer.writerow(row)
+            in_slice += 1
+        parts[-1].write(buf.getvalue().encode())
+        buf.seek(0)
+        buf.truncate()
+        pending = [r for _, r in zip(range(_CHUNK), rows, strict=False)]
+
+
+def write_json(out_dir: Path, table: Table) -> list[Path]:
+    """Write ``table`` as a JSON array of objects keyed by column name (header order)."""
+    rows = iter(table.rows)
+    first = next(rows, None)
+    path = out_dir / summary_file(table.name, table.dev, "json")
+    if first is None:
+        remove_stale([], path)
+        return []
+    out = OutFile(path)
+    try:
+        header = table.header
+        out.write(b"[")
+        pending = [first]
+        sep = b""
+        while pending:
+            body = b",\n".join(
+                orjson.dumps({k: _json_value(v) for k, v in zip(header, r, strict=False)})
+                for r in pending)
+            out.write(sep + body)
+            sep = b",\n"
+            pending = [r for _, r in zip(range(_CHUNK), rows, strict=False)]
+        out.write(b"]\n")
+        paths = [out.commit()]
+    except BaseException:
+        out.abort()
+        raise
+    remove_stale(paths, path)
+    return paths
+
+
+def write_table(out_dir: Path, table: Table, fmt: str = "csv") -> list[Path]:
+    """Write ``table`` in ``fmt`` (``csv`` or ``json``)."""
+    return write_json(out_dir, table) if fmt == "json" else write_csv(out_dir, table)

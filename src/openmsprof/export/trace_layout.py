@@ -1,0 +1,129 @@
+"""Timeline layout: process tracks, pid/tid encoding, metadata events, overlap lanes (FORMATS §5).
+
+Perfetto-safe mode (default): small pids (the track's sort index), numeric ts, and compact tids
+``sort_index * 100000 + k`` (k-th thread of the track; the real tid stays in the thread name and
+sort index) so that no tid appears under two processes (Perfetto's JSON importer keys threads
+by tid).  Ascend mode: real tids and
+``pid = (real_pid << 10) | (sort_index << 5) | device_id`` (31 = host).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from openmsprof.export.trace_writer import TraceWriter
+
+SORT_APP, SORT_CANN, SORT_CPU, SORT_MEM, SORT_DEVICE = 6, 7, 9, 10, 14
+HOST_DEV = 31
+#: Perfetto-safe tids of a track are ``sort_index * TID_SPAN + k``.
+TID_SPAN = 100_000
+#: Overflow lanes per thread before the last one is shared.
+MAX_LANE = 64
+#: Raw (Ascend-mode) thread id of the step track inside the device process.
+STEP_TID = (1 << 22) - 1
+#: Overflow-lane tids are allocated upwards from here (per file).
+FIRST_LANE_TID = 1 << 30
+
+
+@dataclass(frozen=True)
+class Style:
+    """How ids and times are spelled: Perfetto-safe or Ascend-compatible."""
+
+    safe: bool
+    base_ns: int
+    real_pid: int
+
+    def pid(self, sort_index: int, dev: int = HOST_DEV) -> int:
+        if self.safe:
+            return sort_index
+        rp = self.real_pid if self.real_pid < (1 << 22) else self.real_pid % ((1 << 22) - 1) + 1
+        return (rp << 10) | (sort_index << 5) | (dev & 31)
+
+    def tid(self, sort_index: int, k: int, raw: int) -> int:
+        """The drawn tid of the ``k``-th thread (k ≥ 1) of a track whose real id is ``raw``."""
+        return sort_index * TID_SPAN + k if self.safe else raw
+
+    @property
+    def ts_base(self) -> int:
+        """Subtracted from epoch ns before formatting ts (0 in Ascend mode: absolute)."""
+        return self.base_ns if self.safe else 0
+
+    @property
+    def ts_fmt(self) -> str:
+        """printf spelling of ``ts`` from (µs, ns remainder)."""
+        return "%d.%03d" if self.safe else '"%d.%03d"'
+
+
+def process_meta(w: TraceWriter, style: Style, sort_index: int, name: str, labels: str,
+                 dev: int = HOST_DEV) -> int:
+    """Emit process_name/labels/sort_index for a track; returns its pid."""
+    pid = style.pid(sort_index, dev)
+    tid = style.tid(sort_index, 0, 0)  # process-level: a tid no thread of another process has
+    args: dict[str, object] = {"name": name}
+    if style.safe:
+        args["pid"] = style.real_pid
+    w.add_meta({"name": "process_name", "pid": pid, "tid": tid, "ph": "M", "args": args})
+    w.add_meta({"name": "process_labels", "pid": pid, "tid": tid, "ph": "M",
+                "args": {"labels": labels}})
+    w.add_meta({"name": "process_sort_index", "pid": pid, "tid": tid, "ph": "M",
+                "args": {"sort_index": sort_index}})
+    return pid
+
+
+def thread_meta(w: TraceWriter, pid: int, tid: int, name: str, sort_index: int) -> None:
+    w.add_meta({"name": "thread_name", "pid": pid, "tid": tid, "ph": "M", "args": {"name": name}})
+    w.add_meta({"name": "thread_sort_index", "pid": pid, "tid": tid, "ph": "M",
+                "args": {"sort_index": sort_index}})
+
+
+class Lanes:
+    """Keeps X events on each thread nested or disjoint; an overlapping one goes to an overflow
+    lane (a new thread with a fresh tid) instead of being dropped.  Events must arrive sorted by
+    start (and end descending for equal starts) per thread."""
+
+    __slots__ = ("lane_tids", "names", "next_tid", "pid", "tracks", "writer")
+
+    def __init__(self, writer: TraceWriter, pid: int, names: dict[int, str],
+                 style: Style | None = None) -> None:
+        self.tracks: dict[int, list[list[int]]] = {}
+        self.lane_tids: dict[int, list[int]] = {}
+        self.writer = writer
+        self.pid = pid
+        self.names = names
+        # Perfetto-safe: lanes take tids in the upper half of the track's own tid range
+        self.next_tid = pid * TID_SPAN + TID_SPAN // 2 if style is not None and style.safe \
+            else 0
+
+    def place(self, tid: int, s: int, e: int) -> int:
+        """The tid to draw the span [s, e] of thread ``tid`` on."""
+        lanes = self.tracks.get(tid)
+        if lanes is None:
+            self.tracks[tid] = [[e]]
+            return tid
+        for k, st in enumerate(lanes):
+            while st and st[-1] <= s:
+                st.pop()
+            if not st or e <= st[-1]:
+                st.append(e)
+                return self.lane_tids[tid][k - 1] if k else tid
+        if len(lanes) > MAX_LANE:
+            lanes[-1].append(e)
+            return self.lane_tids[tid][-1]
+        lanes.append([e])
+        if self.next_tid:
+            self.next_tid += 1
+            lane_tid = self.next_tid
+        else:
+            lane_tid = self.writer.new_tid()
+        self.lane_tids.setdefault(tid, []).append(lane_tid)
+        base = self.names.get(tid, f"Thread {tid}")
+        thread_meta(self.writer, self.pid, lane_tid, f"{base} (overlap {len(lanes) - 1})", lane_tid)
+        return lane_tid
+
+
+def templates(style: Style) -> tuple[str, str]:
+    """printf templates (without the closing brace) of X and instant events."""
+    ts = style.ts_fmt
+    x = '{"name":%s,"pid":%d,"tid":%d,"ts":' + ts + ',"dur":%d.%03d,"ph":"X"'
+    i = '{"name":%s,"pid":%d,"tid":%d,"ts":' + ts + ',"ph":"i","s":"t"'
+    return x, i

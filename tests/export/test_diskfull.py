@@ -1,0 +1,69 @@
+"""A disk that fills during export: the partial file is removed and the error is clear.
+
+Uses a real 1 MiB tmpfs mounted over the output folder (skipped where mounting is impossible).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from openmsprof.cli.main import main
+from openmsprof.config.errors import StorageError
+from openmsprof.export.db import JobDB
+from openmsprof.export.summary import write_summary
+from openmsprof.export.timeline import write_timeline
+from tests.export.dbfactory import make_big_db
+
+
+def _mount(d: Path) -> Iterator[Path]:
+    d.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)],
+                       capture_output=True, timeout=20)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {r.stderr.decode().strip()}")
+    try:
+        yield d
+    finally:
+        subprocess.run(["umount", str(d)], capture_output=True, timeout=20)
+
+
+@pytest.fixture
+def big(tmp_path: Path) -> Path:
+    job = tmp_path / "PROF_000001_20240101000000000_00004242ABCDEFGH"
+    (job / "host" / "data").mkdir(parents=True)
+    make_big_db(job / "sqlite" / "msprof.db", 20_000)
+    return job
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Iterator[Path]:
+    yield from _mount(tmp_path / "tiny")
+
+
+def test_timeline_disk_full(big: Path, tiny: Path) -> None:
+    with JobDB(big / "sqlite" / "msprof.db", big) as db, \
+            pytest.raises(StorageError, match=r"disk full while writing .*msprof_0\.json.*removed"):
+        write_timeline(db, tiny)
+    assert list(tiny.iterdir()) == []
+
+
+def test_summary_disk_full(big: Path, tiny: Path) -> None:
+    with JobDB(big / "sqlite" / "msprof.db", big) as db, \
+            pytest.raises(StorageError, match=r"disk full while writing .*op_summary_0\.csv"):
+        write_summary(db, tiny)
+    assert list(tiny.iterdir()) == []
+
+
+def test_cli_reports_disk_full(big: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for tl in _mount(big / "timeline"):
+        assert main(["export", "timeline", "-dir", str(big)]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "disk full" in err and "partial file removed" in err
+        assert list(tl.iterdir()) == []
