@@ -200,3 +200,12 @@ def test_sampler_exits_when_parent_is_killed(out_dir: Path) -> None:
         with open(f"/proc/{sidecar}/stat") as f:
             state = f.read().rsplit(")", 1)[1].split()[0]
         assert state == "Z", "sampler still running after its parent was killed"
+
+
+def test_short_session_still_gets_a_host_sample(out_dir: Path) -> None:
+    with openmsprof.profile(output=out_dir, host_sys_usage=["cpu", "mem"]) as prof:
+        time.sleep(0.3)  # shorter than the sampler's start-up plus two periods under load
+    assert prof.job is not None
+    recs = rawfile.read_all_records(prof.job / "host" / "data").view(rawfile.COUNTER_DTYPE)
+    series = set(recs[recs["kind"] == Kind.COUNTER]["a"].tolist())
+    assert {Series.SYS_CPU_PERCENT, Series.SYS_MEM_USED_KB} <= series, "the stop sample covers the session"

@@ -1,0 +1,184 @@
+"""The host sampler process: ``python -S -E sampler_proc.py --data DIR --pid PID ...``.
+
+Standard library only and run by path, so it starts in milliseconds; the record layout comes from
+``collect/records.py`` loaded by file path (that module imports nothing but ``struct`` and
+``enum``).  It samples /proc at ``--freq`` Hz, appends COUNTER records to
+``DIR/HostSampler.records.host.slice_{n}`` (0640, O_EXCL|O_NOFOLLOW), takes one last sample on
+SIGTERM (so even a short session has a reading over its whole span) and exits when its parent
+dies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+_spec = importlib.util.spec_from_file_location(
+    "_omsp_records", Path(__file__).resolve().parents[1] / "collect" / "records.py")
+assert _spec is not None and _spec.loader is not None
+records: Any = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(records)
+
+SLICE_BYTES = 64 * 1024 * 1024
+_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+
+
+class Writer:
+    """Append-only slices with the raw file header; rotates at 64 MB."""
+
+    def __init__(self, data: Path) -> None:
+        self.data, self.index, self.fd, self.size = data, -1, -1, 0
+
+    def write(self, buf: bytes) -> None:
+        if self.fd < 0 or self.size + len(buf) > SLICE_BYTES:
+            self.close()
+            self.index += 1
+            self.path = self.data / f"HostSampler.records.host.slice_{self.index}"
+            self.fd = os.open(self.path, _FLAGS, 0o640)
+            os.fchmod(self.fd, 0o640)
+            head = records.HEADER.pack(records.RECORDS_MAGIC, records.FORMAT_VERSION, records.RECORD_SIZE, 0)
+            os.write(self.fd, head)
+            self.size = len(head)
+        os.write(self.fd, buf)
+        self.size += len(buf)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+            done = os.open(str(self.path) + ".done", _FLAGS, 0o640)
+            os.fchmod(done, 0o640)
+            os.close(done)
+
+
+class ProcReader:
+    """Counter values from /proc."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.prev_cpu: list[tuple[int, int]] | None = None
+        self.prev_proc: tuple[int, float] | None = None
+        self.tick = os.sysconf("SC_CLK_TCK")
+        self.page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
+
+    def cpu(self) -> list[tuple[int, float]]:
+        """[(cpu id + 1, or 0 for all; busy %)] since the previous call."""
+        rows: list[tuple[int, int]] = []
+        with open("/proc/stat", "rb") as f:
+            for line in f:
+                if not line.startswith(b"cpu"):
+                    break
+                vals = [int(x) for x in line.split()[1:]]
+                rows.append((sum(vals), vals[3] + (vals[4] if len(vals) > 4 else 0)))
+        out: list[tuple[int, float]] = []
+        if self.prev_cpu is not None and len(self.prev_cpu) == len(rows):
+            for i, ((tot, idle), (ptot, pidle)) in enumerate(zip(rows, self.prev_cpu, strict=True)):
+                dt = tot - ptot
+                out.append((i, 100.0 * (dt - (idle - pidle)) / dt if dt > 0 else 0.0))
+        self.prev_cpu = rows
+        return out
+
+    def proc_cpu(self) -> float | None:
+        """CPU of the profiled process in % of one core since the previous call."""
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            return None
+        ticks = int(fields[11]) + int(fields[12])
+        now = time.monotonic()
+        prev, self.prev_proc = self.prev_proc, (ticks, now)
+        if prev is None or now <= prev[1]:
+            return None
+        return 100.0 * (ticks - prev[0]) / self.tick / (now - prev[1])
+
+    def mem(self) -> tuple[int, int, int]:
+        """(total KB, used KB, process RSS KB)."""
+        info: dict[bytes, int] = {}
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                k, v = line.split(b":", 1)
+                info[k] = int(v.split()[0])
+        total = info.get(b"MemTotal", 0)
+        used = total - info.get(b"MemAvailable", info.get(b"MemFree", 0))
+        rss = 0
+        try:
+            with open(f"/proc/{self.pid}/statm", "rb") as f:
+                rss = int(f.read().split()[1]) * self.page_kb
+        except OSError:
+            pass
+        return total, used, rss
+
+
+def sample(reader: ProcReader, cpu: bool, mem: bool) -> bytes:
+    """One round of COUNTER records."""
+    pack, kind, series = records.COUNTER.pack, records.Kind.COUNTER, records.Series
+    ts = time.perf_counter_ns()
+    out = bytearray()
+    if cpu:
+        for sub, pct in reader.cpu():
+            out += pack(kind, 0, 0, 0, ts, pct, series.SYS_CPU_PERCENT, sub)
+        pc = reader.proc_cpu()
+        if pc is not None:
+            out += pack(kind, 0, 0, 0, ts, pc, series.PROC_CPU_PERCENT, 0)
+    if mem:
+        total, used, rss = reader.mem()
+        out += pack(kind, 0, 0, 0, ts, float(total), series.SYS_MEM_TOTAL_KB, 0)
+        out += pack(kind, 0, 0, 0, ts, float(used), series.SYS_MEM_USED_KB, 0)
+        out += pack(kind, 0, 0, 0, ts, float(rss), series.PROC_RSS_KB, 0)
+    return bytes(out)
+
+
+def run(data: Path, pid: int, freq: int, cpu: bool, mem: bool, max_seconds: float = 7 * 86400) -> int:
+    """Sample until SIGTERM (one last sample) or until the parent dies.  Returns samples taken."""
+    stop = False
+
+    def _term(*_: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, _term)
+    writer = Writer(data)
+    reader = ProcReader(pid)
+    reader.cpu()
+    reader.proc_cpu()
+    period = 1.0 / freq
+    n = 0
+    deadline = time.monotonic() + max_seconds
+    next_t = time.monotonic() + period
+    try:
+        # ``pid`` is our parent: compare with it, so a parent killed before we started is noticed
+        while not stop and os.getppid() == pid and time.monotonic() < deadline:
+            time.sleep(max(0.0, next_t - time.monotonic()))
+            next_t += period
+            writer.write(sample(reader, cpu, mem))
+            n += 1
+        if stop:
+            writer.write(sample(reader, cpu, mem))
+            n += 1
+    except OSError:
+        pass  # disk full or job removed: stop quietly, what was written stays
+    finally:
+        writer.close()
+    return n
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="openmsprof-host-sampler")
+    ap.add_argument("--data", required=True, type=Path)
+    ap.add_argument("--pid", required=True, type=int)
+    ap.add_argument("--freq", type=int, default=50)
+    ap.add_argument("--what", default="cpu,mem")
+    a = ap.parse_args(argv)
+    what = set(a.what.split(","))
+    run(a.data, a.pid, max(1, a.freq), "cpu" in what, "mem" in what)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
