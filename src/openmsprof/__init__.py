@@ -25,6 +25,7 @@ from openmsprof.config import (
     SessionError,
     StorageError,
 )
+from openmsprof.load import load
 
 __all__ = [
     "ConfigError",
@@ -35,6 +36,7 @@ __all__ = [
     "SessionError",
     "StorageError",
     "__version__",
+    "load",
     "mstx",
     "profile",
     "start",

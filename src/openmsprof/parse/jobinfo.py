@@ -1,0 +1,177 @@
+"""Finding jobs and reading what a job says about itself (info.json, start_info, end_info).
+
+A job is a ``PROF_*`` directory (``host/`` and/or ``device_{id}/`` with ``data/``), or an S2
+``JOB…`` directory that holds ``data/`` and ``info.json.{id}`` itself.  A folder of jobs (also
+``*_ascend_pt/PROF_*``) is searched two levels deep.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from openmsprof.config.errors import RawDataError
+
+_DEVICE_RE = re.compile(r"^device_(\d+)$")
+_SUFFIX_RE = re.compile(r"^(?:info\.json|start_info)\.(\d+)$")
+
+
+@dataclass
+class DataDirInfo:
+    """One raw data directory of a job."""
+
+    path: Path  # the .../data directory
+    device_id: int  # -1 = host
+    offset_ns: int | None  # epoch = mono + offset (None: no start_info here)
+    end_mono_ns: int | None  # from end_info (None: crashed or missing)
+
+
+@dataclass
+class JobInfo:
+    root: Path
+    dirs: list[DataDirInfo]
+    info: dict[str, Any] = field(default_factory=dict)
+    start_wall_ns: int | None = None
+    end_wall_ns: int | None = None
+    offset_ns: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int:
+        try:
+            return int(self.info.get("pid", 0)) & 0x7FFFFFFF
+        except (TypeError, ValueError):
+            return 0
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        obj = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _int(obj: dict[str, Any] | None, key: str) -> int | None:
+    try:
+        return int(obj[key]) if obj is not None and key in obj else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _device_dirs(root: Path) -> list[tuple[int, Path]]:
+    out = []
+    if root.is_dir():
+        for p in root.iterdir():
+            m = _DEVICE_RE.match(p.name)
+            if m and p.is_dir() and not p.is_symlink():
+                out.append((int(m[1]), p))
+    return sorted(out)
+
+
+def _s2_device(root: Path) -> int | None:
+    """The device id of an S2 ``JOB…`` directory (data/ plus info.json.{id}), else None."""
+    if not (root / "data").is_dir():
+        return None
+    for p in sorted(root.iterdir()):
+        m = _SUFFIX_RE.match(p.name)
+        if m:
+            return int(m[1])
+    return 0 if root.name.startswith("JOB") else None
+
+
+def is_job(path: Path) -> bool:
+    if not path.is_dir():
+        return False
+    if (path / "host" / "data").is_dir() or (path / "host" / "start_info").is_file():
+        return True
+    if any((p / "data").is_dir() for _d, p in _device_dirs(path)):
+        return True
+    return _s2_device(path) is not None
+
+
+def find_jobs(path: Path) -> list[Path]:
+    """The job directories at ``path``: itself if it is a job, else jobs up to two levels below."""
+    path = Path(path)
+    if not path.exists():
+        raise RawDataError(f"collection directory {str(path)!r} does not exist")
+    if not path.is_dir():
+        raise RawDataError(f"collection directory {str(path)!r} is not a directory")
+    if is_job(path):
+        return [path]
+    found: list[Path] = []
+    for child in sorted(path.iterdir()):
+        if child.is_symlink() or not child.is_dir():
+            continue
+        if is_job(child):
+            found.append(child)
+        else:
+            found.extend(g for g in sorted(child.iterdir())
+                         if g.is_dir() and not g.is_symlink() and is_job(g))
+    if not found:
+        raise RawDataError(
+            f"{str(path)!r} is not a profiling job (no host/ or device_*/ data directory) "
+            "and holds no job directories"
+        )
+    return found
+
+
+def _clock(directory: Path, suffix: str) -> tuple[int | None, int | None, int | None, int | None]:
+    """(offset_ns, start_wall_ns, end_mono_ns, end_wall_ns) from start_info/end_info."""
+    start = _read_json(directory / f"start_info{suffix}")
+    end = _read_json(directory / f"end_info{suffix}")
+    begin_us, mono0 = _int(start, "collectionTimeBegin"), _int(start, "clockMonotonicRaw")
+    end_us, mono1 = _int(end, "collectionTimeEnd"), _int(end, "clockMonotonicRaw")
+    offset = begin_us * 1000 - mono0 if begin_us is not None and mono0 is not None else None
+    return (offset, begin_us * 1000 if begin_us is not None else None, mono1,
+            end_us * 1000 if end_us is not None else None)
+
+
+def read_job(root: Path) -> JobInfo:
+    """Describe the job at ``root`` (must satisfy :func:`is_job`)."""
+    job = JobInfo(root=root, dirs=[])
+    host = root / "host"
+    s2 = None if host.is_dir() or _device_dirs(root) else _s2_device(root)
+    if s2 is not None:
+        places = [(s2, root, f".{s2}")]
+        job.info = _read_json(root / f"info.json.{s2}") or {}
+    else:
+        places = [(-1, host, "")] if host.is_dir() else []
+        places += [(d, p, f".{d}") for d, p in _device_dirs(root)]
+        job.info = _read_json(host / "info.json") or {}
+        if not job.info and len(places) > (1 if host.is_dir() else 0):
+            _d0, p0, s0 = places[-1]
+            job.info = _read_json(p0 / f"info.json{s0}") or {}
+    for dev, directory, suffix in places:
+        offset, start_wall, end_mono, end_wall = _clock(directory, suffix)
+        if job.start_wall_ns is None and start_wall is not None:
+            job.start_wall_ns, job.offset_ns = start_wall, offset or 0
+        if job.end_wall_ns is None and end_wall is not None:
+            job.end_wall_ns = end_wall
+        job.dirs.append(DataDirInfo(directory / "data", dev, offset, end_mono))
+    if job.start_wall_ns is None:
+        job.warnings.append(f"{root.name}: no readable start_info; times are left on the monotonic clock")
+    if job.end_wall_ns is None:
+        job.warnings.append(
+            f"{root.name}: no end_info (the run did not stop cleanly); open ranges end at the last record"
+        )
+    return job
+
+
+def device_names(job: JobInfo) -> dict[int, str]:
+    """Device id -> a name describing its real executor (info.json DeviceInfo)."""
+    names: dict[int, str] = {}
+    for d in job.dirs:
+        if d.device_id < 0:
+            continue
+        info = _read_json(d.path.parent / f"info.json.{d.device_id}") or job.info
+        name = "CPU"
+        for entry in info.get("DeviceInfo") or []:
+            if isinstance(entry, dict) and str(entry.get("id")) == str(d.device_id):
+                name = str(entry.get("name") or entry.get("executor") or name)
+        names[d.device_id] = name
+    return names

@@ -1,0 +1,154 @@
+"""Building the database file: a private temp file, bulk inserts, indexes last, atomic rename.
+
+While building, ``journal_mode=OFF`` and ``synchronous=OFF`` (a crash leaves only the temp
+file, never a half-written ``msprof.db``).  Two importers of one job serialise on an ``flock``
+of ``sqlite/.import.lock``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from openmsprof.collect import fs
+from openmsprof.config.errors import PathError, StorageError
+from openmsprof.parse import schema
+
+#: (table, statement, parameter sets, rows) ready for ``executemany``.
+Prepared = list[tuple[str, str, list[Any], int]]
+LOCK_NAME = ".import.lock"
+#: Rows bound per INSERT statement for integer batches (one VDBE run per 64 rows).
+ROWS_PER_STATEMENT = 64
+DB_NAME = "msprof.db"
+
+
+class ImportLock:
+    """An exclusive flock on ``directory/.import.lock``; waits up to ``timeout`` seconds."""
+
+    def __init__(self, directory: Path, timeout: float = 600.0) -> None:
+        self.path = directory / LOCK_NAME
+        if self.path.is_symlink():
+            raise PathError(f"lock file {str(self.path)!r} is a symbolic link; refused")
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        try:
+            self.fd = os.open(self.path, flags, fs.FILE_MODE)
+        except OSError as exc:
+            raise PathError(f"cannot create lock file {str(self.path)!r}: {exc.strerror}") from None
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() >= deadline:
+                    os.close(self.fd)
+                    raise PathError(
+                        f"another import of {str(directory.parent)!r} is still running; try again later"
+                    ) from None
+                time.sleep(0.05)
+        try:
+            os.fchmod(self.fd, fs.FILE_MODE)
+        except OSError:
+            pass
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = -1
+
+
+class DbWriter:
+    """Writes one new database into ``sqlite_dir`` through a temp file."""
+
+    def __init__(self, sqlite_dir: Path) -> None:
+        self.final = sqlite_dir / DB_NAME
+        if self.final.is_symlink():
+            raise PathError(f"database {str(self.final)!r} is a symbolic link; refused")
+        self.tmp = sqlite_dir / f".{DB_NAME}.{os.getpid()}.tmp"
+        for stale in sqlite_dir.glob(f".{DB_NAME}.*.tmp"):  # left by a killed import (we hold the lock)
+            stale.unlink(missing_ok=True)
+        os.close(fs.open_new(self.tmp, append=False))
+        self.con = sqlite3.connect(self.tmp, isolation_level=None, check_same_thread=False)
+        for pragma in ("journal_mode=OFF", "synchronous=OFF", "locking_mode=EXCLUSIVE",
+                       "cache_size=-32768", "temp_store=FILE"):
+            self.con.execute(f"PRAGMA {pragma}")
+        for stmt in schema.create_statements():
+            self.con.execute(stmt)
+        self.rows: dict[str, int] = {}
+        self._multi_sql: dict[str, str] = {}
+        #: rows not inserted because their primary key was already there (corrupt data)
+        self.duplicates: dict[str, int] = {}
+
+    def _multi(self, sql: str) -> str:
+        multi = self._multi_sql.get(sql)
+        if multi is None:
+            head, values = sql.split(" VALUES ", 1)
+            multi = self._multi_sql[sql] = f"{head} VALUES {', '.join([values] * ROWS_PER_STATEMENT)}"
+        return multi
+
+    def prepare(self, batches: Iterable[tuple[str, Iterable[Any] | np.ndarray]]) -> Prepared:
+        """Turn converter batches into Python parameter lists (may run in another thread);
+        an int64 matrix becomes ``ROWS_PER_STATEMENT`` rows per statement."""
+        out: Prepared = []
+        for sql, rows in batches:
+            table = sql.split(" INTO ", 1)[1].split(None, 1)[0]
+            if not isinstance(rows, np.ndarray):
+                params = list(rows)
+                out.append((table, sql, params, len(params)))
+                continue
+            n = len(rows)
+            bulk = n - n % ROWS_PER_STATEMENT
+            if bulk:
+                out.append((table, self._multi(sql),
+                            rows[:bulk].reshape(bulk // ROWS_PER_STATEMENT, -1).tolist(), bulk))
+            if bulk < n:
+                out.append((table, sql, rows[bulk:].tolist(), n - bulk))
+        return out
+
+    def write(self, batches: Iterable[tuple[str, Iterable[Any] | np.ndarray]]) -> None:
+        self.write_prepared(self.prepare(batches))
+
+    def write_prepared(self, prepared: Prepared) -> None:
+        """One transaction for one prepared batch."""
+        con = self.con
+        try:
+            con.execute("BEGIN")
+            for table, sql, params, n in prepared:
+                done = con.executemany(sql, params).rowcount
+                self.rows[table] = self.rows.get(table, 0) + done
+                if done != n:
+                    self.duplicates[table] = self.duplicates.get(table, 0) + n - done
+            con.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            self.abort()
+            if "full" in str(exc).lower():
+                raise StorageError(f"disk full while writing {str(self.final)!r}") from None
+            raise
+
+    def commit(self) -> Path:
+        """Build the indexes, close and move the database into place."""
+        try:
+            for stmt in schema.INDEXES:
+                self.con.execute(stmt)
+            self.con.close()
+        except sqlite3.OperationalError as exc:
+            self.abort()
+            raise StorageError(f"cannot finish {str(self.final)!r}: {exc}") from None
+        os.chmod(self.tmp, fs.FILE_MODE)
+        os.replace(self.tmp, self.final)
+        return self.final
+
+    def abort(self) -> None:
+        try:
+            self.con.close()
+        except sqlite3.Error:
+            pass
+        self.tmp.unlink(missing_ok=True)
