@@ -13,7 +13,8 @@ from openmsprof.export import headers as H
 from openmsprof.export.summary import export_summary
 
 GOLDEN = orjson.loads((Path(__file__).parent / "golden" / "headers.json").read_bytes())
-FORMATS_MD = Path("/work/shared/FORMATS.md")
+#: shared/ sits beside the repository (CI clones main next to it)
+FORMATS_MD = Path(__file__).resolve().parents[3] / "shared" / "FORMATS.md"
 #: golden key → (row label in the FORMATS §4 table, index of the backticked group)
 ROWS = {
     "op_summary": ("op_summary", 0), "op_summary_tensor": ("op_summary", 1),
