@@ -11,8 +11,8 @@ and ``tiny_mlp.onnx``.
 from __future__ import annotations
 
 import sys
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
