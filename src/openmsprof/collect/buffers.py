@@ -23,6 +23,7 @@ Hot-path tuples (first item = :class:`~openmsprof.collect.records.Kind` value)::
     (STEP, ts, step_index, model_id, StepTag, device_id)
     (STEP_RANGE, t0, t1, step_number)
     (COUNTER, ts, Series, sub_index, value, device_id)
+    (TASK_BATCH, device_id, model_id, node strings, node executors, int64 array (6, n))
 
 Marker tuples (kinds 1-3) all have four items so the flusher can encode them column-wise.
 Strings are interned by the flusher, off the hot path.
@@ -35,6 +36,8 @@ import threading
 from typing import Any
 
 TLS = threading.local()
+#: Tag of a batch of tasks (``emit.record_tasks``); an in-memory tag, not a record kind.
+TASK_BATCH = 100
 
 
 class ThreadBuffer:
