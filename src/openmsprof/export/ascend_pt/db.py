@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from openmsprof.collect import fs
-from openmsprof.export.ascend_pt.framework import Framework, call_stacks, shapes_text
+from openmsprof.export.ascend_pt.framework import CORES, Framework
 from openmsprof.export.ascend_pt.overlap import Overlap, step_rows
 
 NA = "N/A"
@@ -88,6 +89,58 @@ def _new_db(path: Path) -> tuple[sqlite3.Connection, Path]:
     return sqlite3.connect(tmp), tmp
 
 
+def _tasks(fw: Framework, device_id: int, s: _Strings) -> Iterator[tuple[int, ...]]:
+    k = fw.kernels
+    for j, (ts, end, o, st, core) in enumerate(zip(k.ts.tolist(), (k.ts + k.dur).tolist(), k.op.tolist(),
+                                                   k.stream.tolist(), k.core.tolist(), strict=True)):
+        yield ts, end, device_id, o, j, fw.pid, s[CORES[core]], 0, st, j, NO_MODEL
+
+
+def _intern(fw: Framework, s: _Strings) -> None:
+    """Give every text its STRING_IDS id in first-use order: per kernel its TASK then its
+    COMPUTE_TASK_INFO texts, then per operator its call stack, name, dtypes and shapes."""
+    k = fw.kernels
+    shapes, op_shape = fw.cols.shapes.items, fw.cols.op_shape
+    for name, core, o in zip(k.name.tolist(), k.core.tolist(), k.op.tolist(), strict=True):
+        shp, typ = shapes[int(op_shape[o])] if o >= 0 else ("", "")
+        s[CORES[core]], s[k.names[name]], s[NA], s[typ or NA], s[shp or NA]
+    for name, shape, stack in zip(fw.cols.op_name.tolist(), op_shape.tolist(), fw.op_stack.tolist(), strict=True):
+        shp, typ = shapes[shape]
+        if stack >= 0:
+            s[fw.stacks[stack]]
+        s[fw.names[name]], s[typ or NA], s[shp or NA]
+
+
+def _infos(fw: Framework, s: _Strings) -> Iterator[tuple[int, ...]]:
+    """COMPUTE_TASK_INFO rows; string ids are taken in the order the columns are listed."""
+    k = fw.kernels
+    shapes = fw.cols.shapes.items
+    op_shape = fw.cols.op_shape
+    for j, (name, core, o) in enumerate(zip(k.name.tolist(), k.core.tolist(), k.op.tolist(), strict=True)):
+        shp, typ = shapes[int(op_shape[o])] if o >= 0 else ("", "")
+        nm, cr = k.names[name], CORES[core]
+        yield (s[nm], j, s[NA], s[NA], s[cr], s[nm], s[NA], s[typ or NA], s[shp or NA], s[NA], s[NA], s[NA],
+               s[NA], s[NA], s[NA])
+
+
+def _api(fw: Framework, s: _Strings, chains: list[tuple[int, int, int]]) -> Iterator[tuple[Any, ...]]:
+    """PYTORCH_API rows (and their PYTORCH_CALLCHAINS entries appended to ``chains``)."""
+    cols = fw.cols
+    shapes, names, stacks = cols.shapes.items, fw.names, fw.stacks
+    depth = [t.count(";\r\n") + 1 for t in stacks]
+    end = (fw.op_ts + fw.op_dur).tolist()
+    for i, (ts, tid, name, shape, seq, fwd, stack) in enumerate(zip(
+            fw.op_ts.tolist(), fw.op_tid.tolist(), cols.op_name.tolist(), cols.op_shape.tolist(),
+            cols.op_seq.tolist(), cols.op_fwd.tolist(), fw.op_stack.tolist(), strict=True)):
+        shp, typ = shapes[shape]
+        chain = None
+        if stack >= 0:
+            chain = len(chains)
+            chains.append((chain, s[stacks[stack]], depth[stack]))
+        yield (str(ts), str(end[i]), (fw.pid << 32) | tid, i, s[names[name]], seq, fwd, s[typ or NA],
+               s[shp or NA], chain, 50001)
+
+
 def write(out: Path, fw: Framework, ov: Overlap, info: dict[str, Any], rank: int | None, device_id: int,
           rank_dir: Path) -> list[str]:
     name = f"ascend_pytorch_profiler_{rank}.db" if rank is not None else "ascend_pytorch_profiler.db"
@@ -106,36 +159,15 @@ def write(out: Path, fw: Framework, ov: Overlap, info: dict[str, Any], rank: int
         con.execute("INSERT INTO RANK_DEVICE_MAP VALUES (?,?)", (rank if rank is not None else -1, device_id))
         con.execute("INSERT INTO NPU_INFO VALUES (?,?)", (device_id, fw.backend))
         k = fw.kernels
-        end = k.ts + k.dur
-        span = (int(fw.op_ts.min()), int((fw.op_ts + fw.op_dur).max())) if len(fw.ops) else (0, 0)
+        span = (int(fw.op_ts.min()), int((fw.op_ts + fw.op_dur).max())) if fw.n_ops else (0, 0)
         con.execute("INSERT INTO SESSION_TIME_INFO VALUES (?,?)", span)
-        tasks, infos = [], []
-        for j in range(len(k)):
-            o = int(k.op[j])
-            shp, typ = shapes_text(fw.ops[o].get("args") or {}) if o >= 0 else ("", "")
-            tasks.append((int(k.ts[j]), int(end[j]), device_id, o, j, fw.pid, s[k.core[j]], 0, int(k.stream[j]), j,
-                          NO_MODEL))
-            infos.append((s[k.name[j]], j, s[NA], s[NA], s[k.core[j]], s[k.name[j]], s[NA], s[typ or NA],
-                          s[shp or NA], s[NA], s[NA], s[NA], s[NA], s[NA], s[NA]))
-        con.executemany("INSERT INTO TASK VALUES (?,?,?,?,?,?,?,?,?,?,?)", tasks)
-        con.executemany("INSERT INTO COMPUTE_TASK_INFO VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", infos)
-        stacks = call_stacks(fw)
-        api: list[tuple[Any, ...]] = []
+        _intern(fw, s)
+        con.executemany("INSERT INTO TASK VALUES (?,?,?,?,?,?,?,?,?,?,?)", _tasks(fw, device_id, s))
+        con.executemany("INSERT INTO COMPUTE_TASK_INFO VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", _infos(fw, s))
         chains: list[tuple[int, int, int]] = []
-        for i, e in enumerate(fw.ops):
-            args = e.get("args") or {}
-            shp, typ = shapes_text(args)
-            chain = None
-            if i in stacks:
-                chain = len(chains)
-                chains.append((chain, s[stacks[i]], stacks[i].count(";\r\n") + 1))
-            api.append((str(int(fw.op_ts[i])), str(int(fw.op_ts[i] + fw.op_dur[i])),
-                        (fw.pid << 32) | int(fw.op_tid[i]), i, s[e.get("name", "")],
-                        args.get("Sequence number", -1), args.get("Fwd thread id", 0), s[typ or NA], s[shp or NA],
-                        chain, 50001))
-        con.executemany("INSERT INTO PYTORCH_API VALUES (?,?,?,?,?,?,?,?,?,?,?)", api)
+        con.executemany("INSERT INTO PYTORCH_API VALUES (?,?,?,?,?,?,?,?,?,?,?)", _api(fw, s, chains))
         con.executemany("INSERT INTO PYTORCH_CALLCHAINS VALUES (?,?,?)", chains)
-        valid = [(int(o), int(o)) for o in k.op.tolist() if o >= 0]
+        valid = [(o, o) for o in k.op[k.op >= 0].tolist()]
         con.executemany("INSERT INTO CONNECTION_IDS VALUES (?,?)", valid)
         con.executemany("INSERT INTO STEP_TIME VALUES (?,?,?)", fw.steps)
         con.executemany("INSERT INTO STRING_IDS VALUES (?,?)", [(v, key) for key, v in s.items()])

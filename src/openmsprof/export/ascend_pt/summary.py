@@ -1,18 +1,22 @@
 """Summary CSVs of ASCEND_PROFILER_OUTPUT: kernel_details, operator_details, op_statistic,
-api_statistic, step_trace_time (FORMATS.md §4 headers, decisions 1, 4 and 9)."""
+api_statistic, step_trace_time (FORMATS.md §4 headers, decisions 1, 4 and 9).
+
+Large tables are streamed in chunks; each row is one ``%`` template over numpy-prepared columns
+with texts pre-encoded the way ``csv.writer`` encodes them, so the bytes match ``csv.writer``.
+"""
 
 from __future__ import annotations
 
-import csv
-import io
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
-from openmsprof.collect import fs
-from openmsprof.export.ascend_pt.framework import Framework, call_stacks, op_times, shapes_text
+from openmsprof.export.ascend_pt import text
+from openmsprof.export.ascend_pt.framework import CORES, Framework
 from openmsprof.export.ascend_pt.overlap import STEP_TRACE_HEADER, Overlap, step_rows
-from openmsprof.export.ascend_pt.trace_view import step_of, ts_text
+from openmsprof.export.ascend_pt.text import chunks, csv_line, csv_texts, split_us
+from openmsprof.export.ascend_pt.trace_view import step_of
 
 NA = "N/A"
 KD_L0 = ["Device_id", "Name", "Type", "Accelerator Core", "Start Time(us)", "Duration(us)", "Wait Time(us)",
@@ -28,18 +32,27 @@ OP_STATISTIC = ["Device_id", "OP Type", "Core Type", "Count", "Total Time(us)", 
                 "Max Time(us)", "Ratio(%)"]
 API_STATISTIC = ["Device_id", "Level", "API Name", "Time(us)", "Count", "Avg(us)", "Min(us)", "Max(us)",
                  "Variance"]
+_KD_L0 = b"%b{dev},%b,%b,%b,%d.%03d\t,%d.%03d,%d.%03d,N/A,%b,%b,N/A,N/A,N/A,N/A\n"
+_KD_FULL = b"%b{dev},4294967295,%d,%d,%b,%b,N/A,%b,%d.%03d\t,%d.%03d,%d.%03d,N/A,N/A,N/A,%b,%b,N/A,N/A,N/A,N/A,N/A\n"
+_OPD = b"%b,%b,%b,%d.%03d,%d.%03d,%d.%03d,%d.%03d,0.000,0.000\n"
 
 
 def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(header)
-    w.writerows(rows)
-    fs.write_file_atomic(path, buf.getvalue().encode())
+    text.write_stream(path, [csv_line(header), *(csv_line(r) for r in rows)])
 
 
-def _us(ns: int) -> str:
-    return ts_text(ns)
+def _shape_texts(fw: Framework) -> tuple[list[bytes], list[bytes]]:
+    """CSV texts of (input shapes or N/A, input dtypes or N/A) per shape code."""
+    items = fw.cols.shapes.items
+    return csv_texts([s or NA for s, _t in items]), csv_texts([t or NA for _s, t in items])
+
+
+def _step_prefix(fw: Framework, ts: np.ndarray) -> list[bytes]:
+    if not fw.steps:
+        return [b""] * len(ts)
+    texts = {s[0]: b"%d," % s[0] for s in fw.steps}
+    texts[-1] = b","
+    return [texts[s] for s in step_of(fw, ts).tolist()]
 
 
 def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> None:
@@ -48,54 +61,82 @@ def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> Non
     wait = np.maximum(k.ts - end_prev, 0)
     if len(wait):
         wait[0] = 0
-    steps = step_of(fw, k.ts)
     header = (["Step Id"] if fw.steps else []) + (KD_FULL if full else KD_L0) + SHAPE_COLS
     if full:
         header.append("Context ID")
-    rows: list[list[object]] = []
-    kts, kdur, kst, kop = k.ts.tolist(), k.dur.tolist(), k.stream.tolist(), k.op.tolist()
-    wl = wait.tolist()
-    for j in range(len(k)):
-        o = kop[j]
-        shp, typ = shapes_text(fw.ops[o].get("args") or {}) if o >= 0 else ("", "")
-        start = ts_text(kts[j]) + "\t"
-        if full:
-            row: list[object] = [device_id, 4294967295, j, kst[j], k.name[j], k.name[j], NA, k.core[j], start,
-                                 _us(kdur[j]), _us(wl[j]), NA, NA, NA]
-        else:
-            row = [device_id, k.name[j], k.name[j], k.core[j], start, _us(kdur[j]), _us(wl[j]), NA]
-        row += [shp or NA, typ or NA, NA, NA, NA, NA]
-        if full:
-            row.append(NA)
-        rows.append(([steps[j]] if fw.steps else []) + row)
-    write_csv(path, header, rows)
+    names, cores = csv_texts(k.names), csv_texts(CORES)
+    shp_t, typ_t = _shape_texts(fw)
+    shape = np.where(k.op >= 0, fw.cols.op_shape[np.maximum(k.op, 0)], 0) if len(k) else np.zeros(0, np.int64)
+
+    kd_full, kd_l0 = text.literal(_KD_FULL, dev=device_id), text.literal(_KD_L0, dev=device_id)
+
+    def rows() -> Iterator[bytes]:
+        yield csv_line(header)
+        for a, b in chunks(len(k)):
+            nm = [names[c] for c in k.name[a:b].tolist()]
+            co = [cores[c] for c in k.core[a:b].tolist()]
+            sh = shape[a:b].tolist()
+            sp, ty = [shp_t[c] for c in sh], [typ_t[c] for c in sh]
+            tq, tr = split_us(k.ts[a:b])
+            dq, dr = split_us(k.dur[a:b])
+            wq, wr = split_us(wait[a:b])
+            pre = _step_prefix(fw, k.ts[a:b])
+            if full:
+                yield b"".join([kd_full % x for x in zip(pre, range(a, b), k.stream[a:b].tolist(), nm, nm, co,
+                                                          tq, tr, dq, dr, wq, wr, sp, ty, strict=True)])
+            else:
+                yield b"".join([kd_l0 % x for x in zip(pre, nm, nm, co, tq, tr, dq, dr, wq, wr, sp, ty,
+                                                        strict=True)])
+
+    text.write_stream(path, rows())
 
 
 def operator_details(path: Path, fw: Framework) -> None:
     """One row per framework operator: host self/total, device (kernel) self/total time."""
     ops = np.flatnonzero(~fw.op_annotation)
-    child, dev_self, dev_total = op_times(fw)
-    durl = fw.op_dur.tolist()
-    stacks = call_stacks(fw)
-    rows: list[list[object]] = []
-    for i in ops.tolist():
-        shp, _t = shapes_text(fw.ops[i].get("args") or {})
-        rows.append([fw.ops[i].get("name", ""), shp or NA, stacks.get(i, NA), _us(max(durl[i] - int(child[i]), 0)),
-                     _us(durl[i]), _us(int(dev_self[i])), _us(int(dev_total[i])), _us(0), _us(0)])
-    write_csv(path, OPERATOR_DETAILS, rows)
+    child, dev_self, dev_total = fw.op_times()
+    names = csv_texts(fw.names)
+    shp_t = csv_texts([s or NA for s, _t in fw.cols.shapes.items])
+    stacks = [*csv_texts(fw.stacks), NA.encode()]  # code -1 → N/A
+
+    def rows() -> Iterator[bytes]:
+        yield csv_line(OPERATOR_DETAILS)
+        for a, b in chunks(len(ops)):
+            i = ops[a:b]
+            dur = fw.op_dur[i]
+            nm = [names[c] for c in fw.cols.op_name[i].tolist()]
+            sp = [shp_t[c] for c in fw.cols.op_shape[i].tolist()]
+            st = [stacks[c] for c in fw.op_stack[i].tolist()]
+            sq, sr = split_us(np.maximum(dur - child[i], 0))
+            hq, hr = split_us(dur)
+            dq, dr = split_us(dev_self[i])
+            tq, tr = split_us(dev_total[i])
+            yield b"".join([_OPD % x for x in zip(nm, sp, st, sq, sr, hq, hr, dq, dr, tq, tr, strict=True)])
+
+    text.write_stream(path, rows())
 
 
 def op_statistic(path: Path, fw: Framework, device_id: int) -> None:
+    """Kernels grouped by (name, core): count, total/min/avg/max, share of all kernel time."""
     k = fw.kernels
-    groups: dict[tuple[str, str], list[int]] = {}
-    for j, d in enumerate(k.dur.tolist()):
-        groups.setdefault((k.name[j], k.core[j]), []).append(d)
-    total_all = max(int(k.dur.sum()), 1)
     rows: list[list[object]] = []
-    for (name, core), ds in sorted(groups.items(), key=lambda kv: -sum(kv[1])):
-        tot = sum(ds)
-        rows.append([device_id, name, core, len(ds), _us(tot), _us(min(ds)), _us(tot // len(ds)), _us(max(ds)),
-                     f"{100.0 * tot / total_all:.3f}"])
+    if len(k):
+        key = k.name * len(CORES) + k.core
+        uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+        cnt = np.bincount(inv, minlength=len(uniq))
+        tot = np.zeros(len(uniq), np.int64)
+        np.add.at(tot, inv, k.dur)
+        mn = np.full(len(uniq), np.iinfo(np.int64).max, np.int64)
+        np.minimum.at(mn, inv, k.dur)
+        mx = np.full(len(uniq), np.iinfo(np.int64).min, np.int64)
+        np.maximum.at(mx, inv, k.dur)
+        total_all = max(int(k.dur.sum()), 1)
+        for g in np.lexsort((first, -tot)).tolist():
+            t, c = int(tot[g]), int(cnt[g])
+            rows.append([device_id, k.names[int(uniq[g]) // len(CORES)], CORES[int(uniq[g]) % len(CORES)], c,
+                         text.ts_text(t), text.ts_text(int(mn[g])), text.ts_text(t // c), text.ts_text(int(mx[g])),
+                         f"{100.0 * t / total_all:.3f}"])
     write_csv(path, OP_STATISTIC, rows)
 
 

@@ -1,10 +1,13 @@
 """``trace_view.json`` in the Ascend spelling (FORMATS.md §5, decision 2): a bare array, string
 epoch-µs ``ts``, bit-packed pids, processes Python / CANN / Ascend Hardware / Overlap Analysis,
-``async_npu`` flows whose ``f`` lands exactly on the kernel's pid/tid/ts.  Streamed to disk."""
+``async_npu`` flows whose ``f`` lands exactly on the kernel's pid/tid/ts.
+
+Streamed to disk in chunks: each event is one ``%`` template over numpy-prepared columns, byte
+for byte what ``orjson.dumps`` gives for the same event dict.
+"""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,17 +15,30 @@ from typing import Any
 import numpy as np
 import orjson
 
-from openmsprof.collect import fs
-from openmsprof.export.ascend_pt.framework import Framework, call_stacks, to_ns
+from openmsprof.export.ascend_pt import text
+from openmsprof.export.ascend_pt.framework import CORES, Framework
 from openmsprof.export.ascend_pt.overlap import Overlap
+from openmsprof.export.ascend_pt.text import chunks, fill, short_ok, split_us, ts_text
 
 HOST_DEV = 31
-ARG_KEYS = ("Input Dims", "Input type", "Sequence number", "Fwd thread id")
+__all__ = ["HOST_DEV", "Layout", "enc_pid", "events", "step_of", "ts_text", "write"]
+
+_OP = b'{"ph":"X","name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"cat":"cpu_op","args":%b}'
+_PY = b'{"ph":"X","name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"cat":"python_function","args":{}}'
+_FLOW = b'{"ph":%b,"bp":"e","name":"fwdbwd","id":%d,"pid":{pid},"tid":%d,"ts":"%d.%03d","cat":"fwdbwd"}'
+_KERNEL = (b'{"name":%b,"pid":{hw},"tid":%d,"ts":"%d.%03d","dur":{dur},"ph":"X","args":{"Model Id":4294967295,'
+           b'"Task Type":%b,"Stream Id":%d,"Task Id":%d,"Batch Id":0,"Subtask Id":4294967295,"connection_id":%d}}')
+_TO_NPU = (b',{"ph":"s","bp":"e","name":"torch_to_npu","id":%d,"pid":{pid},"tid":%d,"ts":"%d.%03d",'
+           b'"cat":"async_npu"},{"ph":"f","bp":"e","name":"torch_to_npu","id":%d,"pid":{hw},"tid":%d,'
+           b'"ts":"%d.%03d","cat":"async_npu"}')
+_TRACK = b'{"name":%b,"pid":{pid},"tid":{tid},"ts":"%d.%03d","dur":{dur},"ph":"X"}'
 
 
-def ts_text(ns: int) -> str:
-    """µs with exactly 3 decimals by integer formatting (FORMATS.md §1)."""
-    return f"{ns // 1000}.{ns % 1000:03d}"
+def _template(t: bytes, dur: bytes = b"", **values: int) -> bytes:
+    """Escape the literal braces, then put in the dur piece and the constant pids."""
+    t = t.replace(b"{}", b"\x00")
+    t = text.literal(t, **values).replace(b"{dur}", dur).replace(b"\x00", b"{}")
+    return t
 
 
 def enc_pid(pid: int, sort: int, dev: int) -> int:
@@ -51,94 +67,154 @@ class Layout:
         self.device_id = device_id
 
 
-def events(fw: Framework, ov: Overlap, lay: Layout) -> Iterator[dict[str, Any]]:
+def _metadata(fw: Framework, ov: Overlap, lay: Layout) -> list[bytes]:
     dev = lay.device_id
-    yield from _meta(lay.python, "Python", "CPU", 0)
+    evs = _meta(lay.python, "Python", "CPU", 0)
     for t in fw.tids:
-        yield from _thread(lay.python, t, f"Thread {t}", t)
-    yield from _meta(lay.cann, "CANN", "CPU", 7)
-    yield from _meta(lay.hardware, "Ascend Hardware", f"NPU {dev}", 14)
-    k = fw.kernels
-    for s in sorted(set(k.stream.tolist())):
-        yield from _thread(lay.hardware, s, f"Stream {s}", s)
-    yield from _meta(lay.overlap, "Overlap Analysis", f"NPU {dev}", 31)
+        evs += _thread(lay.python, t, f"Thread {t}", t)
+    evs += _meta(lay.cann, "CANN", "CPU", 7)
+    evs += _meta(lay.hardware, "Ascend Hardware", f"NPU {dev}", 14)
+    for s in sorted(set(fw.kernels.stream.tolist())):
+        evs += _thread(lay.hardware, s, f"Stream {s}", s)
+    evs += _meta(lay.overlap, "Overlap Analysis", f"NPU {dev}", 31)
     for i, (name, _iv) in enumerate(ov.tracks()):
-        yield from _thread(lay.overlap, i, name, i)
-    stacks = call_stacks(fw)
-    ts, dur, tid = fw.op_ts.tolist(), fw.op_dur.tolist(), fw.op_tid.tolist()
-    for i, e in enumerate(fw.ops):
-        src = e.get("args") or {}
-        args = {key: src[key] for key in ARG_KEYS if key in src}
-        if i in stacks:
-            args["Call stack"] = stacks[i]
-        yield {"ph": "X", "name": e.get("name", ""), "pid": lay.python, "tid": tid[i], "ts": ts_text(ts[i]),
-               "dur": dur[i] / 1000, "cat": "cpu_op", "args": args}
-    if fw.python:
-        pts = to_ns([e["ts"] for e in fw.python], fw.offset_ns).tolist()
-        for j, e in enumerate(fw.python):
-            yield {"ph": "X", "name": e.get("name", ""), "pid": lay.python, "tid": e.get("tid", 0),
-                   "ts": ts_text(pts[j]), "dur": float(e.get("dur", 0)), "cat": "python_function", "args": {}}
-    if fw.flows:
-        fts = to_ns([e["ts"] for e in fw.flows], fw.offset_ns).tolist()
-        for j, e in enumerate(fw.flows):
-            ev = {"ph": e["ph"], "bp": "e", "name": "fwdbwd", "id": e.get("id", 0), "pid": lay.python,
-                  "tid": e.get("tid", 0), "ts": ts_text(fts[j]), "cat": "fwdbwd"}
-            yield ev
-    kts, kdur, kst, kop = k.ts.tolist(), k.dur.tolist(), k.stream.tolist(), k.op.tolist()
-    for j in range(len(k)):
-        kt = ts_text(kts[j])
-        yield {"name": k.name[j], "pid": lay.hardware, "tid": kst[j], "ts": kt, "dur": kdur[j] / 1000, "ph": "X",
-               "args": {"Model Id": 4294967295, "Task Type": k.core[j], "Stream Id": kst[j], "Task Id": j,
-                        "Batch Id": 0, "Subtask Id": 4294967295, "connection_id": j}}
-        o = kop[j]
-        if o >= 0:
-            yield {"ph": "s", "bp": "e", "name": "torch_to_npu", "id": kts[j], "pid": lay.python,
-                   "tid": tid[o], "ts": ts_text(ts[o]), "cat": "async_npu"}
-            yield {"ph": "f", "bp": "e", "name": "torch_to_npu", "id": kts[j], "pid": lay.hardware,
-                   "tid": kst[j], "ts": kt, "cat": "async_npu"}
+        evs += _thread(lay.overlap, i, name, i)
+    return [orjson.dumps(e) for e in evs]
+
+
+def _op_args(fw: Framework) -> tuple[np.ndarray, list[bytes]]:
+    """Per op a code into args texts: the kept Kineto args plus ``Call stack`` (with_stack)."""
+    cols = fw.cols
+    if not fw.stacks:
+        return cols.op_args, cols.args.items
+    texts = list(cols.args.items)
+    pairs: dict[tuple[int, int], int] = {}
+    code = cols.op_args.astype(np.int64)
+    has = np.flatnonzero(fw.op_stack >= 0)
+    stack_json = text.json_texts(fw.stacks)
+    for i, a, s in zip(has.tolist(), cols.op_args[has].tolist(), fw.op_stack[has].tolist(), strict=True):
+        c = pairs.get((a, s))
+        if c is None:
+            base = texts[a]
+            sep = b"" if base == b"{}" else b","
+            c = pairs[(a, s)] = len(texts)
+            texts.append(base[:-1] + sep + b'"Call stack":' + stack_json[s] + b"}")
+        code[i] = c
+    return code, texts
+
+
+def _ops(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
+    cols = fw.cols
+    names = text.json_texts(fw.names)
+    args_code, args = _op_args(fw)
+    for a, b in chunks(fw.n_ops):
+        q, r = split_us(cols.op_ts[a:b])
+        piece, durs = text.dur_columns(cols.op_dur[a:b])
+        yield fill(_template(_OP, piece, pid=lay.python),
+                   [[names[c] for c in cols.op_name[a:b].tolist()], cols.op_tid[a:b].tolist(), q, r, *durs,
+                    [args[c] for c in args_code[a:b].tolist()]])
+
+
+def _python(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
+    cols = fw.cols
+    names = text.json_texts(cols.py_names.items)
+    for a, b in chunks(len(cols.py_ts)):
+        q, r = split_us(cols.py_ts[a:b])
+        us, ns = cols.py_dur_us[a:b], cols.py_dur[a:b]
+        if short_ok(ns) and bool(np.all(ns / 1000 == us)):
+            piece, durs = text.dur_columns(ns)
+        else:
+            piece, durs = b"%b", [[orjson.dumps(v) for v in us.tolist()]]
+        yield fill(_template(_PY, piece, pid=lay.python),
+                   [[names[c] for c in cols.py_name[a:b].tolist()], cols.py_tid[a:b].tolist(), q, r, *durs])
+
+
+def _flows(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
+    cols = fw.cols
+    tmpl = _template(_FLOW, pid=lay.python)
+    for a, b in chunks(len(cols.flow_ts)):
+        q, r = split_us(cols.flow_ts[a:b])
+        yield fill(tmpl, [[b'"s"' if s else b'"f"' for s in cols.flow_start[a:b].tolist()],
+                          cols.flow_id[a:b].tolist(), cols.flow_tid[a:b].tolist(), q, r])
+
+
+def _kernels(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
+    """Kernel events; a kernel with a source op carries its two torch_to_npu flows in its text."""
+    k = fw.kernels
+    names = text.json_texts(k.names)
+    cores = text.json_texts(CORES)
+    for a, b in chunks(len(k)):
+        q, r = split_us(k.ts[a:b])
+        piece, durs = text.dur_columns(k.dur[a:b])
+        st = k.stream[a:b].tolist()
+        base = [[names[c] for c in k.name[a:b].tolist()], st, q, r, *durs,
+                [cores[c] for c in k.core[a:b].tolist()], st, list(range(a, b)), list(range(a, b))]
+        ops = k.op[a:b]
+        w = np.flatnonzero(ops >= 0)
+        plain = _template(_KERNEL, piece, hw=lay.hardware)
+        if not len(w):
+            yield fill(plain, base)
+            continue
+        src = ops[w]
+        oq, orr = split_us(fw.op_ts[src])
+        flow = [k.ts[a:b][w].tolist(), fw.op_tid[src].tolist(), oq, orr]
+        with_flow = _template(_KERNEL + _TO_NPU, piece, hw=lay.hardware, pid=lay.python)
+        if len(w) == b - a:
+            yield fill(with_flow, [*base, flow[0], flow[1], flow[2], flow[3], flow[0], st, q, r])
+            continue
+        wl = w.tolist()
+        pick = [[col[i] for i in wl] for col in base]
+        out = np.empty(b - a, object)
+        out[w] = fill(with_flow, [*pick, flow[0], flow[1], flow[2], flow[3], flow[0], pick[1], pick[2], pick[3]])
+        rest = np.flatnonzero(ops < 0)
+        out[rest] = fill(plain, [[col[i] for i in rest.tolist()] for col in base])
+        yield out.tolist()
+
+
+def _tracks(ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:
     for i, (name, (starts, ends)) in enumerate(ov.tracks()):
-        for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
-            yield {"name": name, "pid": lay.overlap, "tid": i, "ts": ts_text(a), "dur": (b - a) / 1000,
-                   "ph": "X"}
+        nm = orjson.dumps(name).replace(b"%", b"%%")
+        for a, b in chunks(len(starts)):
+            q, r = split_us(starts[a:b])
+            piece, durs = text.dur_columns(ends[a:b] - starts[a:b])
+            tmpl = _template(_TRACK.replace(b"%b", nm, 1), piece, pid=lay.overlap, tid=i)
+            yield fill(tmpl, [q, r, *durs])
 
 
-def write(path: Path, evs: Iterator[dict[str, Any]], chunk: int = 20000) -> int:
-    """Stream ``evs`` as a JSON array to ``path`` (temp file + rename, 0640).  Returns the count."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
-    fd = fs.open_new(tmp, append=False)
-    n = 0
-    try:
-        fs.write_all(fd, b"[")
-        buf: list[bytes] = []
-        dumps = orjson.dumps
-        for ev in evs:
-            buf.append(dumps(ev))
-            n += 1
-            if len(buf) >= chunk:
-                fs.write_all(fd, (b"," if n > len(buf) else b"") + b",".join(buf))
-                buf = []
-        if buf:
-            fs.write_all(fd, (b"," if n > len(buf) else b"") + b",".join(buf))
-        fs.write_all(fd, b"]")
-    except BaseException:
-        os.close(fd)
-        tmp.unlink(missing_ok=True)
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
-    return n
+def head(fw: Framework, ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:
+    """First half: metadata (never empty), operators, Python functions, fwdbwd flows."""
+    yield _metadata(fw, ov, lay)
+    yield from _ops(fw, lay)
+    yield from _python(fw, lay)
+    yield from _flows(fw, lay)
 
 
-def step_of(fw: Framework, ts: np.ndarray) -> list[object]:
-    """Step id containing each timestamp, or '' outside every step."""
+def tail(fw: Framework, ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:
+    """Second half: kernels with their torch_to_npu flows, then the Overlap Analysis tracks."""
+    yield from _kernels(fw, lay)
+    yield from _tracks(ov, lay)
+
+
+def events(fw: Framework, ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:
+    """The trace_view events in order, as lists of JSON texts (a kernel with a source op carries
+    its two ``torch_to_npu`` flow events in the same text)."""
+    yield from head(fw, ov, lay)
+    yield from tail(fw, ov, lay)
+
+
+def write(path: Path, groups: Iterator[list[bytes]]) -> int:
+    """Stream the events to ``path`` as one JSON array (temp file + rename, 0640); returns the
+    number of JSON texts written."""
+    return text.write_json_array(path, groups)
+
+
+def step_of(fw: Framework, ts: np.ndarray) -> np.ndarray:
+    """Step id containing each timestamp, or -1 outside every step."""
     if not fw.steps:
-        return [""] * len(ts)
+        return np.full(len(ts), -1, np.int64)
     starts = np.asarray([s[1] for s in fw.steps], np.int64)
     ends = np.asarray([s[2] for s in fw.steps], np.int64)
-    ids = [s[0] for s in fw.steps]
+    ids = np.asarray([s[0] for s in fw.steps], np.int64)
     pos = np.searchsorted(starts, ts, side="right") - 1
-    out: list[object] = []
-    for p, t in zip(pos.tolist(), ts.tolist(), strict=False):
-        out.append(ids[p] if p >= 0 and t < ends[p] else "")
-    return out
+    ok = (pos >= 0) & (ts < ends[np.maximum(pos, 0)])
+    return np.where(ok, ids[np.maximum(pos, 0)], -1)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,7 @@ import orjson
 
 from openmsprof.collect import fs
 from openmsprof.config.errors import RawDataError
-from openmsprof.export.ascend_pt import framework, summary, trace_view
+from openmsprof.export.ascend_pt import framework, summary, trace_split, trace_view
 from openmsprof.export.ascend_pt.overlap import Overlap
 
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
@@ -43,7 +45,20 @@ def _level(exp: dict[str, Any]) -> int:
     return {"Level_none": -1, "Level0": 0, "Level1": 1, "Level2": 2}.get(exp.get("_profiler_level", "Level0"), 0)
 
 
-def export(rank_dir: Path, device_id: int = 0) -> Result:
+def export(rank_dir: Path, device_id: int = 0, parallel: bool = True) -> Result:
+    """Analyse ``rank_dir``.  ``parallel``: a forked child may format half of trace_view.json
+    (large traces only; pass False inside a process that must not fork).  The cyclic GC is paused
+    meanwhile: millions of short-lived event dicts would otherwise trigger full collections."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _export(rank_dir, device_id, parallel)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
     info, rank = read_info(rank_dir)
     cfg = info.get("config") or {}
     exp = cfg.get("experimental_config") or {}
@@ -58,17 +73,13 @@ def export(rank_dir: Path, device_id: int = 0) -> Result:
     files: list[str] = []
     if "text" in types or not types:
         lay = trace_view.Layout(fw, device_id)
-        trace_view.write(out / "trace_view.json", trace_view.events(fw, ov, lay))
-        summary.kernel_details(out / "kernel_details.csv", fw, device_id, full=level >= 1)
-        if "ProfilerActivity.CPU" in common.get("activities", ["ProfilerActivity.CPU"]):
-            summary.operator_details(out / "operator_details.csv", fw)
-            files.append("operator_details.csv")
-        summary.step_trace_time(out / "step_trace_time.csv", fw, ov, device_id)
+        tv = out / "trace_view.json"
+        pending = trace_split.start_tail(tv, fw, ov, lay) if parallel else None
+        cpu = "ProfilerActivity.CPU" in common.get("activities", ["ProfilerActivity.CPU"])
+        trace_split.write(tv, fw, ov, lay, pending, _summaries(out, fw, ov, device_id, level, cpu))
+        files += ["operator_details.csv"] if cpu else []
         files += ["trace_view.json", "kernel_details.csv", "step_trace_time.csv"]
-        if level >= 1:
-            summary.op_statistic(out / "op_statistic.csv", fw, device_id)
-            summary.api_statistic(out / "api_statistic.csv")
-            files += ["op_statistic.csv", "api_statistic.csv"]
+        files += ["op_statistic.csv", "api_statistic.csv"] if level >= 1 else []
     if "db" in types:
         from openmsprof.export.ascend_pt.db import write as write_db
 
@@ -77,7 +88,20 @@ def export(rank_dir: Path, device_id: int = 0) -> Result:
     if exp.get("_data_simplification", True):
         simplify(rank_dir)
     fs.write_file_atomic(out / "analyse.done", b"")
-    return Result(out, files, len(fw.kernels), len(fw.ops))
+    return Result(out, files, len(fw.kernels), fw.n_ops)
+
+
+def _summaries(out: Path, fw: framework.Framework, ov: Overlap, device_id: int, level: int,
+               cpu: bool) -> Iterator[None]:
+    """The CSV exports (a generator, run while the trace_view child works)."""
+    summary.kernel_details(out / "kernel_details.csv", fw, device_id, full=level >= 1)
+    if cpu:
+        summary.operator_details(out / "operator_details.csv", fw)
+    summary.step_trace_time(out / "step_trace_time.csv", fw, ov, device_id)
+    if level >= 1:
+        summary.op_statistic(out / "op_statistic.csv", fw, device_id)
+        summary.api_statistic(out / "api_statistic.csv")
+    yield None
 
 
 def simplify(rank_dir: Path) -> None:

@@ -21,11 +21,12 @@ def rank_dirs(path: Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if p.is_dir() and p.name.endswith("ascend_pt"))
 
 
-def analyse_dir(rank_dir: Path) -> Path:
-    """Analyse one rank dir; returns its ASCEND_PROFILER_OUTPUT.  Raises ProfilingError."""
+def analyse_dir(rank_dir: Path, parallel: bool = True) -> Path:
+    """Analyse one rank dir; returns its ASCEND_PROFILER_OUTPUT.  Raises ProfilingError.
+    ``parallel=False`` inside the training process (no fork there)."""
     from openmsprof.export.ascend_pt.writer import export
 
-    return export(rank_dir).output
+    return export(rank_dir, parallel=parallel).output
 
 
 def analyse(profiler_path: str | os.PathLike[str], max_process_number: int | None = None,

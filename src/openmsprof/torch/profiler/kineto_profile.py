@@ -131,7 +131,7 @@ class _KinetoProfile:
                 return
             from openmsprof.torch.profiler.analysis import analyse_dir
 
-            out = analyse_dir(self.prof_path)
+            out = analyse_dir(self.prof_path, parallel=False)
             fs.make_dir(target.parent if str(target.parent) else Path("."))
             fs.write_file_atomic(target, (out / "trace_view.json").read_bytes())
         except Exception as exc:
@@ -150,15 +150,17 @@ class _KinetoProfile:
             from openmsprof.export.ascend_pt.writer import read_info
 
             fw = framework.load(self.prof_path, read_info(self.prof_path)[0])
-            stacks = framework.call_stacks(fw)
-            child, dev_self, _dev_total = framework.op_times(fw)
+            child, dev_self, _dev_total = fw.op_times()
             value = dev_self if metric != "self_cpu_time_total" else np.maximum(fw.op_dur - child, 0)
             lines = []
-            for i, text in stacks.items():
+            has = np.flatnonzero(fw.op_stack >= 0)
+            order = has[np.lexsort((has, -fw.op_dur[has], fw.op_ts[has], fw.op_tid[has]))]
+            for i in order.tolist():
                 us = int(value[i]) // 1000
                 if us > 0:
+                    text = fw.stacks[int(fw.op_stack[i])]
                     frames = [f.replace(";", ",").replace(" ", "_") for f in reversed(text.split(";\r\n"))]
-                    lines.append(";".join([*frames, fw.ops[i].get("name", "").replace(" ", "_")]) + f" {us}\n")
+                    lines.append(";".join([*frames, fw.op_name(i).replace(" ", "_")]) + f" {us}\n")
             fs.write_file_atomic(Path(os.fspath(path)), "".join(lines))
         except Exception as exc:
             log.warning("openmsprof: export_stacks(%r) failed: %s", os.fspath(path), exc)

@@ -44,7 +44,7 @@ class _TraceHandler:
         from openmsprof.torch.profiler.analysis import analyse_dir
 
         try:
-            analyse_dir(path)
+            analyse_dir(path, parallel=False)
         except Exception as exc:
             log.warning("openmsprof: analysing %s failed: %s", path, exc)
 

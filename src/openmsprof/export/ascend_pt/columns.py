@@ -1,0 +1,175 @@
+"""Columnar form of the Kineto events that the exports use, filled one block of events at a time.
+
+Operators (``cpu_op`` / ``user_annotation`` X events, in file order) become numpy columns; their
+texts become codes into vocabularies: names, the trace_view ``args`` object (already serialised,
+only the keys trace_view keeps), input shapes/dtypes text.  ``python_function`` events and
+``fwdbwd`` flows get their own columns; GPU events are kept as dicts (CUDA machines only).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+import orjson
+
+T = TypeVar("T")
+ARG_KEYS = ("Input Dims", "Input type", "Sequence number", "Fwd thread id")
+GPU_CATS = frozenset(("kernel", "gpu_memcpy", "gpu_memset"))
+NO_EXT = -(2**62)
+OP_CATS = frozenset(("cpu_op", "user_annotation"))
+_EMPTY: dict[str, Any] = {}
+_EMPTY_KEY = ("absent",)
+
+
+class Vocab(Generic[T]):
+    """Distinct values in first-seen order; ``code(v)`` is the index of ``v``."""
+
+    def __init__(self, *first: T) -> None:
+        self.index: dict[T, int] = {}
+        self.items: list[T] = []
+        for v in first:
+            self.code(v)
+
+    def code(self, v: T) -> int:
+        c = self.index.get(v)
+        if c is None:
+            c = self.index[v] = len(self.items)
+            self.items.append(v)
+        return c
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def _shapes(args: dict[str, Any]) -> tuple[str, str]:
+    dims = args.get("Input Dims")
+    types = args.get("Input type")
+    s = ";".join(",".join(str(x) for x in d) if isinstance(d, list) else "" for d in dims) if dims else ""
+    t = ";".join(str(x) for x in types) if types else ""
+    return s, t
+
+
+def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
+
+
+class Columns:
+    """Accumulates events (``add``) then turns them into arrays in epoch ns (``finish``)."""
+
+    def __init__(self) -> None:
+        self.pid = 0
+        self._pid_set = False
+        self.names: Vocab[str] = Vocab()
+        self.args: Vocab[bytes] = Vocab(b"{}")
+        self.shapes: Vocab[tuple[str, str]] = Vocab(("", ""))
+        self.py_names: Vocab[str] = Vocab()
+        self.gpu: list[dict[str, Any]] = []
+        self._op: list[list[np.ndarray]] = [[] for _ in range(10)]
+        self._py: list[list[np.ndarray]] = [[] for _ in range(4)]
+        self._fl: list[list[np.ndarray]] = [[] for _ in range(4)]
+        self._seq_args: dict[tuple[Any, Any], int] = {}
+
+    def add(self, events: list[Any]) -> None:
+        """Take one block of raw events (dicts straight from the JSON)."""
+        xs = [e for e in events if e.get("ph") == "X"]
+        ops = [e for e in xs if e.get("cat") in OP_CATS]
+        if ops:
+            self._add_ops(ops)
+        if len(ops) < len(xs):
+            py = [e for e in xs if e.get("cat") == "python_function"]
+            if py:
+                self._add_python(py)
+            self.gpu += [e for e in xs if e.get("cat") in GPU_CATS]
+        if len(xs) < len(events):
+            flows = [e for e in events if e.get("cat") == "fwdbwd" and e.get("ph") in ("s", "f")]
+            if flows:
+                self._add_flows(flows)
+
+    def _add_ops(self, ops: list[dict[str, Any]]) -> None:
+        if not self._pid_set:
+            for e in ops:
+                if isinstance(e.get("pid"), int):
+                    self.pid, self._pid_set = e["pid"], True
+                    break
+        names_get, names_code = self.names.index.get, self.names.code
+        names = [e.get("name", "") for e in ops]
+        codes = [names_get(n) for n in names]
+        if None in codes:
+            codes = [names_code(n) for n in names]
+        tid = [t if isinstance(t := e.get("tid", 0), int) else 0 for e in ops]
+        args = [e.get("args") or _EMPTY for e in ops]
+        ext = [x if isinstance(x := a.get("External id"), int) else NO_EXT for a in args]
+        annot = [e.get("cat") == "user_annotation" for e in ops]
+        if any(annot):
+            ext = [NO_EXT if u else x for x, u in zip(ext, annot, strict=True)]
+        seq = [x if isinstance(x := a.get("Sequence number", -1), int) else -1 for a in args]
+        fwd = [x if isinstance(x := a.get("Fwd thread id", 0), int) else 0 for a in args]
+        arg = None if any("Input Dims" in a or "Input type" in a for a in args) else self._seq_codes(args)
+        if arg is None:
+            shapes_code, dumps, args_code = self.shapes.code, orjson.dumps, self.args.code
+            shape = [shapes_code(_shapes(a)) if "Input Dims" in a or "Input type" in a else 0 for a in args]
+            arg = [args_code(dumps({k: a[k] for k in ARG_KEYS if k in a})) for a in args]
+        else:
+            shape = [0] * len(ops)
+        for col, vals, dt in zip(self._op, ([e["ts"] for e in ops], [e.get("dur", 0) for e in ops], tid, codes,
+                                            annot, arg, shape, seq, fwd, ext),
+                                 (np.float64, np.float64, np.int64, np.int32, bool, np.int32, np.int32, np.int64,
+                                  np.int64, np.int64), strict=True):
+            col.append(np.asarray(vals, dt))
+
+    def _seq_codes(self, args: list[dict[str, Any]]) -> list[int] | None:
+        """Args codes when the kept args are at most Sequence number / Fwd thread id (no shapes):
+        one serialisation per distinct pair.  None when a value is not hashable."""
+        keyed = self._seq_args
+        try:
+            keys = [(a.get("Sequence number", _EMPTY_KEY), a.get("Fwd thread id", _EMPTY_KEY)) for a in args]
+            new = set(keys).difference(keyed)
+        except TypeError:
+            return None
+        if new:
+            for key, a in zip(keys, args, strict=True):
+                if key in new:
+                    sub = {k: a[k] for k in ARG_KEYS if k in a}
+                    keyed[key] = self.args.code(orjson.dumps(sub)) if sub else 0
+                    new.discard(key)
+        return [keyed[k] for k in keys]
+
+    def _add_python(self, py: list[dict[str, Any]]) -> None:
+        code = self.py_names.code
+        self._py[0].append(np.asarray([e["ts"] for e in py], np.float64))
+        self._py[1].append(np.asarray([e.get("dur", 0) for e in py], np.float64))
+        self._py[2].append(np.asarray([t if isinstance(t := e.get("tid", 0), int) else 0 for e in py], np.int64))
+        self._py[3].append(np.asarray([code(e.get("name", "")) for e in py], np.int32))
+
+    def _add_flows(self, flows: list[dict[str, Any]]) -> None:
+        self._fl[0].append(np.asarray([e["ts"] for e in flows], np.float64))
+        self._fl[1].append(np.asarray([e["ph"] == "s" for e in flows], bool))
+        self._fl[2].append(np.asarray([i if isinstance(i := e.get("id", 0), int) else 0 for e in flows], np.int64))
+        self._fl[3].append(np.asarray([t if isinstance(t := e.get("tid", 0), int) else 0 for e in flows], np.int64))
+
+    def finish(self, offset_ns: int) -> None:
+        """Concatenate the blocks; times become epoch ns (``rint(µs × 1000) + offset``)."""
+        o = self._op
+        self.op_ts = np.rint(_cat(o[0], np.float64) * 1000.0).astype(np.int64) + offset_ns
+        self.op_dur = np.rint(_cat(o[1], np.float64) * 1000).astype(np.int64)
+        self.op_tid = _cat(o[2], np.int64)
+        self.op_name = _cat(o[3], np.int32)
+        self.op_annot = _cat(o[4], bool)
+        self.op_args = _cat(o[5], np.int32)
+        self.op_shape = _cat(o[6], np.int32)
+        self.op_seq = _cat(o[7], np.int64)
+        self.op_fwd = _cat(o[8], np.int64)
+        self.op_ext = _cat(o[9], np.int64)
+        p = self._py
+        self.py_ts = np.rint(_cat(p[0], np.float64) * 1000.0).astype(np.int64) + offset_ns
+        self.py_dur_us = _cat(p[1], np.float64)
+        self.py_dur = np.rint(self.py_dur_us * 1000).astype(np.int64)
+        self.py_tid = _cat(p[2], np.int64)
+        self.py_name = _cat(p[3], np.int32)
+        f = self._fl
+        self.flow_ts = np.rint(_cat(f[0], np.float64) * 1000.0).astype(np.int64) + offset_ns
+        self.flow_start = _cat(f[1], bool)
+        self.flow_id = _cat(f[2], np.int64)
+        self.flow_tid = _cat(f[3], np.int64)
+        self._op, self._py, self._fl = [], [], []

@@ -1,0 +1,117 @@
+"""Read a Kineto chrome trace in bounded memory: ``traceEvents`` parsed by orjson one block of
+events at a time.
+
+Kineto writes each top-level event as ``  {`` … ``  }`` lines.  A raw newline never occurs inside
+a JSON string, so ``"\\n  },\\n  {"`` can only separate two top-level events; each block is cut
+there and parsed as its own array.  Any other layout (a compact file, a bare array, a hand-made
+trace) falls back to one whole-document parse, as does a block that does not parse.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from openmsprof.config.errors import RawDataError
+
+BLOCK = 8 << 20
+_SEP = b"\n  },\n  {"
+_END = b"\n  ]"
+_EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
+
+
+class _NotKinetoLayout(Exception):
+    """The file is not in Kineto's layout; parse it whole."""
+
+
+class TraceReader:
+    """``chunks()`` yields lists of event dicts; ``base_ns`` is Kineto's baseTimeNanoseconds (or None)."""
+
+    def __init__(self, path: Path, block: int = BLOCK) -> None:
+        self.path = path
+        self.block = block
+        self.base_ns: int | None = None
+
+    def chunks(self) -> Iterator[list[Any]]:
+        """Blocks of events in file order.  Raises RawDataError for a file that is not JSON.
+
+        On an unexpected layout the whole document is parsed instead; that happens before any
+        block is yielded, or the caller gets ``Restart`` and must drop what it received."""
+        try:
+            yield from self._stream()
+        except _NotKinetoLayout:
+            raise Restart() from None
+
+    def whole(self) -> list[Any]:
+        """The whole document parsed at once (the fallback)."""
+        try:
+            doc = orjson.loads(self.path.read_bytes())
+        except orjson.JSONDecodeError as exc:
+            raise RawDataError(f"{str(self.path)!r} is not valid JSON: {exc}") from None
+        if isinstance(doc, dict):
+            base = doc.get("baseTimeNanoseconds")
+            self.base_ns = base if isinstance(base, int) and not isinstance(base, bool) else None
+            events = doc.get("traceEvents", [])
+        else:
+            events = doc
+        return events if isinstance(events, list) else []
+
+    def _stream(self) -> Iterator[list[Any]]:
+        with open(self.path, "rb") as f:
+            buf = f.read(self.block)
+            m = _EVENTS_RE.search(buf)
+            if m is None or buf[:m.start()].lstrip()[:1] != b"{":
+                raise _NotKinetoLayout()
+            head = self._parse_obj(buf[:m.start()].rstrip().rstrip(b",") + b"}")
+            base = head.get("baseTimeNanoseconds")
+            self.base_ns = base if isinstance(base, int) and not isinstance(base, bool) else None
+            buf = buf[m.end():]
+            eof = False
+            while not eof:
+                more = f.read(self.block)
+                eof = not more
+                buf += more
+                cut = buf.rfind(_SEP)
+                if cut < 0:
+                    if len(buf) > 8 * self.block:
+                        raise _NotKinetoLayout()
+                    continue
+                yield self._parse(b"[" + buf[:cut + 4] + b"]")
+                buf = buf[cut + 5:]
+            end = buf.rfind(_END)
+            if end < 0:
+                raise _NotKinetoLayout()
+            yield self._parse(b"[" + buf[:end] + b"]")
+            tail = buf[end + len(_END):].strip()
+            if tail != b"}":
+                rest = self._parse_obj(b"{" + tail[1:]) if tail[:1] == b"," else None
+                if rest is None or "baseTimeNanoseconds" in rest or "traceEvents" in rest:
+                    raise _NotKinetoLayout()
+
+    @staticmethod
+    def _parse_obj(data: bytes) -> dict[str, Any]:
+        try:
+            out = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise _NotKinetoLayout() from None
+        if not isinstance(out, dict):
+            raise _NotKinetoLayout()
+        return out
+
+    @staticmethod
+    def _parse(data: bytes) -> list[Any]:
+        try:
+            out = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise _NotKinetoLayout() from None
+        if not isinstance(out, list):
+            raise _NotKinetoLayout()
+        return out
+
+
+class Restart(Exception):
+    """Raised by ``TraceReader.chunks`` when the layout is not Kineto's: use ``whole()``."""

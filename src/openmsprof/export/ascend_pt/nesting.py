@@ -1,0 +1,178 @@
+"""Operator nesting per thread: one sort + stack sweep gives each op its parent and depth; kernel
+selection and self/subtree times are then numpy passes over depth levels (O(n log n) overall).
+
+The sweep is the classic one: events sorted by (tid, start, -duration, file order); an event's
+parent is the nearest earlier event on the same thread still open at its start (the top of the
+stack after popping events that ended at or before that start).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from openmsprof.export.ascend_pt.columns import Columns
+
+#: Allocation / view / metadata operators: inside a computing operator they are part of it.
+TRIVIAL = frozenset((
+    "aten::empty", "aten::empty_strided", "aten::empty_like", "aten::as_strided", "aten::as_strided_",
+    "aten::view", "aten::_unsafe_view", "aten::reshape", "aten::_reshape_alias", "aten::resize_", "aten::detach",
+    "detach", "aten::detach_", "aten::alias", "aten::expand", "aten::t", "aten::transpose", "aten::permute",
+    "aten::unsqueeze", "aten::squeeze", "aten::slice", "aten::select", "aten::resolve_conj",
+    "aten::resolve_neg", "aten::contiguous", "aten::flatten", "aten::numpy_T", "aten::lift_fresh",
+))
+
+
+def parents(ts: np.ndarray, dur: np.ndarray, tid: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(parent index or -1, depth) for the events where ``sel``; others get -1 / 0."""
+    n = len(ts)
+    parent = np.full(n, -1, np.int64)
+    depth = np.zeros(n, np.int64)
+    idx = np.flatnonzero(sel)
+    if not len(idx):
+        return parent, depth
+    order = idx[np.lexsort((-dur[idx], ts[idx], tid[idx]))]
+    o_ts, o_end, o_tid = ts[order], (ts + dur)[order], tid[order]
+    # Events that start at or after every earlier event of their thread ended have no parent:
+    # only the others need the sweep (flat traces skip it entirely).
+    same = np.zeros(len(order), bool)
+    same[1:] = o_tid[1:] == o_tid[:-1]
+    run_end = _segmented_max(o_end, same)
+    prev_max = np.empty(len(order), np.int64)
+    prev_max[0] = np.iinfo(np.int64).min
+    prev_max[1:] = np.where(same[1:], run_end[:-1], np.iinfo(np.int64).min)
+    nested = prev_max > o_ts
+    if not nested.any():
+        return parent, depth
+    # sweep only over runs that contain nesting: a run starts at a top-level event
+    top = ~nested
+    start_of = np.maximum.accumulate(np.where(top, np.arange(len(order)), 0))
+    need = np.zeros(len(order), bool)
+    need[start_of[nested]] = True
+    need |= nested
+    pos = np.flatnonzero(need).tolist()
+    tsl, endl, tidl = o_ts.tolist(), o_end.tolist(), o_tid.tolist()
+    par = [-1] * len(order)
+    dep = [0] * len(order)
+    stack: list[int] = []
+    cur = None
+    for p in pos:
+        t = tsl[p]
+        if tidl[p] != cur or not nested[p]:
+            stack = []
+            cur = tidl[p]
+        while stack and endl[stack[-1]] <= t:
+            stack.pop()
+        if stack:
+            par[p] = stack[-1]
+            dep[p] = len(stack)
+        stack.append(p)
+    po = np.asarray(par, np.int64)
+    has = po >= 0
+    parent[order[has]] = order[po[has]]
+    depth[order] = np.asarray(dep, np.int64)
+    return parent, depth
+
+
+def _segmented_max(x: np.ndarray, same: np.ndarray) -> np.ndarray:
+    """Running maximum of ``x`` restarting where ``same`` is False."""
+    seg = np.cumsum(~same) - 1
+    lo = int(x.min())
+    span = int(x.max()) - lo + 1
+    if span * (int(seg[-1]) + 1) < 2**62:
+        shifted = (x - lo) + seg * span
+        return np.maximum.accumulate(shifted) - seg * span + lo
+    out = x.copy()
+    starts = [*np.flatnonzero(~same).tolist(), len(x)]
+    for a, b in itertools.pairwise(starts):
+        out[a:b] = np.maximum.accumulate(x[a:b])
+    return out
+
+
+def levels(depth: np.ndarray, sel: np.ndarray) -> list[np.ndarray]:
+    """Indices of ``sel`` events grouped by depth, deepest first (depth ≥ 1 only)."""
+    idx = np.flatnonzero(sel & (depth > 0))
+    if not len(idx):
+        return []
+    d = depth[idx]
+    order = np.argsort(d, kind="stable")
+    idx, d = idx[order], d[order]
+    bounds = np.flatnonzero(np.diff(d)) + 1
+    return list(reversed(np.split(idx, bounds)))
+
+
+def kernel_mask(parent: np.ndarray, depth: np.ndarray, trivial: np.ndarray, sel: np.ndarray) -> np.ndarray:
+    """Ops that computed: no descendant does real work (only allocation/view ops below them), and
+    not an allocation/view op inside such an operator."""
+    busy = np.zeros(len(parent), bool)  # has a child that is busy or not trivial
+    for lv in levels(depth, sel):
+        flag = busy[lv] | ~trivial[lv]
+        busy[parent[lv[flag]]] = True
+    has_parent = parent >= 0
+    parent_busy = np.zeros(len(parent), bool)
+    parent_busy[has_parent] = busy[parent[has_parent]]
+    return sel & ~busy & ~(trivial & has_parent & ~parent_busy)
+
+
+def op_times(parent: np.ndarray, depth: np.ndarray, dur: np.ndarray, sel: np.ndarray, k_op: np.ndarray,
+             k_dur: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per op: summed duration of direct children, own kernel time, subtree kernel time (ns)."""
+    n = len(parent)
+    has = sel & (parent >= 0)
+    child = np.zeros(n, np.int64)
+    np.add.at(child, parent[has], dur[has])
+    dev_self = np.zeros(n, np.int64)
+    valid = k_op >= 0
+    np.add.at(dev_self, k_op[valid], k_dur[valid])
+    dev_total = dev_self.copy()
+    for lv in levels(depth, sel):
+        np.add.at(dev_total, parent[lv], dev_total[lv])
+    return child, dev_self, dev_total
+
+
+def call_stacks(cols: Columns, sel: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Per op a code into the returned stack texts (``"inner;\\r\\nouter"``, from the enclosing
+    python_function events, with_stack), or -1.  Equal stacks share one text."""
+    n = len(cols.op_ts)
+    code = np.full(n, -1, np.int64)
+    npy = len(cols.py_ts)
+    if not npy:
+        return code, []
+    ops = np.flatnonzero(sel)
+    kind = np.concatenate((np.zeros(npy, np.int64), np.ones(len(ops), np.int64)))
+    index = np.concatenate((np.arange(npy), ops))
+    tid = np.concatenate((cols.py_tid, cols.op_tid[ops]))
+    ts = np.concatenate((cols.py_ts, cols.op_ts[ops]))
+    ndur = -np.concatenate((cols.py_dur, cols.op_dur[ops]))
+    order = np.lexsort((index, kind, ndur, ts, tid))
+    names = cols.py_names.items
+    py_name = cols.py_name.tolist()
+    texts: dict[str, int] = {}
+    out: list[str] = []
+    stack: list[tuple[int, str]] = []
+    cur = None
+    res_i: list[int] = []
+    res_c: list[int] = []
+    for t_id, t, nd, k, i in zip(tid[order].tolist(), ts[order].tolist(), ndur[order].tolist(),
+                                 kind[order].tolist(), index[order].tolist(), strict=True):
+        if t_id != cur:
+            stack, cur = [], t_id
+        while stack and stack[-1][0] <= t:
+            stack.pop()
+        if k == 0:
+            name = names[py_name[i]]
+            stack.append((t - nd, name + ";\r\n" + stack[-1][1] if stack else name))
+        elif stack:
+            text = stack[-1][1]
+            c = texts.get(text)
+            if c is None:
+                c = texts[text] = len(out)
+                out.append(text)
+            res_i.append(i)
+            res_c.append(c)
+    if res_i:
+        code[np.asarray(res_i, np.int64)] = np.asarray(res_c, np.int64)
+    return code, out

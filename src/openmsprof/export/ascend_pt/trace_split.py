@@ -1,0 +1,109 @@
+"""Write ``trace_view.json`` using both cores: a forked child formats the second half of the
+events (kernels, flows, overlap tracks) into a part file while this process formats the first half
+(metadata, operators, Python functions, fwdbwd flows) and the CSVs; the part is then appended.
+
+The child only formats and writes (no locks, no logging) and leaves with ``os._exit``.  If it
+fails, or forking is not possible, the second half is written here: the bytes are the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+
+from openmsprof.collect import fs
+from openmsprof.export.ascend_pt import trace_view
+from openmsprof.export.ascend_pt.framework import Framework
+from openmsprof.export.ascend_pt.overlap import Overlap
+
+#: Below this many operators a fork costs more than it saves.
+MIN_OPS = 50_000
+
+
+def _groups(fd: int, groups: Iterable[list[bytes]], first: bool) -> bool:
+    """Write each non-empty group comma-joined; returns whether nothing was written yet."""
+    for g in groups:
+        if g:
+            fs.write_all(fd, (b"" if first else b",") + b",".join(g))
+            first = False
+    return first
+
+
+class Pending:
+    """The second half being formatted by a child process."""
+
+    def __init__(self, part: Path, pid: int) -> None:
+        self.part, self.pid = part, pid
+
+    def collect(self, fd: int | None) -> bool:
+        """Wait for the child; append its part to ``fd`` (None: just discard it).  False when the
+        child failed, and nothing was appended."""
+        try:
+            _pid, status = os.waitpid(self.pid, 0)
+            if fd is None or os.waitstatus_to_exitcode(status) != 0:
+                return False
+            try:
+                src = open(self.part, "rb")  # noqa: SIM115
+            except OSError:
+                return False
+            with src:
+                while block := src.read(16 << 20):
+                    fs.write_all(fd, block)
+            return True
+        finally:
+            with contextlib.suppress(OSError):
+                self.part.unlink()
+
+
+def start_tail(path: Path, fw: Framework, ov: Overlap, lay: trace_view.Layout) -> Pending | None:
+    """Fork a child that writes the second half (each group led by a comma) to a part file."""
+    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2 or fw.n_ops < MIN_OPS:
+        return None
+    part = path.with_name(f".{path.name}.{os.getpid()}.part")
+    with contextlib.suppress(OSError):
+        part.unlink()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    except OSError:
+        return None
+    if pid == 0:  # pragma: no cover - runs in the child (its result is checked by the parent)
+        status = 1
+        try:
+            fd = fs.open_new(part, append=False)
+            _groups(fd, trace_view.tail(fw, ov, lay), first=False)
+            os.close(fd)
+            status = 0
+        finally:
+            os._exit(status)
+    return Pending(part, pid)
+
+
+def write(path: Path, fw: Framework, ov: Overlap, lay: trace_view.Layout, pending: Pending | None,
+          between: Iterable[None] = ()) -> None:
+    """Write the first half, run ``between`` (other exports, while the child works), then the
+    second half (from the child's part when it succeeded).  Temp file + rename, 0640."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    fd = fs.open_new(tmp, append=False)
+    try:
+        fs.write_all(fd, b"[")
+        first = _groups(fd, trace_view.head(fw, ov, lay), first=True)
+        for _ in between:
+            pass
+        done = pending is not None and pending.collect(None if first else fd)
+        if not done:
+            _groups(fd, trace_view.tail(fw, ov, lay), first=first)
+        fs.write_all(fd, b"]")
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        if pending is not None and pending.part.exists():
+            pending.collect(None)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
