@@ -38,6 +38,7 @@ WORKER = textwrap.dedent("""
             for p in t.model.parameters():
                 dist.all_reduce(p.data)
             prof.step()
+    dist.barrier()  # both ranks done before gloo tears down (avoids its abort at exit)
     dist.destroy_process_group()
 """)
 
