@@ -1,9 +1,9 @@
 """Timeline layout: process tracks, pid/tid encoding, metadata events, overlap lanes (FORMATS §5).
 
 Perfetto-safe mode (default): small pids (the track's sort index), numeric ts, and compact tids
-``sort_index * 100000 + k`` (k-th thread of the track; the real tid stays in the thread name and
-sort index) so that no tid appears under two processes (Perfetto's JSON importer keys threads
-by tid).  Ascend mode: real tids and
+``k * 100 + sort_index`` (k-th thread of the track, 0 for process-level events; the real tid
+stays in the thread name and sort index) so that no tid appears under two processes (Perfetto's
+JSON importer keys threads by tid) and tids cost few bytes.  Ascend mode: real tids and
 ``pid = (real_pid << 10) | (sort_index << 5) | device_id`` (31 = host).
 """
 
@@ -15,14 +15,16 @@ from openmsprof.export.trace_writer import TraceWriter
 
 SORT_APP, SORT_CANN, SORT_CPU, SORT_MEM, SORT_DEVICE = 6, 7, 9, 10, 14
 HOST_DEV = 31
-#: Perfetto-safe tids of a track are ``sort_index * TID_SPAN + k``.
-TID_SPAN = 100_000
+#: Perfetto-safe tids of a track are ``k * TID_STRIDE + sort_index`` (sort indexes are < 32).
+TID_STRIDE = 100
 #: Overflow lanes per thread before the last one is shared.
 MAX_LANE = 64
 #: Raw (Ascend-mode) thread id of the step track inside the device process.
 STEP_TID = (1 << 22) - 1
-#: Overflow-lane tids are allocated upwards from here (per file).
+#: Overflow-lane tids are allocated upwards from here (per file) in Ascend mode; the device
+#: track's from ``DEVICE_FIRST_LANE_TID`` (its pass may run in another process).
 FIRST_LANE_TID = 1 << 30
+DEVICE_FIRST_LANE_TID = (1 << 30) + (1 << 29)
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class Style:
 
     def tid(self, sort_index: int, k: int, raw: int) -> int:
         """The drawn tid of the ``k``-th thread (k ≥ 1) of a track whose real id is ``raw``."""
-        return sort_index * TID_SPAN + k if self.safe else raw
+        return k * TID_STRIDE + sort_index if self.safe else raw
 
     @property
     def ts_base(self) -> int:
@@ -79,26 +81,35 @@ def thread_meta(w: TraceWriter, pid: int, tid: int, name: str, sort_index: int) 
 class Lanes:
     """Keeps X events on each thread nested or disjoint; an overlapping one goes to an overflow
     lane (a new thread with a fresh tid) instead of being dropped.  Events must arrive sorted by
-    start (and end descending for equal starts) per thread."""
+    start (and end descending for equal starts) per thread.  Perfetto-safe lanes take the track's
+    thread numbers ``k`` from the shared counter ``ks`` (``ks[0]`` = the last ``k`` taken;
+    default: the named threads are 1…n)."""
 
-    __slots__ = ("lane_tids", "names", "next_tid", "pid", "tracks", "writer")
+    __slots__ = ("ks", "lane0", "lane_tids", "names", "next_raw", "pid", "safe", "tracks",
+                 "writer")
 
     def __init__(self, writer: TraceWriter, pid: int, names: dict[int, str],
-                 style: Style | None = None) -> None:
+                 style: Style | None = None, ks: list[int] | None = None,
+                 first_raw: int = 0) -> None:
         self.tracks: dict[int, list[list[int]]] = {}
+        #: thread → its first lane's stack of open ends, for the callers' inline fast path:
+        #: ``len(st) == 1 and st[0] <= s`` → the span goes on the thread itself (``st[0] = e``).
+        self.lane0: dict[int, list[int]] = {}
         self.lane_tids: dict[int, list[int]] = {}
         self.writer = writer
         self.pid = pid
         self.names = names
-        # Perfetto-safe: lanes take tids in the upper half of the track's own tid range
-        self.next_tid = pid * TID_SPAN + TID_SPAN // 2 if style is not None and style.safe \
-            else 0
+        # Perfetto-safe: lanes are further threads of the track (pid == sort index there)
+        self.ks = [len(names)] if ks is None else ks
+        self.safe = style is not None and style.safe
+        self.next_raw = first_raw  # Ascend mode: 0 = the writer's file-wide counter
 
     def place(self, tid: int, s: int, e: int) -> int:
         """The tid to draw the span [s, e] of thread ``tid`` on."""
         lanes = self.tracks.get(tid)
         if lanes is None:
-            self.tracks[tid] = [[e]]
+            st0 = self.lane0[tid] = [e]
+            self.tracks[tid] = [st0]
             return tid
         for k, st in enumerate(lanes):
             while st and st[-1] <= s:
@@ -110,9 +121,12 @@ class Lanes:
             lanes[-1].append(e)
             return self.lane_tids[tid][-1]
         lanes.append([e])
-        if self.next_tid:
-            self.next_tid += 1
-            lane_tid = self.next_tid
+        if self.safe:
+            self.ks[0] += 1
+            lane_tid = self.ks[0] * TID_STRIDE + self.pid
+        elif self.next_raw:
+            self.next_raw += 1
+            lane_tid = self.next_raw
         else:
             lane_tid = self.writer.new_tid()
         self.lane_tids.setdefault(tid, []).append(lane_tid)

@@ -7,12 +7,44 @@ written to temp names and renamed only when the whole export succeeded.
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 import orjson
 
+from openmsprof.config.errors import PathError, StorageError
 from openmsprof.export.naming import remove_stale, timeline_file
 from openmsprof.export.outfile import OutFile
+
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _copy_range(src: int, part: OutFile, size: int) -> bool:
+    """Append ``size`` bytes of ``src`` to ``part`` with ``copy_file_range`` (no user-space
+    copy).  False when the system cannot do it and nothing was copied."""
+    left = size
+    while left > 0:
+        try:
+            n = os.copy_file_range(src, part.fd, left)  # type: ignore[arg-type]
+        except (AttributeError, OSError) as exc:
+            err = getattr(exc, "errno", None)
+            if err in _FULL:
+                part.abort()
+                raise StorageError(f"disk full while writing {str(part.path)!r}: "
+                                   f"{os.strerror(err or 0)}; partial file removed") from None
+            if left == size:
+                return False
+            part.abort()
+            raise PathError(f"cannot write {str(part.path)!r}: {exc}") from None
+        if n == 0:
+            if left == size:
+                return False
+            part.abort()
+            raise PathError(f"cannot write {str(part.path)!r}: source file shrank")
+        left -= n
+        part.size += n
+    return True
 
 
 class TraceWriter:
@@ -68,7 +100,10 @@ class TraceWriter:
     # -- writing --------------------------------------------------------------------------
     def add_meta(self, event: dict[str, object]) -> None:
         """A metadata (``ph:"M"``) event: written now and repeated at the top of later slices."""
-        data = orjson.dumps(event)
+        self.add_raw_meta(orjson.dumps(event))
+
+    def add_raw_meta(self, data: bytes) -> None:
+        """:meth:`add_meta` for an already encoded event."""
         self.meta.append(data)
         if self._cur is None:
             self._open()
@@ -81,10 +116,28 @@ class TraceWriter:
         if not chunk:
             return
         part = self._target()
-        body = ",".join(chunk).encode()
-        part.write(body if self._empty else b"," + body)
+        n = len(chunk) if count is None else count
+        if not self._empty:
+            chunk.insert(0, "")  # the separator, without copying the joined text again
+        part.write(",".join(chunk).encode())
         self._empty = False
-        self.events += len(chunk) if count is None else count
+        self.events += n
+
+    def append_body(self, body: Path, count: int) -> None:
+        """Append a file of encoded, comma-separated events (another process's output) to the
+        current slice.  Not for size-sliced files (the body is copied whole)."""
+        size = body.stat().st_size
+        if not size:
+            return
+        part = self._target()
+        if not self._empty:
+            part.write(b",")
+        with body.open("rb") as src:
+            if not _copy_range(src.fileno(), part, size):  # no in-kernel copy here: by hand
+                while data := src.read(1 << 24):
+                    part.write(data)
+        self._empty = False
+        self.events += count
 
     def finish(self) -> list[Path]:
         """Close the last slice and rename all slices into place; returns the written paths."""
