@@ -1,5 +1,7 @@
 """Two-process torch.distributed (gloo, loopback) → two rank dirs, read by msprof-analyze
-``cluster`` and ``compare`` (its exit code is always 0: check files and ``[ERROR]`` lines)."""
+``cluster`` and ``compare`` (its exit code is always 0: check files and ``[ERROR]`` lines); the
+gloo collectives become communication.json / communication_matrix.json and, re-analysed with
+export_type=db, the analysis.db CommAnalyzer* tables."""
 
 from __future__ import annotations
 
@@ -37,9 +39,18 @@ WORKER = textwrap.dedent("""
             t.step()
             for p in t.model.parameters():
                 dist.all_reduce(p.data)
+            if dist.get_rank() == 0:
+                dist.send(torch.ones(64), 1)
+            else:
+                dist.recv(torch.zeros(64), 0)
             prof.step()
     dist.barrier()  # both ranks done before gloo tears down (avoids its abort at exit)
     dist.destroy_process_group()
+    # torch 2.x gloo can still abort in a C++ static destructor at interpreter exit
+    # ("terminate called without an active exception"); everything is written by now, so
+    # leave without running those destructors.
+    sys.stdout.flush(); sys.stderr.flush()
+    import os; os._exit(0)
 """)
 
 
@@ -62,6 +73,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Path:
         _out, err = p.communicate(timeout=240)
         assert p.returncode == 0, err.decode()[-2000:]
     return root / "cluster"
+
+
+# all_reduce of the MLP's parameters (Linear(32, 64), Linear(64, 10): weights then biases), fp32
+PARAM_BYTES = [64 * 32 * 4, 64 * 4, 10 * 64 * 4, 10 * 4]
+GROUP_HASH = str((48 << 32) | 48)  # HCCL double hash of the default group id "0"
 
 
 def _run(args: list[str], cwd: Path) -> str:
@@ -120,3 +136,124 @@ def test_msprof_analyze_compare_matches_ours(cluster: Path, tmp_path: Path) -> N
     assert len(e2e) == 2
     assert e2e[0] == pytest.approx(_e2e_s(new), abs=0.0015) or e2e[0] == pytest.approx(_e2e_s(base), abs=0.0015)
     assert sorted(e2e) == pytest.approx(sorted([_e2e_s(new), _e2e_s(base)]), abs=0.0015)
+
+
+def _rank_of(d: Path) -> int:
+    m = re.search(r"profiler_info_(\d+)", next(p.name for p in d.glob("profiler_info_*.json")))
+    assert m
+    return int(m.group(1))
+
+
+def _numbers_only(obj: object) -> bool:
+    if isinstance(obj, dict):
+        return all(_numbers_only(v) for v in obj.values())
+    if isinstance(obj, list):
+        return all(isinstance(v, (int, float)) for v in obj)
+    return isinstance(obj, (int, float)) and not isinstance(obj, bool)
+
+
+def test_communication_json_from_gloo_collectives(cluster: Path) -> None:
+    for d in rank_dirs(cluster):
+        rank = _rank_of(d)
+        doc = orjson.loads((d / "ASCEND_PROFILER_OUTPUT" / "communication.json").read_bytes())
+        assert sorted(doc) == ["step2", "step3"]
+        for step in doc.values():
+            assert set(step) == {"collective", "p2p"}
+            coll, p2p = step["collective"], step["p2p"]
+            assert "Total Op Info" in coll and "Total Op Info" in p2p
+            ops = {k: v for k, v in coll.items() if k != "Total Op Info"}
+            assert len(ops) == 4 and all(k.startswith("hcom_allReduce__") and k.endswith("@" + GROUP_HASH)
+                                         for k in ops)
+            sizes = [round(v["Communication Bandwidth Info"]["LOCAL"]["Transit Size(MB)"] * 1024 * 1024)
+                     for v in sorted(ops.values(), key=lambda v: v["Communication Time Info"]["Start Timestamp(us)"])]
+            assert sizes == PARAM_BYTES
+            (p2p_name,) = [k for k in p2p if k != "Total Op Info"]
+            assert p2p_name.startswith("hcom_send__" if rank == 0 else "hcom_receive__")
+            for info in [*coll.values(), *p2p.values()]:
+                assert _numbers_only(info)
+                t = info["Communication Time Info"]
+                assert t["Elapse Time(ms)"] > 0 and t["Transit Time(ms)"] <= t["Elapse Time(ms)"]
+            total = coll["Total Op Info"]
+            assert total["Communication Time Info"]["Elapse Time(ms)"] == pytest.approx(
+                sum(v["Communication Time Info"]["Elapse Time(ms)"] for v in ops.values()))
+            assert total["Communication Bandwidth Info"]["LOCAL"]["Transit Size(MB)"] * 1024 * 1024 == \
+                pytest.approx(sum(PARAM_BYTES))
+
+
+def test_communication_matrix_has_self_links(cluster: Path) -> None:
+    for d in rank_dirs(cluster):
+        rank = _rank_of(d)
+        doc = orjson.loads((d / "ASCEND_PROFILER_OUTPUT" / "communication_matrix.json").read_bytes())
+        assert sorted(doc) == ["step2", "step3"]
+        coll = doc["step2"]["collective"]
+        assert {f"allreduce-{k}@{GROUP_HASH}" for k in ("top1", "middle", "bottom1", "bottom2", "bottom3",
+                                                          "total")} == set(coll)
+        for links in coll.values():
+            assert list(links) == [f"{rank}-{rank}"]
+            (link,) = links.values()
+            assert link["Transport Type"] == "LOCAL"
+            assert set(link) == {"Transport Type", "Transit Size(MB)", "Transit Time(ms)", "Bandwidth(GB/s)", "Op Name"}
+        total = coll[f"allreduce-total@{GROUP_HASH}"][f"{rank}-{rank}"]
+        assert total["Transit Size(MB)"] * 1024 * 1024 == pytest.approx(sum(PARAM_BYTES))
+
+
+def test_trace_view_communication_process(cluster: Path) -> None:
+    for d in rank_dirs(cluster):
+        out = d / "ASCEND_PROFILER_OUTPUT"
+        events = orjson.loads((out / "trace_view.json").read_bytes())
+        (pid,) = [e["pid"] for e in events if e.get("name") == "process_name" and e["args"]["name"] == "Communication"]
+        threads = [e["args"]["name"] for e in events if e.get("name") == "thread_name" and e["pid"] == pid]
+        assert threads == ["Group 0 Communication"]
+        ops = [e for e in events if e["pid"] == pid and e["ph"] == "X"]
+        assert all(e["name"].split("_")[1] in ("allReduce", "send", "receive", "barrier") for e in ops)
+        comm = orjson.loads((out / "communication.json").read_bytes())
+        names = {k.split("@")[0] for s in comm.values() for kind in s.values() for k in kind if k != "Total Op Info"}
+        assert names <= {e["name"] for e in ops}
+
+
+def test_msprof_analyze_cluster_communication(cluster: Path, tmp_path: Path) -> None:
+    _run(["cluster", "-d", str(cluster), "-o", str(tmp_path / "c")], tmp_path)
+    out = tmp_path / "c" / "cluster_analysis_output"
+    comm = orjson.loads((out / "cluster_communication.json").read_bytes())
+    steps = comm["(0, 1)"]
+    assert sorted(steps) == ["step2", "step3"]
+    for ops in steps.values():
+        reduces = [k for k in ops if k.startswith("hcom_allReduce__")]
+        assert len(reduces) == 4
+        assert all(set(ops[k]) == {"0", "1"} for k in reduces)  # each collective seen by both ranks
+        assert f"Total Op Info@{GROUP_HASH}" in ops
+    matrix = orjson.loads((out / "cluster_communication_matrix.json").read_bytes())
+    links = matrix["(0, 1)"]["step2"][f"allreduce-total@{GROUP_HASH}"]
+    assert set(links) == {"0-0", "1-1"}
+    group = orjson.loads((out / "communication_group.json").read_bytes())
+    assert group["collective"] == [[0, 1]]
+    assert any(g["group_id"] == "0" and g["pg_name"] == "default_pg" for g in group["comm_group_parallel_info"])
+
+
+def test_db_export_comm_analyzer_tables(cluster: Path, tmp_path: Path) -> None:
+    import sqlite3
+
+    from openmsprof.torch.profiler.analysis import analyse_dir
+
+    src = rank_dirs(cluster)[0]
+    d = tmp_path / src.name
+    shutil.copytree(src, d)
+    info_path = next(d.glob("profiler_info_*.json"))
+    info = orjson.loads(info_path.read_bytes())
+    info["config"]["experimental_config"]["_export_type"] = ["db"]
+    info_path.write_bytes(orjson.dumps(info))
+    out = analyse_dir(d, parallel=False)
+    comm = orjson.loads((src / "ASCEND_PROFILER_OUTPUT" / "communication.json").read_bytes())
+    want = sorted((k.split("@")[0], step, kind) for step, s in comm.items() for kind, ops in s.items()
+                  for k in ops if k != "Total Op Info")
+    con = sqlite3.connect(out / "analysis.db")
+    try:
+        times = con.execute("SELECT hccl_op_name, step, type, group_name, elapse_time FROM CommAnalyzerTime").fetchall()
+        bands = con.execute("SELECT transport_type, transit_size FROM CommAnalyzerBandwidth").fetchall()
+        links = con.execute("SELECT DISTINCT src_rank, dst_rank, transport_type FROM CommAnalyzerMatrix").fetchall()
+    finally:
+        con.close()
+    assert sorted(t[:3] for t in times) == want
+    assert {t[3] for t in times} == {GROUP_HASH} and all(t[4] > 0 for t in times)
+    assert len(bands) == len(times) and {b[0] for b in bands} == {"LOCAL"}
+    assert links == [("0", "0", "LOCAL")]

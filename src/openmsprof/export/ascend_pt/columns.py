@@ -3,7 +3,8 @@
 Operators (``cpu_op`` / ``user_annotation`` X events, in file order) become numpy columns; their
 texts become codes into vocabularies: names, the trace_view ``args`` object (already serialised,
 only the keys trace_view keeps), input shapes/dtypes text.  ``python_function`` events and
-``fwdbwd`` flows get their own columns; GPU events are kept as dicts (CUDA machines only).
+``fwdbwd`` flows and ``[memory]`` instant events (profile_memory) get their own columns; GPU events
+are kept as dicts (CUDA machines only).
 """
 
 from __future__ import annotations
@@ -20,6 +21,13 @@ NO_EXT = -(2**62)
 OP_CATS = frozenset(("cpu_op", "user_annotation"))
 _EMPTY: dict[str, Any] = {}
 _EMPTY_KEY = ("absent",)
+_I64 = 2**63
+MEMORY = "[memory]"
+
+
+def _int(v: Any) -> int:
+    """An int64 from a JSON value (anything else, or out of range, is 0)."""
+    return v if isinstance(v, int) and -_I64 <= v < _I64 else 0
 
 
 class Vocab(Generic[T]):
@@ -68,6 +76,7 @@ class Columns:
         self._op: list[list[np.ndarray]] = [[] for _ in range(10)]
         self._py: list[list[np.ndarray]] = [[] for _ in range(4)]
         self._fl: list[list[np.ndarray]] = [[] for _ in range(4)]
+        self._mem: list[list[np.ndarray]] = [[] for _ in range(8)]
         self._seq_args: dict[tuple[Any, Any], int] = {}
 
     def add(self, events: list[Any]) -> None:
@@ -82,9 +91,13 @@ class Columns:
                 self._add_python(py)
             self.gpu += [e for e in xs if e.get("cat") in GPU_CATS]
         if len(xs) < len(events):
-            flows = [e for e in events if e.get("cat") == "fwdbwd" and e.get("ph") in ("s", "f")]
+            rest = [e for e in events if e.get("ph") != "X"]
+            flows = [e for e in rest if e.get("cat") == "fwdbwd" and e.get("ph") in ("s", "f")]
             if flows:
                 self._add_flows(flows)
+            mem = [e for e in rest if e.get("name") == MEMORY and e.get("ph") == "i"]
+            if mem:
+                self._add_memory(mem)
 
     def _add_ops(self, ops: list[dict[str, Any]]) -> None:
         if not self._pid_set:
@@ -148,6 +161,16 @@ class Columns:
         self._fl[2].append(np.asarray([i if isinstance(i := e.get("id", 0), int) else 0 for e in flows], np.int64))
         self._fl[3].append(np.asarray([t if isinstance(t := e.get("tid", 0), int) else 0 for e in flows], np.int64))
 
+    def _add_memory(self, mem: list[dict[str, Any]]) -> None:
+        """Allocator events: ts, tid, Addr, Bytes (< 0 = free), Total Allocated/Reserved, Device Type/Id."""
+        args = [e.get("args") or _EMPTY for e in mem]
+        m = self._mem
+        m[0].append(np.asarray([e["ts"] for e in mem], np.float64))
+        m[1].append(np.asarray([_int(e.get("tid", 0)) for e in mem], np.int64))
+        for col, key in zip(m[2:], ("Addr", "Bytes", "Total Allocated", "Total Reserved", "Device Type",
+                                    "Device Id"), strict=True):
+            col.append(np.asarray([_int(a.get(key, 0)) for a in args], np.int64))
+
     def finish(self, offset_ns: int) -> None:
         """Concatenate the blocks; times become epoch ns (``rint(µs × 1000) + offset``)."""
         o = self._op
@@ -172,4 +195,8 @@ class Columns:
         self.flow_start = _cat(f[1], bool)
         self.flow_id = _cat(f[2], np.int64)
         self.flow_tid = _cat(f[3], np.int64)
-        self._op, self._py, self._fl = [], [], []
+        m = self._mem
+        self.mem_ts = np.rint(_cat(m[0], np.float64) * 1000.0).astype(np.int64) + offset_ns
+        self.mem_tid, self.mem_addr, self.mem_bytes, self.mem_alloc, self.mem_reserved, self.mem_dev_type, \
+            self.mem_dev_id = (_cat(c, np.int64) for c in m[1:])
+        self._op, self._py, self._fl, self._mem = [], [], [], []

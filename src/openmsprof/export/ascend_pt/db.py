@@ -1,5 +1,6 @@
-"""``export_type=db``: ``ascend_pytorch_profiler_{rank}.db`` (msprof-style tables, ns, string ids)
-and ``analysis.db`` (StepTraceTime + empty CommAnalyzer* tables), clients doc §7.5."""
+"""``export_type=db``: ``ascend_pytorch_profiler_{rank}.db`` (msprof-style tables, ns, string ids;
+MEMORY_RECORD / OP_MEMORY with profile_memory) and ``analysis.db`` (StepTraceTime, CommAnalyzer*
+rows for the collectives at Level1+), clients doc §7.5."""
 
 from __future__ import annotations
 
@@ -7,13 +8,16 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from openmsprof.collect import fs
 from openmsprof.export.ascend_pt.framework import CORES, Framework
 from openmsprof.export.ascend_pt.overlap import Overlap, step_rows
+
+if TYPE_CHECKING:
+    from openmsprof.export.ascend_pt.writer import Extras
 
 NA = "N/A"
 NO_MODEL = 4294967295
@@ -59,6 +63,10 @@ CREATE TABLE MSTX_EVENTS(startNs INTEGER, endNs INTEGER, eventType INTEGER, rang
   message INTEGER, globalTid INTEGER, endGlobalTid INTEGER, domainId INTEGER, connectionId INTEGER);
 CREATE TABLE MEMORY_RECORD(component INTEGER, timestamp INTEGER, totalAllocated INTEGER, totalReserved INTEGER,
   totalActive INTEGER, streamPtr INTEGER, deviceId INTEGER);
+CREATE TABLE OP_MEMORY(name INTEGER, size INTEGER, allocationTime INTEGER, releaseTime INTEGER,
+  activeReleaseTime INTEGER, duration INTEGER, activeDuration INTEGER, allocationTotalAllocated INTEGER,
+  allocationTotalReserved INTEGER, allocationTotalActive INTEGER, releaseTotalAllocated INTEGER,
+  releaseTotalReserved INTEGER, releaseTotalActive INTEGER, streamPtr INTEGER, deviceId INTEGER);
 CREATE TABLE AICORE_FREQ(deviceId INTEGER, timestampNs INTEGER, freq INTEGER);
 """
 ANALYSIS_SCHEMA = """
@@ -142,7 +150,7 @@ def _api(fw: Framework, s: _Strings, chains: list[tuple[int, int, int]]) -> Iter
 
 
 def write(out: Path, fw: Framework, ov: Overlap, info: dict[str, Any], rank: int | None, device_id: int,
-          rank_dir: Path) -> list[str]:
+          rank_dir: Path, extra: Extras | None = None) -> list[str]:
     name = f"ascend_pytorch_profiler_{rank}.db" if rank is not None else "ascend_pytorch_profiler.db"
     con, tmp = _new_db(out / name)
     s = _Strings()
@@ -170,6 +178,12 @@ def write(out: Path, fw: Framework, ov: Overlap, info: dict[str, Any], rank: int
         valid = [(o, o) for o in k.op[k.op >= 0].tolist()]
         con.executemany("INSERT INTO CONNECTION_IDS VALUES (?,?)", valid)
         con.executemany("INSERT INTO STEP_TIME VALUES (?,?,?)", fw.steps)
+        if extra is not None and extra.memory is not None:
+            from openmsprof.export.ascend_pt.memory import db_rows
+
+            records, op_mem = db_rows(extra.memory, s)
+            con.executemany("INSERT INTO MEMORY_RECORD VALUES (?,?,?,?,?,?,?)", records)
+            con.executemany("INSERT INTO OP_MEMORY VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", op_mem)
         con.executemany("INSERT INTO STRING_IDS VALUES (?,?)", [(v, key) for key, v in s.items()])
         con.execute("CREATE INDEX TaskIndex ON TASK(startNs, globalTaskId)")
     con.close()
@@ -179,6 +193,13 @@ def write(out: Path, fw: Framework, ov: Overlap, info: dict[str, Any], rank: int
         acon.executescript(ANALYSIS_SCHEMA)
         rows = [tuple(r) for r in step_rows(fw, ov, device_id)]
         acon.executemany("INSERT INTO StepTraceTime VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
+        if extra is not None and extra.comm_views:
+            from openmsprof.export.ascend_pt.comm_views import analysis_rows
+
+            times, bands, links = analysis_rows(extra.comm, extra.group)
+            acon.executemany("INSERT INTO CommAnalyzerTime VALUES (?,?,?,?,?,?,?,?,?,?)", times)
+            acon.executemany("INSERT INTO CommAnalyzerBandwidth VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", bands)
+            acon.executemany("INSERT INTO CommAnalyzerMatrix VALUES (?,?,?,?,?,?,?,?,?,?,?)", links)
     acon.close()
     os.replace(atmp, out / "analysis.db")
     return [name, "analysis.db"]

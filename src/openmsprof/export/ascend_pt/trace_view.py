@@ -64,7 +64,9 @@ class Layout:
         self.cann = enc_pid(fw.pid, 7, HOST_DEV)
         self.hardware = enc_pid(fw.pid, 14, device_id)
         self.overlap = enc_pid(fw.pid, 31, device_id)
+        self.communication = enc_pid(fw.pid, 16, device_id)
         self.device_id = device_id
+        self.comm: list[bytes] = []  # the Communication process, ready-made (comm_views.trace_events)
 
 
 def _metadata(fw: Framework, ov: Overlap, lay: Layout) -> list[bytes]:
@@ -182,11 +184,12 @@ def _tracks(ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:
 
 
 def head(fw: Framework, ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:
-    """First half: metadata (never empty), operators, Python functions, fwdbwd flows."""
+    """First half: metadata (never empty), operators, Python functions, fwdbwd flows, Communication."""
     yield _metadata(fw, ov, lay)
     yield from _ops(fw, lay)
     yield from _python(fw, lay)
     yield from _flows(fw, lay)
+    yield lay.comm
 
 
 def tail(fw: Framework, ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:

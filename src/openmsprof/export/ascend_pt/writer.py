@@ -14,7 +14,15 @@ import orjson
 
 from openmsprof.collect import fs
 from openmsprof.config.errors import RawDataError
-from openmsprof.export.ascend_pt import framework, summary, trace_split, trace_view
+from openmsprof.export.ascend_pt import (
+    comm_views,
+    communication,
+    framework,
+    memory,
+    summary,
+    trace_split,
+    trace_view,
+)
 from openmsprof.export.ascend_pt.overlap import Overlap
 
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
@@ -68,22 +76,25 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
     types = [types] if isinstance(types, str) else types
     fw = framework.load(rank_dir, info)
     ov = Overlap(fw)
+    extra = Extras(rank_dir, fw, rank if rank is not None else _rank_id(info), level,
+                   common.get("profile_memory") is True)
     out = fs.make_dir(rank_dir / OUTPUT)
     (out / "analyse.done").unlink(missing_ok=True)
     files: list[str] = []
     if "text" in types or not types:
         lay = trace_view.Layout(fw, device_id)
+        lay.comm = comm_views.trace_events(extra.comm, extra.group, lay.communication, device_id)
         tv = out / "trace_view.json"
         pending = trace_split.start_tail(tv, fw, ov, lay) if parallel else None
         cpu = "ProfilerActivity.CPU" in common.get("activities", ["ProfilerActivity.CPU"])
-        trace_split.write(tv, fw, ov, lay, pending, _summaries(out, fw, ov, device_id, level, cpu))
+        trace_split.write(tv, fw, ov, lay, pending, _summaries(out, fw, ov, device_id, level, cpu, extra, files))
         files += ["operator_details.csv"] if cpu else []
         files += ["trace_view.json", "kernel_details.csv", "step_trace_time.csv"]
         files += ["op_statistic.csv", "api_statistic.csv"] if level >= 1 else []
     if "db" in types:
         from openmsprof.export.ascend_pt.db import write as write_db
 
-        names = write_db(out, fw, ov, info, rank, device_id, rank_dir)
+        names = write_db(out, fw, ov, info, rank, device_id, rank_dir, extra=extra)
         files += names
     if exp.get("_data_simplification", True):
         simplify(rank_dir)
@@ -91,9 +102,30 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
     return Result(out, files, len(fw.kernels), fw.n_ops)
 
 
+def _rank_id(info: dict[str, Any]) -> int | None:
+    r = info.get("rank_id")
+    return r if isinstance(r, int) and not isinstance(r, bool) and r >= 0 else None
+
+
+class Extras:
+    """What the optional outputs need: the communication operations (with their group; the JSON
+    views only at Level1+, FORMATS §3) and the memory view (profile_memory only)."""
+
+    def __init__(self, rank_dir: Path, fw: framework.Framework, rank: int | None, level: int,
+                 profile_memory: bool) -> None:
+        self.group = communication.group_of(rank_dir, rank)
+        self.comm = communication.collect(fw, self.group)
+        self.comm_views = level >= 1 and bool(self.comm)
+        self.memory = memory.load(fw) if profile_memory else None
+
+
 def _summaries(out: Path, fw: framework.Framework, ov: Overlap, device_id: int, level: int,
-               cpu: bool) -> Iterator[None]:
+               cpu: bool, extra: Extras, files: list[str]) -> Iterator[None]:
     """The CSV exports (a generator, run while the trace_view child works)."""
+    if extra.memory is not None:
+        files += memory.write_csvs(out, extra.memory)
+    if extra.comm_views:
+        files += comm_views.write_json(out, extra.comm, extra.group)
     summary.kernel_details(out / "kernel_details.csv", fw, device_id, full=level >= 1)
     if cpu:
         summary.operator_details(out / "operator_details.csv", fw)

@@ -129,6 +129,22 @@ def metadata(user: dict[str, Any]) -> dict[str, Any]:
                                         "tensor_model_parallel_size": 1, "pipeline_model_parallel_size": 1,
                                         "data_parallel_size": dist.get_world_size(),
                                         "context_parallel_size": 1, "expert_model_parallel_size": 1}
+        if dist.is_available() and dist.is_initialized() and "parallel_group_info" not in meta:
+            meta["parallel_group_info"] = parallel_group_info(dist)
     except Exception:
         pass
     return meta
+
+
+def parallel_group_info(dist: Any) -> dict[str, Any]:
+    """torch_npu's ``parallel_group_info``: per process group (keyed by its ``group_name``, e.g. "0"
+    for the default group) its description, this process's rank in it and its global ranks."""
+    world = dist.distributed_c10d._world
+    out: dict[str, Any] = {}
+    for pg, name in list(world.pg_names.items()):
+        ranks = sorted(int(r) for r in world.pg_group_ranks.get(pg, {}))
+        if not ranks:
+            continue
+        out[str(name)] = {"group_name": str(getattr(pg, "group_desc", "") or name),
+                          "group_rank": int(dist.get_rank(pg)), "global_ranks": ranks}
+    return out

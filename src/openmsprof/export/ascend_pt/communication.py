@@ -1,0 +1,161 @@
+"""Collective / point-to-point operations of a torch.distributed run, from the Kineto trace.
+
+The work events of a process group backend (``gloo:all_reduce``, ``gloo:send``, ``nccl:…`` — the
+``COMM_PREFIXES`` of ``framework``) become HCCL-style operations: name
+``hcom_{type}__{group hash mod 1000:03d}_{n}_1`` (n counts the operations of that type in the group,
+so the same collective has the same name on every rank), start and duration, and the bytes this
+rank contributes (product of the ``Input Dims`` × element size of ``Input type``; 0 when shapes
+were not recorded).  Each goes to the ``step{N}`` of the ``ProfilerStep#N`` it started in (or the
+last step that began before it; operations before the first step are left out), or ``step`` when
+there are no steps.
+
+The group is the default process group as ``profiler_metadata.json``'s ``parallel_group_info``
+describes it (Kineto does not say which group ran a gloo operation); its name in the files is
+HCCL's 64-bit hash of the group id (``double_hash``), as msprof-analyze expects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from openmsprof.export.ascend_pt.framework import COMM_PREFIXES, Framework
+
+P2P_TYPES = ("send", "receive", "batchsendrecv")
+HCCL_TYPES = {"all_reduce": "allReduce", "allreduce": "allReduce", "broadcast": "broadcast",
+              "all_gather": "allGather", "allgather": "allGather", "all_gather_into_tensor": "allGather",
+              "reduce_scatter": "reduceScatter", "reducescatter": "reduceScatter",
+              "reduce_scatter_tensor": "reduceScatter", "reduce": "reduce", "scatter": "scatter",
+              "gather": "gather", "all_to_all": "alltoall", "alltoall": "alltoall", "alltoall_base": "alltoall",
+              "all_to_allv": "alltoallv", "barrier": "barrier", "send": "send", "recv": "receive",
+              "recv_anysource": "receive"}
+ELEMENT_BYTES = {"float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "long int": 8, "long": 8,
+                 "int64_t": 8, "int": 4, "short int": 2, "short": 2, "signed char": 1, "unsigned char": 1,
+                 "bool": 1, "c10::complex<float>": 8, "c10::complex<double>": 16, "c10::complex<c10::Half>": 4,
+                 "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1, "unsigned int": 4, "unsigned short": 2,
+                 "unsigned long": 8}
+HCCL_DTYPES = {"float": "FP32", "double": "FP64", "c10::Half": "FP16", "c10::BFloat16": "BFP16", "long int": "INT64",
+               "long": "INT64", "int64_t": "INT64", "int": "INT32", "short int": "INT16", "short": "INT16",
+               "signed char": "INT8", "unsigned char": "UINT8", "bool": "UINT8"}
+#: gloo/mpi/ucc move bytes through host memory and TCP; msprof-analyze has no such link type, so
+#: the bytes are booked under LOCAL (HCCL's on-host copy link).  See docs/torch.md.
+TRANSPORT = "LOCAL"
+DEFAULT_GROUP = "0"
+
+
+def double_hash(text: str) -> int:
+    """HCCL's group-name hash: two 32-bit polynomial hashes (×29, ×131) combined as (h29 << 32) | h131."""
+    h29 = h131 = 0
+    for ch in text:
+        h29 = (h29 * 29 + ord(ch)) & 0xFFFFFFFF
+        h131 = (h131 * 131 + ord(ch)) & 0xFFFFFFFF
+    return (h29 << 32) | h131
+
+
+@dataclass
+class Group:
+    """The process group the operations are booked to."""
+
+    gid: str
+    hashed: str
+    local_rank: int
+    ranks: list[int]
+
+
+@dataclass
+class CommOp:
+    name: str           # hcom_allReduce__256_0_1
+    op_type: str        # allReduce, send, receive …
+    backend: str        # gloo, nccl …
+    kind: str           # collective | p2p
+    ts: int             # epoch ns
+    dur: int            # ns
+    size: int           # bytes
+    count: int          # elements
+    dtype: str          # HCCL spelling when known
+    step: str           # step{N} | step
+
+
+def group_of(rank_dir: Path, rank: int | None) -> Group:
+    """The default group from profiler_metadata.json (``parallel_group_info`` or ``distributed_args``)."""
+    meta: dict[str, Any] = {}
+    path = rank_dir / "profiler_metadata.json"
+    if path.is_file():
+        try:
+            loaded = orjson.loads(path.read_bytes())
+            meta = loaded if isinstance(loaded, dict) else {}
+        except orjson.JSONDecodeError:
+            meta = {}
+    me = rank if rank is not None else 0
+    groups = meta.get("parallel_group_info")
+    if isinstance(groups, dict) and groups:
+        gid = DEFAULT_GROUP if DEFAULT_GROUP in groups else next(iter(groups))
+        g = groups[gid] if isinstance(groups[gid], dict) else {}
+        ranks = [r for r in g.get("global_ranks", []) if isinstance(r, int)] or [me]
+        local = g.get("group_rank")
+        local = local if isinstance(local, int) else (ranks.index(me) if me in ranks else me)
+        return Group(str(gid), str(double_hash(str(gid))), local, sorted(ranks))
+    args = meta.get("distributed_args")
+    world = args.get("world_size") if isinstance(args, dict) else None
+    ranks = list(range(world)) if isinstance(world, int) and world > 0 else [me]
+    return Group(DEFAULT_GROUP, str(double_hash(DEFAULT_GROUP)), me, ranks)
+
+
+def _payload(shapes: str, types: str) -> tuple[int, int, str]:
+    """(bytes, elements, dtype) of the tensors in Kineto's Input Dims / Input type texts."""
+    size = count = 0
+    dtype = ""
+    for dims, typ in zip(shapes.split(";"), types.split(";"), strict=False):
+        width = ELEMENT_BYTES.get(typ)
+        if width is None:
+            continue
+        try:
+            n = prod(int(d) for d in dims.split(",")) if dims else 1
+        except ValueError:
+            continue
+        size, count = size + n * width, count + n
+        dtype = dtype or HCCL_DTYPES.get(typ, typ.upper())
+    return size, count, dtype
+
+
+def _steps(fw: Framework, ts: np.ndarray) -> list[str | None]:
+    if not fw.steps:
+        return ["step"] * len(ts)
+    starts = np.asarray([s[1] for s in fw.steps], np.int64)
+    pos = np.searchsorted(starts, ts, side="right") - 1
+    ids = [f"step{s[0]}" for s in fw.steps]
+    return [ids[p] if p >= 0 else None for p in pos.tolist()]
+
+
+def collect(fw: Framework, group: Group) -> list[CommOp]:
+    """Every communication operation of the trace in start order (those before the first step dropped)."""
+    names = fw.names
+    is_comm = np.asarray([n.startswith(COMM_PREFIXES) for n in names] or [False], bool)
+    sel = np.flatnonzero(is_comm[fw.cols.op_name]) if fw.n_ops else np.zeros(0, np.int64)
+    if not len(sel):
+        return []
+    sel = sel[np.argsort(fw.op_ts[sel], kind="stable")]
+    steps = _steps(fw, fw.op_ts[sel])
+    shapes = fw.cols.shapes.items
+    tag = int(group.hashed) % 1000
+    counters: dict[str, int] = {}
+    ops = []
+    for i, step in zip(sel.tolist(), steps, strict=True):
+        backend, _, raw = names[int(fw.cols.op_name[i])].partition(":")
+        raw = raw.strip()
+        op_type = HCCL_TYPES.get(raw.lower(), raw.replace("_", "") or "unknown")
+        n = counters.get(op_type, 0)
+        counters[op_type] = n + 1
+        if step is None:
+            continue
+        size, count, dtype = _payload(*shapes[int(fw.cols.op_shape[i])])
+        ops.append(CommOp(name=f"hcom_{op_type}__{tag:03d}_{n}_1", op_type=op_type, backend=backend,
+                          kind="p2p" if op_type.lower() in P2P_TYPES else "collective",
+                          ts=int(fw.op_ts[i]), dur=int(fw.op_dur[i]), size=size, count=count,
+                          dtype=dtype or "N/A", step=step))
+    return ops
