@@ -179,3 +179,23 @@ def test_concurrent_threads_reader(models, loaded):
     th.join(10)
     os.close(r)
     assert len(got) > 0 and len(got) % 10 == 0
+
+
+def test_every_execute_delivers_its_records_before_returning(models, loaded):
+    """Back-to-back executes (spare sessions swapped in): each one's records are already in the
+    pipe when it returns, the same ops every time, with times inside the execute."""
+    m, r, _w, _cfg = _subscribed(models, loaded, "resnet_leakyrelu")
+    os.set_blocking(r, False)
+    counts = []
+    for _ in range(6):
+        t0 = time.time_ns() // 1000
+        assert m.execute() == 0
+        t1 = time.time_ns() // 1000
+        data = os.read(r, 1 << 20)  # non-blocking: raises if nothing was written yet
+        counts.append(len(data) // OP_DESC_SIZE)
+        assert len(data) % OP_DESC_SIZE == 0
+        recs = [acl.prof.get_op_start(data, len(data), i) for i in range(counts[-1])]
+        assert recs == sorted(recs) and t0 - 20_000 <= recs[0] and recs[-1] <= t1 + 20_000  # µs, two clocks
+    assert len(set(counts)) == 1 and counts[0] > 5
+    assert acl.prof.model_un_subscribe(m.model_id) == 0
+    os.close(r)

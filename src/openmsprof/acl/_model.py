@@ -2,25 +2,28 @@
 
 Profiling off ⇒ executes run on the plain session through a cached IOBinding bound to the
 user's buffers (no per-operator cost).  Task profiling or a subscription ⇒ executes run on a
-:class:`~openmsprof.sources.onnxruntime_tasks.ProfiledRunner`; a background harvester thread
-turns its events into task records about once a second (and whenever profiling stops), while a
-subscribed model is harvested right after each execute so its op records reach the pipe at once.
+:class:`~openmsprof.sources.onnxruntime_tasks.ProfiledRunner` (IOBindings to the same buffers on
+each profiling session); a background harvester thread turns its events into task records about
+once a second (and whenever profiling stops), builds the next profiling session ahead of time
+and frees ended ones, while a subscribed model is harvested right after each execute so its op
+records are in the pipe before execute returns.  ORT writes its profiles to a RAM disk when one
+with room is there.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-import shutil
-import tempfile
 import threading
 import time
 import weakref
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import onnxruntime as ort
 
+from openmsprof.acl import _profdir
 from openmsprof.acl._codes import ORT_TYPES
 from openmsprof.acl._state import STATE, log
 from openmsprof.sources import onnxruntime_tasks as ortt
@@ -35,7 +38,6 @@ OPT_LEVELS = {
 OPT_ENV = "OPENMSPROF_ORT_OPT_LEVEL"
 PROVIDERS_ENV = "OPENMSPROF_ORT_PROVIDERS"
 PLAIN, TASKS, SUBSCRIBED = 0, 1, 2
-_tmp_root: str | None = None
 _gens = itertools.count(1)
 
 
@@ -52,13 +54,6 @@ def providers() -> list[str]:
         if chosen:
             return chosen
     return [p for p in ("CUDAExecutionProvider", "CPUExecutionProvider") if p in avail]
-
-
-def _profile_dir() -> str:
-    global _tmp_root
-    if _tmp_root is None or not os.path.isdir(_tmp_root):
-        _tmp_root = tempfile.mkdtemp(prefix="openmsprof-ort-")
-    return _tmp_root
 
 
 @dataclass
@@ -80,7 +75,7 @@ def _specs(args: list[Any]) -> list[IOSpec]:
             size = 1
             for d in dims:
                 size *= d
-            size *= __import__("numpy").dtype(np_type).itemsize
+            size *= np.dtype(np_type).itemsize
         out.append(IOSpec(a.name, dims, acl_type, np_type, size))
     return out
 
@@ -115,7 +110,7 @@ class Model:
         if profiling:
             so.enable_profiling = True
             # ORT names the file prefix + a millisecond stamp: a unique prefix per generation
-            so.profile_file_prefix = os.path.join(_profile_dir(), f"m{self.id}_{os.getpid()}_{next(_gens)}")
+            so.profile_file_prefix = os.path.join(_profdir.path(), f"m{self.id}_{os.getpid()}_{next(_gens)}")
         return so
 
     def _profiled_session(self) -> ort.InferenceSession:
@@ -123,7 +118,7 @@ class Model:
         loads the same graph unoptimised, so generated node names (``ReorderOutput_token_N``,
         inlined functions) stay the same across generations, and creation is cheaper."""
         if self._opt_path is None:
-            opt_path = os.path.join(_profile_dir(), f"model{self.id}_{os.getpid()}.optimized.onnx")
+            opt_path = os.path.join(_profdir.path(), f"model{self.id}_{os.getpid()}.optimized.onnx")
             so = self._options(False)
             so.optimized_model_filepath = opt_path
             try:
@@ -150,7 +145,8 @@ class Model:
         """Choose plain or profiled execution from the current profiling state."""
         mode = SUBSCRIBED if self.writer is not None else TASKS if tasks else PLAIN
         if mode != PLAIN and self.runner is None:
-            self.runner = ortt.ProfiledRunner(self._profiled_session)
+            dynamic = any(d < 0 for spec in self.inputs for d in spec.dims)
+            self.runner = ortt.ProfiledRunner(self._profiled_session, self._io_binding, dynamic)
         s = STATE.profiling_session()
         if mode != PLAIN and s is not None and id(s) not in self.noted:
             self.noted.add(id(s))
@@ -162,39 +158,60 @@ class Model:
         if mode != PLAIN:
             HARVESTER.ensure()
 
-    def harvest(self, keep_running: bool) -> None:
-        """Turn the profiled runs so far into task records and subscription records."""
+    def _io_binding(self, sess: ort.InferenceSession, feeds: dict[str, Any]) -> Any:
+        """An IOBinding of ``sess`` to the user's buffers behind ``feeds`` (None when an output
+        has a dynamic shape: those are copied out)."""
+        b = next((b for b in list(self.bindings.values()) if b.feeds is feeds), None)
+        if b is None or b.io is None:
+            return None
+        io = sess.io_binding()
+        for spec in self.inputs:
+            arr = feeds[spec.name]
+            io.bind_input(spec.name, "cpu", 0, arr.dtype, list(arr.shape), arr.ctypes.data)
+        for spec, view in zip(self.outputs, b.out_views, strict=True):
+            io.bind_output(spec.name, "cpu", 0, np.dtype(spec.np_type), spec.dims, view.ctypes.data)
+        return io
+
+    def harvest(self, keep_running: bool, background: bool = False) -> None:
+        """Turn the profiled runs so far into task records and subscription records
+        (``background``: parse in short GIL holds so that executes go on meanwhile)."""
         runner = self.runner
         if runner is None:
             return
         if not keep_running:
             self.runner = None
         try:
-            runs, launches = runner.harvest(keep_running)
-        except Exception as exc:  # profiling never breaks the application
-            log.warning("openmsprof.acl: harvesting ONNX Runtime profile of model %d failed: %s", self.id, exc)
-            return
-        if runs:
-            ortt.emit_tasks(runs, launches, self.id, self.device_id)
+            profile, launches = runner.harvest(keep_running, _yield_gil if background else None)
+            if profile is None or not len(profile.node_ts):
+                return
+            ortt.emit_tasks(profile, launches, runner.nodes.metas, self.id, self.device_id)
             writer = self.writer
             if writer is not None:
-                self.publish(writer, runs)
+                self.publish(writer, profile, runner.nodes.metas)
+        except Exception as exc:  # profiling never breaks the application
+            log.warning("openmsprof.acl: harvesting ONNX Runtime profile of model %d failed: %s", self.id, exc)
 
-    def publish(self, writer: subscription.PipeWriter, runs: list[ortt.Run]) -> None:
-        for run in runs:
-            data = subscription.encode(self.id, self.device_id, (
-                (op.name, op.op_type, ortt.stream_index(op.tid), op.start_ns // 1000,
-                 (op.start_ns + op.dur_ns) // 1000) for op in run.ops))
-            before = writer.dropped
-            writer.write(data)
-            if writer.dropped > before:
-                s = STATE.profiling_session()
-                msg = (f"subscription of model {self.id}: {writer.dropped - before} op records "
-                       f"dropped (pipe full or closed; {writer.dropped} in all)")
-                if s is not None:
-                    s.note(msg, warn=True)
-                else:
-                    log.warning("openmsprof.acl: %s", msg)
+    def publish(self, writer: subscription.PipeWriter, profile: ortt.Profile, metas: list[ortt.NodeMeta]) -> None:
+        """Subscription records of every node of ``profile`` (in start order) to the pipe."""
+        for meta in metas:
+            if meta.op_index < 0:
+                meta.op_index = subscription.OP_TABLE.intern(meta.name, meta.op_type)
+        order = np.argsort(profile.node_ts, kind="stable")
+        op_index = np.array([m.op_index for m in metas], np.int64)[profile.node_meta[order]]
+        start = profile.node_ts[order]
+        data = subscription.encode_columns(self.id, self.device_id, op_index,
+                                           ortt.stream_indexes(profile.node_tid[order]),
+                                           start // 1000, (start + profile.node_dur[order]) // 1000)
+        before = writer.dropped
+        writer.write(data)
+        if writer.dropped > before:
+            s = STATE.profiling_session()
+            msg = (f"subscription of model {self.id}: {writer.dropped - before} op records "
+                   f"dropped (pipe full or closed; {writer.dropped} in all)")
+            if s is not None:
+                s.note(msg, warn=True)
+            else:
+                log.warning("openmsprof.acl: %s", msg)
 
     def close(self) -> None:
         self.harvest(keep_running=False)
@@ -228,15 +245,25 @@ class Harvester:
                         continue
                     r.prepare_spare()
                     if m.mode == TASKS and r.pending() and time.monotonic() - r.last_harvest >= self.period:
-                        m.harvest(keep_running=True)
+                        m.harvest(keep_running=True, background=True)
                         r.prepare_spare()
                 except Exception as exc:
                     log.warning("openmsprof.acl: background harvest failed: %s", exc)
+            ortt.empty_trash()
 
 
 HARVESTER = Harvester()
 
 
+def _yield_gil() -> None:
+    os.sched_yield()
+
+
 def cleanup() -> None:
-    if _tmp_root is not None:
-        shutil.rmtree(_tmp_root, ignore_errors=True)
+    """At exit: end what is still profiling, free it, remove the profile directory."""
+    for m in list(HARVESTER.models.values()):
+        r = m.runner
+        if r is not None:
+            r.close()
+    ortt.empty_trash()
+    _profdir.remove()

@@ -8,6 +8,10 @@ with :func:`epoch_to_mono`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
+
 from openmsprof.collect import buffers, session
 from openmsprof.collect.clock import now_ns
 from openmsprof.collect.records import NO_MODEL, ApiLevel, Executor, Series, StepTag
@@ -15,7 +19,7 @@ from openmsprof.collect.records import NO_MODEL, ApiLevel, Executor, Series, Ste
 __all__ = [
     "ApiLevel", "Executor", "Series", "StepTag", "api_on", "epoch_to_mono", "new_connection_id",
     "now_ns", "record_api", "record_counter", "record_step", "record_step_range", "record_task",
-    "task_on",
+    "record_tasks", "task_on",
 ]
 
 _api_on = False
@@ -77,6 +81,18 @@ def record_task(device_id: int, stream: int, name: str, t0: int, t1: int, task_i
         buffers.append((7, device_id, stream, t0, t1, name, task_id, model_id, op_type,
                         input_shapes, input_dtypes, output_shapes, output_dtypes,
                         connection_id, executor))
+
+
+def record_tasks(device_id: int, model_id: int, strings: Sequence[tuple[str, str, str, str, str, str]],
+                 executors: Sequence[int], meta: np.ndarray, stream: np.ndarray, t0: np.ndarray,
+                 t1: np.ndarray, task_id: np.ndarray, connection_id: np.ndarray) -> None:
+    """Many tasks of one model at once (encoded column-wise by the flusher).  ``strings[i]`` =
+    (name, op type, input shapes, input dtypes, output shapes, output dtypes) and
+    ``executors[i]`` of node ``i``; ``meta`` (node index per task) and the other arrays hold one
+    value per task."""
+    if _task_on and len(t0):
+        buffers.append((buffers.TASK_BATCH, device_id, model_id, list(strings), list(executors),
+                        np.stack([meta, stream, t0, t1, task_id, connection_id]).astype(np.int64)))
 
 
 def record_step(ts: int, step_index: int, tag: StepTag, model_id: int = NO_MODEL,

@@ -2,34 +2,41 @@
 
 ONNX Runtime profiles a session only when it is created with ``enable_profiling``; its events
 stay in memory until ``end_profiling()`` writes them as JSON and switches profiling off for that
-session for good.  :class:`ProfiledRunner` therefore keeps *generations*: a profiling session
-that executes run on, swapped for a fresh one (built ahead of time in the background) whenever
-the events are harvested — after every execute of a subscribed model, about once a second
-otherwise, and at stop.  Harvesting parses ORT's JSON (``model_run`` spans and the
-``*_kernel_time`` node spans inside them), aligns ORT's epoch µs to our monotonic clock and
-hands the runs to the caller.  Models that are not profiled never touch this module.
+session for good (run-level profiling exists in ORT's C API but not in its Python binding).
+:class:`ProfiledRunner` therefore keeps *generations*: a profiling session that executes run on,
+swapped for a fresh one (built and bound ahead of time in the background) whenever the events
+are harvested — after every execute of a subscribed model, about once a second otherwise, and
+at stop.  Harvesting parses ORT's JSON into columns (:mod:`ort_profile`), aligns ORT's epoch µs
+to our monotonic clock and emits the tasks as one batch.  Models that are not profiled never
+touch this module.
 """
 
 from __future__ import annotations
 
-import bisect
+import mmap
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
+import numpy as np
 
 from openmsprof.sources import emit
+from openmsprof.sources.ort_profile import NodeMeta, NodeTable, Profile, executor_of
 
-_KERNEL = "_kernel_time"
-_DTYPES = {"float": "FLOAT", "float16": "FLOAT16", "double": "DOUBLE", "int64": "INT64",
-           "int32": "INT32", "int8": "INT8", "uint8": "UINT8", "bool": "BOOL", "bfloat16": "BF16"}
+__all__ = ["KEEP_ENV", "NodeMeta", "Profile", "ProfiledRunner", "emit_tasks", "empty_trash", "executor_of",
+           "stream_index"]
+
+#: IOBindings cached per generation (one per input/output dataset pair in use).
+MAX_BINDINGS = 64
+#: Profiles from this size on are parsed from an mmap of the file instead of a copy.
+MMAP_FROM = 1 << 20
 _streams: dict[int, int] = {}
-_task_ids = iter(range(1, 1 << 62))
 _stream_lock = threading.Lock()
+_task_lock = threading.Lock()
+_next_task = 1
 
 
 def stream_index(tid: int) -> int:
@@ -41,148 +48,79 @@ def stream_index(tid: int) -> int:
     return idx
 
 
-@dataclass
-class Op:
-    """One executed node; times are epoch ns (ORT's clock, µs resolution)."""
-
-    name: str
-    op_type: str
-    tid: int
-    start_ns: int
-    dur_ns: int
-    in_shapes: str
-    in_dtypes: str
-    out_shapes: str
-    out_dtypes: str
-    provider: str = ""
+def stream_indexes(tids: np.ndarray) -> np.ndarray:
+    """:func:`stream_index` of every thread id (vectorised over the few distinct ones)."""
+    if not len(tids) or (tids == tids[0]).all():
+        return np.full(len(tids), stream_index(int(tids[0])) if len(tids) else 0, np.int64)
+    uniq, inv = np.unique(tids, return_inverse=True)
+    return np.array([stream_index(int(t)) for t in uniq], np.int64)[inv]
 
 
-@dataclass
-class Run:
-    """One ``model_run`` with its ops in start order."""
-
-    start_ns: int
-    dur_ns: int
-    tid: int
-    ops: list[Op] = field(default_factory=list)
+def reserve_task_ids(n: int) -> int:
+    """First of ``n`` consecutive process-unique task ids."""
+    global _next_task
+    with _task_lock:
+        first, _next_task = _next_task, _next_task + n
+    return first
 
 
-_shape_cache: dict[bytes, tuple[str, str]] = {}
+def run_connections(profile: Profile, launches: list[tuple[int, int, int]]) -> np.ndarray:
+    """Connection id of each node: its run's execute, runs and executes paired in start order."""
+    conns = np.zeros(profile.runs + 1, np.int64)  # last slot: nodes in no run
+    k = min(profile.runs, len(launches))
+    if k:
+        conns[:k] = [c for _, _, c in sorted(launches)[:k]]
+    return conns[profile.node_run]
 
 
-def _shapes(items: Any) -> tuple[str, str]:
-    """ORT ``[{"float": [1, 3]}, ...]`` → ("1,3;...", "FLOAT;...") (memoised: shapes repeat)."""
-    key = orjson.dumps(items)
-    hit = _shape_cache.get(key)
-    if hit is not None:
-        return hit
-    if len(_shape_cache) > 4096:
-        _shape_cache.clear()
-    hit = _shape_cache[key] = _shapes_uncached(items)
-    return hit
-
-
-def _shapes_uncached(items: Any) -> tuple[str, str]:
-    shapes, dtypes = [], []
-    for item in items or ():
-        for dtype, dims in item.items():
-            dtypes.append(_DTYPES.get(dtype, dtype.upper()))
-            shapes.append(",".join(str(d) for d in dims))
-    return ";".join(shapes), ";".join(dtypes)
-
-
-def parse_profile(data: bytes, start_ns: int) -> list[Run]:
-    """ORT profile JSON → runs (in start order).  ``start_ns`` = ``get_profiling_start_time_ns``."""
-    events = orjson.loads(data)
-    runs: list[Run] = []
-    nodes: list[dict[str, Any]] = []
-    for ev in events:
-        cat = ev.get("cat")
-        if cat == "Node":
-            if ev.get("name", "").endswith(_KERNEL):
-                nodes.append(ev)
-        elif cat == "Session" and ev.get("name") == "model_run":
-            runs.append(Run(start_ns + ev["ts"] * 1000, ev["dur"] * 1000, int(ev.get("tid", 0))))
-    runs.sort(key=lambda r: r.start_ns)
-    starts = [r.start_ns for r in runs]
-    for ev in nodes:
-        t = start_ns + ev["ts"] * 1000
-        tid = int(ev.get("tid", 0))
-        owner = None
-        i = bisect.bisect_right(starts, t) - 1
-        for r in runs[max(0, i - 8): i + 1][::-1]:  # latest run of the same thread holding t
-            if t <= r.start_ns + r.dur_ns:
-                if r.tid == tid:
-                    owner = r
-                    break
-                owner = owner or r
-        if owner is None:
-            continue
-        args = ev.get("args", {})
-        ins, in_t = _shapes(args.get("input_type_shape"))
-        outs, out_t = _shapes(args.get("output_type_shape"))
-        owner.ops.append(Op(ev["name"][: -len(_KERNEL)], args.get("op_name", ""), tid, t,
-                            ev["dur"] * 1000, ins, in_t, outs, out_t, args.get("provider", "")))
-    return runs
-
-
-def emit_tasks(runs: list[Run], launches: list[tuple[int, int, int]], model_id: int,
-               device_id: int) -> int:
-    """Record every op of ``runs`` as a task; ``launches`` = (t0, t1, connection id) of the
-    executes that produced them (paired in start order).  Returns the number of tasks."""
-    if not emit.task_on():
+def emit_tasks(profile: Profile, launches: list[tuple[int, int, int]], metas: list[NodeMeta],
+               model_id: int, device_id: int) -> int:
+    """Record every node of ``profile`` as a task, linked to the execute that ran it
+    (``launches`` = (t0, t1, connection id) of the executes).  Returns the number of tasks."""
+    n = len(profile.node_ts)
+    if not n or not emit.task_on():
         return 0
-    to_mono = emit.epoch_to_mono
-    launches = sorted(launches)
-    n = 0
-    for i, run in enumerate(runs):
-        conn = launches[i][2] if i < len(launches) else 0
-        for op in run.ops:
-            t0 = to_mono(op.start_ns)
-            emit.record_task(device_id, stream_index(op.tid), op.name, t0, t0 + op.dur_ns,
-                             next(_task_ids), op_type=op.op_type, model_id=model_id,
-                             input_shapes=op.in_shapes, input_dtypes=op.in_dtypes,
-                             output_shapes=op.out_shapes, output_dtypes=op.out_dtypes,
-                             connection_id=conn, executor=executor_of(op.provider))
-            n += 1
+    t0 = emit.epoch_to_mono(0) + profile.node_ts
+    first = reserve_task_ids(n)
+    emit.record_tasks(device_id, model_id, [m.strings() for m in metas], [m.executor for m in metas],
+                      profile.node_meta, stream_indexes(profile.node_tid), t0, t0 + profile.node_dur,
+                      np.arange(first, first + n, dtype=np.int64), run_connections(profile, launches))
     return n
 
 
-def executor_of(provider: str) -> emit.Executor:
-    """The real executor of an ORT execution provider (FORMATS decision 1)."""
-    if provider.startswith("CPU") or not provider:
-        return emit.Executor.CPU
-    if provider.startswith(("CUDA", "Tensorrt")):
-        return emit.Executor.CUDA
-    return emit.Executor.OTHER
-
-
 class _Gen:
-    __slots__ = ("active", "launches", "sess")
+    __slots__ = ("active", "io", "launches", "sess")
 
     def __init__(self, sess: Any) -> None:
         self.sess = sess
         self.launches: list[tuple[int, int, int]] = []
         self.active: list[int] = []
+        self.io: dict[int, tuple[Any, Any]] = {}  # id(feeds) → (feeds, IOBinding or None)
 
 
 class ProfiledRunner:
     """Runs a model on profiling-enabled ORT sessions and harvests their events.
 
-    ``factory()`` builds a new profiling InferenceSession.  The execute path takes no lock:
-    it marks itself active on the current generation, runs, and appends its launch record.
+    ``factory()`` builds a new profiling InferenceSession; ``binder(sess, feeds)`` optionally
+    returns an IOBinding of ``sess`` to the caller's own buffers for ``feeds`` (outputs are then
+    written in place and :meth:`run` returns ``[]``).  The execute path takes no lock: it marks
+    itself active on the current generation, runs, and appends its launch record.
     """
 
-    def __init__(self, factory: Callable[[], Any]) -> None:
+    def __init__(self, factory: Callable[[], Any], binder: Callable[[Any, Any], Any] | None = None,
+                 dynamic: bool = False) -> None:
         self.factory = factory
+        self.binder = binder
+        self.nodes = NodeTable(dynamic)
         self._gen = _Gen(factory())
-        self._spare: Any = None
+        self._spare: _Gen | None = None
         self._spare_lock = threading.Lock()
         self._harvest_lock = threading.Lock()
         self.last_harvest = time.monotonic()
+        self.harvests = 0
 
     def run(self, outputs: list[str] | None, feeds: dict[str, Any], conn: int) -> Any:
-        """``sess.run`` on the current generation, remembering (t0, t1, conn)."""
+        """One execute on the current generation, remembering (t0, t1, conn)."""
         while True:
             g = self._gen
             g.active.append(1)
@@ -190,50 +128,91 @@ class ProfiledRunner:
                 break
             g.active.pop()
         try:
+            hit = g.io.get(id(feeds))
+            if hit is None or hit[0] is not feeds:
+                if len(g.io) >= MAX_BINDINGS:  # datasets made per execute: bounded
+                    g.io.clear()
+                hit = g.io[id(feeds)] = (feeds, self._bind(g.sess, feeds))
             t0 = emit.now_ns()
-            out = g.sess.run(outputs, feeds)
+            if hit[1] is not None:
+                g.sess.run_with_iobinding(hit[1])
+                out: Any = []
+            else:
+                out = g.sess.run(outputs, feeds)
             g.launches.append((t0, emit.now_ns(), conn))
             return out
         finally:
             g.active.pop()
 
+    def _bind(self, sess: Any, feeds: Any) -> Any:
+        if self.binder is None:
+            return None
+        try:
+            return self.binder(sess, feeds)
+        except Exception:
+            return None
+
     def pending(self) -> int:
         return len(self._gen.launches)
 
     def prepare_spare(self) -> None:
-        """Build the next generation's session now (called from a background thread)."""
+        """Build (and bind) the next generation now (called from a background thread)."""
+        if self._spare is not None:
+            return
         with self._spare_lock:
             if self._spare is None:
-                self._spare = self.factory()
+                g = _Gen(self.factory())
+                for key, (feeds, io) in list(self._gen.io.items())[-MAX_BINDINGS:]:
+                    if io is not None:  # feeds still bound to the caller's buffers
+                        g.io[key] = (feeds, self._bind(g.sess, feeds))
+                self._spare = g
 
-    def harvest(self, keep_running: bool = True) -> tuple[list[Run], list[tuple[int, int, int]]]:
-        """Swap in a fresh generation (or none), end the old one's profiling and parse it."""
+    def harvest(self, keep_running: bool = True, pause: Callable[[], None] | None = None
+                ) -> tuple[Profile | None, list[tuple[int, int, int]]]:
+        """Swap in the next generation (or none), end the old one's profiling and parse it
+        (``pause`` is called between parse chunks: see :meth:`NodeTable.parse`)."""
         with self._harvest_lock:
             old = self._gen
-            with self._spare_lock:
-                spare, self._spare = self._spare, None
+            spare, self._spare = self._spare, None
             if keep_running:
-                self._gen = _Gen(spare if spare is not None else self.factory())
+                self._gen = spare if spare is not None else _Gen(self.factory())
             elif spare is not None:
-                _remove(spare.end_profiling())
+                _remove(spare.sess.end_profiling())
+                _graveyard.append(spare)
             deadline = time.monotonic() + 5.0
             while old.active and time.monotonic() < deadline:
                 time.sleep(0.0002)
             self.last_harvest = time.monotonic()
-            if not old.launches and not keep_running:
-                path = old.sess.end_profiling()
-                _remove(path)
-                return [], []
+            self.harvests += 1
             start_ns = old.sess.get_profiling_start_time_ns()
             path = old.sess.end_profiling()
-            if not path:
-                return [], old.launches
+            _graveyard.append(old)  # freeing a session with many events takes ms: not here
+            if not old.launches or not path:
+                _remove(path)
+                return None, old.launches
             try:
                 with open(path, "rb") as f:
-                    data = f.read()
+                    size = os.fstat(f.fileno()).st_size
+                    if size < MMAP_FROM:  # (a subscribed execute's profile: a few kB)
+                        return self.nodes.parse(f.read(), start_ns, pause), old.launches
+                    with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                        return self.nodes.parse(data, start_ns, pause), old.launches
             finally:
                 _remove(path)
-            return parse_profile(data, start_ns), old.launches
+
+
+    def close(self) -> None:
+        """End the profiling of every session left (at exit: ORT would write their profiles while
+        the interpreter tears down, after the profile directory is gone)."""
+        with self._harvest_lock:
+            for g in (self._gen, self._spare):
+                if g is not None and g.sess is not None:
+                    try:
+                        _remove(g.sess.end_profiling())
+                    except Exception:
+                        pass
+                    _graveyard.append(g)
+            self._spare = None
 
 
 #: Keep ONNX Runtime's own profile files in this directory instead of deleting them
@@ -241,14 +220,34 @@ class ProfiledRunner:
 KEEP_ENV = "OPENMSPROF_ORT_PROFILE_KEEP"
 
 
+_trash: list[str] = []
+_graveyard: list[_Gen] = []
+
+
 def _remove(path: str) -> None:
-    try:
-        if not path:
-            return
-        keep = os.environ.get(KEEP_ENV)
-        if keep and os.path.isdir(keep):
-            os.replace(path, os.path.join(keep, os.path.basename(path)))
-        else:
-            os.unlink(path)
-    except OSError:
-        pass
+    """Delete (later, see :func:`empty_trash`) or keep (:data:`KEEP_ENV`) an ORT profile."""
+    if not path:
+        return
+    keep = os.environ.get(KEEP_ENV)
+    if keep and os.path.isdir(keep):
+        try:
+            shutil.move(path, os.path.join(keep, os.path.basename(path)))
+        except OSError:
+            pass
+    else:
+        _trash.append(path)
+
+
+def empty_trash() -> None:
+    """Free the ended sessions and delete the profiles read so far (off the execute path: the
+    harvester thread calls it)."""
+    while _graveyard:
+        try:
+            _graveyard.pop()
+        except IndexError:
+            break
+    while _trash:
+        try:
+            os.unlink(_trash.pop())
+        except (OSError, IndexError):
+            pass

@@ -22,9 +22,18 @@ import struct
 import threading
 from collections.abc import Iterable
 
+import numpy as np
+
 OP_DESC = struct.Struct("<IIIIQQQQQQQII")
 OP_DESC_SIZE = OP_DESC.size
 assert OP_DESC_SIZE == 80
+#: The same record as a numpy dtype (column-wise encoding).
+OP_DESC_DTYPE = np.dtype([
+    ("signature", "<u4"), ("model_id", "<u4"), ("flag", "<u4"), ("thread_id", "<u4"),
+    ("op_index", "<u8"), ("duration_us", "<u8"), ("start_us", "<u8"), ("end_us", "<u8"),
+    ("exec_time_us", "<u8"), ("cube_fops", "<u8"), ("vector_fops", "<u8"), ("device_id", "<u4"),
+    ("pad", "<u4")])
+assert OP_DESC_DTYPE.itemsize == OP_DESC_SIZE
 SIGNATURE = 0x4F4D5350  # "PSMO" little-endian: b"PSMO"[::-1] = "OMSP"
 FLAG_OP = 0  # aclprofSubscribeOpFlag ACL_SUBSCRIBE_OP
 #: Records per pipe write: the largest multiple of 80 not above PIPE_BUF (4096 on Linux).
@@ -73,6 +82,24 @@ def encode(model_id: int, device_id: int,
                     intern(name, op_type), dur, start_us, end_us, dur, 0, 0,
                     device_id & 0xFFFFFFFF, 0)
     return bytes(out)
+
+
+def encode_columns(model_id: int, device_id: int, op_index: np.ndarray, thread: np.ndarray,
+                   start_us: np.ndarray, end_us: np.ndarray) -> bytes:
+    """Records for one value per op in each array (``op_index`` from :data:`OP_TABLE`)."""
+    out = np.zeros(len(start_us), OP_DESC_DTYPE)
+    out["signature"] = SIGNATURE
+    out["model_id"] = model_id & 0xFFFFFFFF
+    out["flag"] = FLAG_OP
+    out["thread_id"] = thread & 0xFFFFFFFF
+    out["op_index"] = op_index
+    dur = np.maximum(end_us - start_us, 0)
+    out["duration_us"] = dur
+    out["start_us"] = start_us
+    out["end_us"] = end_us
+    out["exec_time_us"] = dur
+    out["device_id"] = device_id & 0xFFFFFFFF
+    return out.tobytes()
 
 
 def decode(record: bytes | memoryview) -> tuple[int, ...]:

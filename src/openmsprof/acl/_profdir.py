@@ -1,0 +1,60 @@
+"""The directory ONNX Runtime writes its profiles (and the saved optimised graphs) to.
+
+A RAM disk when one with room is there (a subscribed model writes and reads one profile per
+execute), else the temp dir; one directory per process, named after its pid, removed at exit,
+and swept by the next process when its owner died without cleaning up (a SIGKILL).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+SHM = "/dev/shm"
+SHM_MIN_FREE = 1 << 30
+_PREFIX = "openmsprof-ort-"
+_root: str | None = None
+
+
+def path() -> str:
+    """Where ORT writes its profiles: a RAM disk when one with room is there (a subscribed
+    model writes and reads one file per execute), else the temp dir."""
+    global _root
+    if _root is None or not os.path.isdir(_root):
+        base = None
+        try:
+            if shutil.disk_usage(SHM).free >= SHM_MIN_FREE and os.access(SHM, os.W_OK):
+                base = SHM
+        except OSError:
+            pass
+        sweep(base or tempfile.gettempdir())
+        _root = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=base)
+    return _root
+
+
+def sweep(base: str) -> None:
+    """Remove the profile directories of our processes that died without cleaning up (a
+    SIGKILL): on a RAM disk they would hold memory until reboot."""
+    try:
+        entries = os.listdir(base)
+    except OSError:
+        return
+    for name in entries:
+        if not name.startswith(_PREFIX):
+            continue
+        pid = name[len(_PREFIX):].split("-", 1)[0]
+        full = os.path.join(base, name)
+        try:
+            if not pid.isdigit() or os.stat(full, follow_symlinks=False).st_uid != os.getuid():
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(full, ignore_errors=True)
+        except OSError:
+            pass
+
+
+def remove() -> None:
+    if _root is not None:
+        shutil.rmtree(_root, ignore_errors=True)
