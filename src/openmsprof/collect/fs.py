@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
 from openmsprof.config.errors import PathError, StorageError
@@ -73,26 +74,42 @@ def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
         view = view[n:]
 
 
-def write_file_atomic(path: Path, data: bytes | str) -> None:
-    """Write ``path`` through a private temp file and rename; a crash leaves the old or the new."""
-    if isinstance(data, str):
-        data = data.encode()
+def write_stream_atomic(path: Path, parts: Iterable[bytes | bytearray | memoryview]) -> None:
+    """Write ``parts`` to ``path`` through a private temp file renamed into place; a crash or a
+    full disk leaves the old file or the new one, never a partial one (the temp file is removed)."""
     if path.is_symlink():
         raise PathError(f"file {str(path)!r} is a symbolic link; refused")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.unlink()
-    except FileNotFoundError:
-        pass
+    tmp.unlink(missing_ok=True)
     fd = open_new(tmp, append=False)
     try:
-        write_all(fd, data)
+        for part in parts:
+            if part:
+                write_all(fd, part)
     except BaseException:
         os.close(fd)
         tmp.unlink(missing_ok=True)
         raise
     os.close(fd)
     os.replace(tmp, path)
+
+
+def write_file_atomic(path: Path, data: bytes | str) -> None:
+    """Write ``path`` at once through a private temp file and rename."""
+    write_stream_atomic(path, [data.encode() if isinstance(data, str) else data])
+
+
+def open_lock_file(path: Path) -> int:
+    """Open (create) a private lock file for ``flock``; refuses a symlink.  Returns the fd."""
+    if path.is_symlink():
+        raise PathError(f"lock file {str(path)!r} is a symbolic link; refused")
+    flags = os.O_RDWR | os.O_CREAT | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, FILE_MODE)
+    except OSError as exc:
+        raise PathError(f"cannot create lock file {str(path)!r}: {exc.strerror}") from None
+    os.fchmod(fd, FILE_MODE)
+    return fd
 
 
 def free_bytes(path: Path) -> int:

@@ -18,7 +18,7 @@ import orjson
 
 from openmsprof.collect import fs
 from openmsprof.collect.clock import ClockPair, local_stamp
-from openmsprof.config.errors import SessionError
+from openmsprof.config.errors import PathError, SessionError
 
 PLATFORM_VERSION = "CPU"
 _seq = 0
@@ -130,13 +130,10 @@ class OutputLock:
 
     def __init__(self, directory: Path, name: str = ".openmsprof.lock") -> None:
         self.path = directory / name
-        if self.path.is_symlink():
-            raise SessionError(f"lock file {str(self.path)!r} is a symbolic link; refused")
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         try:
-            self.fd = os.open(self.path, flags, fs.FILE_MODE)
-        except OSError as exc:
-            raise SessionError(f"cannot create lock file {str(self.path)!r}: {exc.strerror}") from None
+            self.fd = fs.open_lock_file(self.path)
+        except PathError as exc:
+            raise SessionError(str(exc)) from None
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -148,7 +145,6 @@ class OutputLock:
                 f"output directory {str(directory)!r} is in use by another profiler (pid {holder}); "
                 "choose another output"
             ) from None
-        os.fchmod(self.fd, fs.FILE_MODE)
         os.ftruncate(self.fd, 0)
         os.pwrite(self.fd, str(os.getpid()).encode(), 0)
 

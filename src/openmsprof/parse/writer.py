@@ -34,13 +34,7 @@ class ImportLock:
 
     def __init__(self, directory: Path, timeout: float = 600.0) -> None:
         self.path = directory / LOCK_NAME
-        if self.path.is_symlink():
-            raise PathError(f"lock file {str(self.path)!r} is a symbolic link; refused")
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        try:
-            self.fd = os.open(self.path, flags, fs.FILE_MODE)
-        except OSError as exc:
-            raise PathError(f"cannot create lock file {str(self.path)!r}: {exc.strerror}") from None
+        self.fd = fs.open_lock_file(self.path)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -53,10 +47,6 @@ class ImportLock:
                         f"another import of {str(directory.parent)!r} is still running; try again later"
                     ) from None
                 time.sleep(0.05)
-        try:
-            os.fchmod(self.fd, fs.FILE_MODE)
-        except OSError:
-            pass
 
     def release(self) -> None:
         if self.fd >= 0:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -101,19 +100,7 @@ def chunks(n: int, size: int = CHUNK) -> Iterable[tuple[int, int]]:
 
 def write_stream(path: Path, parts: Iterable[bytes]) -> None:
     """Write ``parts`` to ``path`` through a temp file renamed into place (0640, no symlinks)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
-    fd = fs.open_new(tmp, append=False)
-    try:
-        for p in parts:
-            if p:
-                fs.write_all(fd, p)
-    except BaseException:
-        os.close(fd)
-        tmp.unlink(missing_ok=True)
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
+    fs.write_stream_atomic(path, parts)
 
 
 def write_json_array(path: Path, groups: Iterable[list[bytes]]) -> int:
