@@ -1,1 +1,2 @@
-"""analysis layer."""
+"""analysis layer: before/after comparison of jobs (:mod:`openmsprof.analysis.compare`) and the
+statistics behind its verdicts (:mod:`openmsprof.analysis.stats`)."""
