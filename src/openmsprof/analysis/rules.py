@@ -1,0 +1,150 @@
+"""Advisor rules on statistics: top operator types, long API calls, unsupported switches.
+
+Each rule takes an open :class:`JobDB` and returns its findings (none when it does not apply).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import orjson
+
+from openmsprof.analysis.findings import INFO, WARNING, EventRef, Finding, ms, pct
+from openmsprof.export import summary_host as host
+from openmsprof.export import summary_tasks as tasks
+from openmsprof.export.db import JobDB
+from openmsprof.export.fmt import us, us_avg
+
+#: An op type above this share of device time is reported; above HOT_SHARE it is a warning.
+TOP_SHARE, HOT_SHARE = 10.0, 30.0
+TOP_TYPES, EXAMPLES = 5, 3
+#: An API call this long is long whatever its peers; otherwise LONG_FACTOR × its name's median
+#: (with ≥ MIN_CALLS calls) and at least MIN_EXCESS_NS above it; a call of a rarely called name
+#: (model load, unload) is long at JOB_FACTOR × the median of all the job's calls and ≥ RARE_NS.
+ABS_LONG_NS, LONG_FACTOR, MIN_CALLS, MIN_EXCESS_NS = 10_000_000, 5.0, 3, 100_000
+JOB_FACTOR, RARE_NS = 20.0, 1_000_000
+#: The first call of an API is a warm-up when WARMUP_FACTOR × slower than the rest's median.
+WARMUP_FACTOR = 2.0
+#: A long API call above this is a warning rather than information.
+SEVERE_API_NS = 100_000_000
+
+
+def top_ops(db: JobDB) -> list[Finding]:
+    """The op types with the most device time (share, count, avg), longest instances linked."""
+    if not db.has("TASK"):
+        return []
+    c = tasks._c
+    rows = db.query(f"SELECT {c(db, 'opType')}, COUNT(*), SUM(MAX(t.endNs - t.startNs, 0)),"
+                    f" MAX(t.endNs - t.startNs) FROM {tasks._from(db)}"
+                    f" GROUP BY {c(db, 'opType')} ORDER BY 3 DESC")
+    total = sum(r[2] for r in rows)
+    out: list[Finding] = []
+    for rank, (type_id, n, tot, mx) in enumerate(rows[:TOP_TYPES], 1):
+        share = pct(tot, total)
+        if share < TOP_SHARE and (out or rank > 1):
+            break
+        name = db.text(type_id)
+        severity = WARNING if share >= HOT_SHARE else INFO
+        out.append(Finding(
+            "top_ops", severity,
+            f"op type {name!r} takes {share:.1f}% of device time ({n} tasks, avg "
+            f"{us_avg(tot, n)} us)" + (" — the first place to optimise" if rank == 1 else ""),
+            {"op_type": name, "rank": rank, "share_pct": share, "count": n,
+             "total_us": us(tot), "avg_us": us_avg(tot, n), "max_us": us(max(mx, 0)),
+             "device_total_us": us(total)},
+            _longest_tasks(db, type_id)))
+    return out
+
+
+def _longest_tasks(db: JobDB, type_id: int | None) -> list[EventRef]:
+    if "COMPUTE_TASK_INFO" not in db.tables:
+        return []
+    cond = "c.opType IS NULL" if type_id is None else "c.opType = ?"
+    rows = db.query(f"SELECT t.globalTaskId, c.name, t.startNs, MAX(t.endNs - t.startNs, 0)"
+                    f" FROM {tasks._from(db)} WHERE {cond} ORDER BY 4 DESC, t.startNs LIMIT ?",
+                    (() if type_id is None else (type_id,)) + (EXAMPLES,))
+    return [EventRef("TASK", g, db.text(n), s, d) for g, n, s, d in rows]
+
+
+def long_api(db: JobDB) -> list[Finding]:
+    """API calls far above their name's median or long in absolute terms; first-call warm-up."""
+    if not db.has("CANN_API"):
+        return []
+    rows = db.query("SELECT type, name, connectionId, startNs, MAX(endNs - startNs, 0)"
+                    " FROM CANN_API ORDER BY startNs")
+    groups: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+    for typ, name, cid, s, d in rows:
+        groups.setdefault((typ, name), []).append((cid, s, d))
+    api_total = sum(r[4] for r in rows)
+    job_median = float(np.median([r[4] for r in rows]))
+    out: list[Finding] = []
+    for (typ, name_id), calls in groups.items():
+        name = db.text(name_id)
+        label = f"{host.level_name(typ)} {name}"
+        dur = np.array([c[2] for c in calls], dtype=np.int64)
+        median = float(np.median(dur))
+        warm = _warmup(dur)
+        if warm is not None:
+            cid, s, d = calls[0]
+            out.append(Finding(
+                "long_api", INFO,
+                f"first {name} call took {ms(d)}, {d / warm:.1f}x the steady-state median "
+                f"{ms(warm)} (warm-up)",
+                {"api": name, "level": host.level_name(typ), "first_us": us(d),
+                 "steady_median_us": us(int(warm)), "ratio": round(d / warm, 2),
+                 "calls": len(calls)},
+                [EventRef("CANN_API", cid, name, s, d)]))
+        long = (dur >= ABS_LONG_NS)
+        if len(calls) >= MIN_CALLS:
+            long |= (dur >= LONG_FACTOR * median) & (dur - median >= MIN_EXCESS_NS)
+        else:
+            long |= (dur >= JOB_FACTOR * job_median) & (dur >= RARE_NS)
+        if warm is not None:
+            long[0] = False
+        idx = np.flatnonzero(long)
+        if idx.size == 0:
+            continue
+        idx = idx[np.argsort(-dur[idx], kind="stable")]
+        worst = int(dur[idx[0]])
+        flagged = int(dur[idx].sum())
+        severity = WARNING if worst >= SEVERE_API_NS or pct(flagged, api_total) >= 20 else INFO
+        what = f"{idx.size} {name} calls" if idx.size > 1 else f"{name} call"
+        out.append(Finding(
+            "long_api", severity,
+            f"{what} took {ms(flagged)} (longest {ms(worst)}"
+            + (f", median {ms(median)})" if len(calls) > 1 else ")")
+            + f", {pct(flagged, api_total):.1f}% of API time",
+            {"api": name, "level": host.level_name(typ), "calls": len(calls),
+             "long_calls": int(idx.size), "longest_us": us(worst), "median_us": us(int(median)),
+             "long_total_us": us(flagged), "share_of_api_pct": pct(flagged, api_total),
+             "label": label},
+            [EventRef("CANN_API", calls[i][0], name, calls[i][1], calls[i][2])
+             for i in idx[:EXAMPLES]]))
+    return out
+
+
+def _warmup(dur: np.ndarray[Any, Any]) -> float | None:
+    """The steady-state median when the first call is a warm-up outlier, else None."""
+    if dur.size < MIN_CALLS:
+        return None
+    rest = float(np.median(dur[1:]))
+    first = float(dur[0])
+    if rest > 0 and first >= WARMUP_FACTOR * rest and first - rest >= MIN_EXCESS_NS:
+        return rest
+    return None
+
+
+def unsupported(db: JobDB) -> list[Finding]:
+    """Switches that were requested but not collected on this machine (META_DATA UNSUPPORTED)."""
+    try:
+        items = orjson.loads(db.meta.get("UNSUPPORTED") or "[]")
+    except orjson.JSONDecodeError:
+        items = [str(db.meta.get("UNSUPPORTED"))]
+    if not isinstance(items, list) or not items:
+        return []
+    names = [str(x).split(":", 1)[0] for x in items]
+    return [Finding("unsupported", INFO,
+                    f"{len(items)} requested switch{'es' if len(items) > 1 else ''} not collected "
+                    f"on this machine: {', '.join(names)}",
+                    {"count": len(items), "switches": [str(x) for x in items]})]

@@ -1,0 +1,59 @@
+"""``openmsprof analyze -dir JOB [--rule NAME,...] [--format text|json] [--html FILE]``: the
+advisor — rules over one job, each finding with evidence and links to the events behind it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from openmsprof.analysis import advisor
+from openmsprof.analysis.report_html import write_html
+from openmsprof.collect import fs
+from openmsprof.config.errors import ConfigError, PathError
+from openmsprof.config.paths import resolve_output
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "analyze", help="advise: rules with evidence-linked findings (and an HTML report)",
+        description="Run advisor rules over one job: " + ", ".join(advisor.RULES) + ".")
+    p.add_argument("-dir", "--collection-dir", dest="dir", required=True, metavar="JOB",
+                   help="the job directory (imported first when needed)")
+    p.add_argument("--rule", "--rules", dest="rules", action="append", default=[],
+                   metavar="NAME[,NAME]", help="rules to run (default all: "
+                   + ",".join(advisor.RULES) + ")")
+    p.add_argument("--format", choices=advisor.FORMATS, default="text",
+                   help="findings on stdout as text (default) or JSON")
+    p.add_argument("--output", metavar="FILE", help="write the text/JSON to FILE, not stdout")
+    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
+    p.set_defaults(func=run)
+
+
+def _target(value: str, flag: str) -> Path:
+    path = resolve_output(value, flag)
+    if not path.parent.is_dir():
+        raise PathError(f"{flag} {value!r}: directory {str(path.parent)!r} does not exist")
+    if path.is_dir():
+        raise PathError(f"{flag} {value!r} is a directory")
+    return path
+
+
+def run(args: argparse.Namespace) -> int:
+    rules = advisor.select_rules(args.rules or None)
+    if not args.dir:
+        raise ConfigError("analyze needs -dir JOB")
+    out = _target(args.output, "--output") if args.output else None
+    html = _target(args.html, "--html") if args.html else None
+    doc = advisor.report(Path(args.dir), rules)
+    text = (advisor.render_json if args.format == "json" else advisor.render_text)(doc)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        fs.write_file_atomic(out, text)
+        print(f"openmsprof analyze: {len(doc['findings'])} finding(s) written to {out}")
+    if html is not None:
+        write_html(Path(args.dir), html, rules)
+        print(f"openmsprof analyze: HTML report written to {html}",
+              file=sys.stderr if out is None and args.format == "json" else sys.stdout)
+    return 0
