@@ -65,18 +65,23 @@ def config_for_init(config_path: str | None) -> ProfileConfig | None:
     return merge(app, cli)
 
 
-def start_json(cfg: ProfileConfig) -> int:
-    """Profiling from acl.init: start a session (or adopt the running one)."""
+def _start_or_adopt(cfg: ProfileConfig, who: str) -> tuple[session.Session, bool]:
+    """The session a profiling entry point uses: the one already running in the process
+    (adopted, left for its owner to stop) or a new one.  Raises ProfilingError."""
     cur = session.current()
     if cur is not None:
-        STATE.json_session, STATE.json_adopted = cur, True
-        cur.note("acl.init: acl.json profiling adopts the running session")
-    else:
-        try:
-            STATE.json_session = session.start(_checked(cfg))
-        except ProfilingError as exc:
-            return fail(exc.code, f"acl.init: profiling could not start: {exc}")
-        STATE.json_adopted = False
+        cur.note(f"{who}: adopting the session already running in this process")
+        return cur, True
+    return session.start(_checked(cfg)), False
+
+
+def start_json(cfg: ProfileConfig) -> int:
+    """Profiling from acl.init: start a session (or adopt the running one)."""
+    try:
+        STATE.json_session, STATE.json_adopted = _start_or_adopt(cfg, "acl.init (acl.json)")
+    except ProfilingError as exc:
+        return fail(exc.code, f"acl.init: profiling could not start: {exc}")
+    if not STATE.json_adopted:
         STATE.json_session.note(f"acl.init: profiling from acl.json (interval {cfg.interval})")
     _refresh()
     return ACL_SUCCESS
@@ -94,16 +99,11 @@ def stop_json() -> None:
 
 
 def start_prof(cfg: ProfileConfig) -> int:
-    cur = session.current()
-    if cur is not None:
-        STATE.prof_session, STATE.prof_adopted = cur, True
-        cur.note("acl.prof.start: adopting the session already running in this process")
-    else:
-        try:
-            STATE.prof_session = session.start(_checked(cfg))
-        except ProfilingError as exc:
-            return fail(exc.code, f"acl.prof.start: {exc}")
-        STATE.prof_adopted = False
+    """Profiling from acl.prof.start: start a session (or adopt the running one)."""
+    try:
+        STATE.prof_session, STATE.prof_adopted = _start_or_adopt(cfg, "acl.prof.start")
+    except ProfilingError as exc:
+        return fail(exc.code, f"acl.prof.start: {exc}")
     _refresh()
     return ACL_SUCCESS
 
