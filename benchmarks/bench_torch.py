@@ -87,6 +87,9 @@ def per_step(steps: int, rounds: int, tmp: Path) -> None:
         print(f"    {k:<15} best {best[k]:8.3f} ms   median {med[k]:8.3f} ms")
     print(f"    ratio openmsprof / torch.profiler: best-vs-best {best['openmsprof'] / best['torch.profiler']:.3f}, "
           f"median of per-round ratios {statistics.median(ratios):.3f} (target <= 1.10)")
+    print("    per window both stop Kineto and export its trace on the training thread; openmsprof also "
+          "creates the rank dir (+FRAMEWORK/, logs/) and writes profiler_info/profiler_metadata JSON, "
+          "which bare torch.profiler does not (on its writer thread; the timed `with` waits for it at exit)")
 
 
 def step_outside_window(n: int) -> None:

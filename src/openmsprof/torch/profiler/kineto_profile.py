@@ -3,7 +3,9 @@
 Lifecycle (mirrors torch_npu): ``_init`` (prepare Kineto, create the dir) → ``_start`` (Kineto
 records; an openmsprof session under ``PROF_…/`` takes mstx markers and host usage) → ``_stop`` →
 ``_finalize`` (FRAMEWORK/ raw trace, profiler_info_{rank}.json, profiler_metadata.json written at
-once, so a later crash still leaves analysable data).  The PROF_ job exists only when something
+once, so a later crash still leaves analysable data).  Only Kineto itself runs on the training
+thread; the rank dir's creation and the window's file writes go to the ``_writer`` thread (public
+``stop()``, ``on_trace_ready`` and the exports wait for it).  The PROF_ job exists only when something
 feeds it (msprof_tx markers, host_sys cpu/mem usage).  Failures are logged, never raised.
 """
 
@@ -13,6 +15,7 @@ import logging
 import os
 import shutil
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,7 @@ from openmsprof.collect import fs, jobdir, session
 from openmsprof.collect.clock import read_pair
 from openmsprof.config.model import ProfileConfig
 from openmsprof.sources import emit, host_sampler, markers  # noqa: F401  (register listeners)
-from openmsprof.torch.profiler import _enums, prof_dir
+from openmsprof.torch.profiler import _enums, _writer, prof_dir
 from openmsprof.torch.profiler import mstx as _mstx
 from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
 
@@ -87,6 +90,8 @@ class _KinetoProfile:
         self._session: session.Session | None = None
         self._start_mono = 0
         self.prof_path: Path | None = None
+        self._window: _Window | None = None
+        self._usage = [h for h in self.experimental_config.to_dict()["_host_sys"] if h in ("cpu", "mem")]
         self.saved: list[Path] = []
 
     # -- torch_npu public methods ----------------------------------------------------------
@@ -97,6 +102,7 @@ class _KinetoProfile:
     def stop(self) -> None:
         self._stop()
         self._finalize()
+        _writer.flush()
 
     def __enter__(self) -> _KinetoProfile:
         self.start()
@@ -124,6 +130,7 @@ class _KinetoProfile:
     def export_chrome_trace(self, path: str | os.PathLike[str]) -> None:
         """Analyse the saved rank dir and write its trace_view.json to ``path``."""
         try:
+            _writer.flush()
             target = Path(os.fspath(path))
             if self.prof_path is None or not (self.prof_path / "FRAMEWORK" / FRAMEWORK_TRACE).exists():
                 if self._kineto is not None:
@@ -144,6 +151,7 @@ class _KinetoProfile:
         try:
             if metric not in ("self_cpu_time_total", "self_npu_time_total", "self_cuda_time_total"):
                 raise ValueError(f"metric {metric!r} is not self_cpu_time_total or self_npu_time_total")
+            _writer.flush()
             if self.prof_path is None:
                 raise RuntimeError("no saved collection to export")
             from openmsprof.export.ascend_pt import framework
@@ -180,12 +188,22 @@ class _KinetoProfile:
                                     with_flops=self.with_flops, with_modules=self.with_modules)
         self._kineto.prepare_trace()
         root = self._root if self._root is not None else prof_dir.default_root()
-        try:
-            self.prof_path = prof_dir.create(root, self._worker)
-        except Exception as exc:
+        win = self._window = _Window(root, prof_dir.new_path(root, self._worker))
+        self.prof_path = win.path
+        _writer.submit(win.create)
+
+    def _ready_window(self) -> _Window | None:
+        """The current window once its dir exists (waits for the writer only if it has not yet
+        created it); None, and no prof_path, if it could not be created."""
+        win = self._window
+        if win is None:
+            return None
+        if win.ok is None:
+            _writer.flush()
+        if not win.ok:
             self.prof_path = None
-            log.warning("openmsprof: cannot create the profiling dir under %s (%s); the data of this "
-                        "window will not be saved, training goes on", root, exc)
+            return None
+        return win
 
     def _start(self) -> None:
         if self._kineto is None:
@@ -194,14 +212,15 @@ class _KinetoProfile:
         self._kineto.start_trace()
         _mstx.set_recording(True)
         exp = self.experimental_config
-        usage = [h for h in exp.to_dict()["_host_sys"] if h in ("cpu", "mem")]
-        if self.prof_path is not None and session.current() is None and (exp.msprof_tx or usage):
+        usage = self._usage
+        win = self._ready_window() if (exp.msprof_tx or usage) and session.current() is None else None
+        if win is not None:
             cfg = ProfileConfig(acl_api=False, runtime_api=False, task_time="off", msproftx=exp.msprof_tx,
                                 host_sys_usage=usage, source="torch")
             try:
                 pair = read_pair()
-                self._session = session.start(cfg, output=self.prof_path, exclusive_output=False,
-                                              job_root=self.prof_path / jobdir.new_job_name(pair.wall_ns),
+                self._session = session.start(cfg, output=win.path, exclusive_output=False,
+                                              job_root=win.path / jobdir.new_job_name(pair.wall_ns),
                                               rank_id=prof_dir.get_rank())
             except Exception as exc:
                 log.warning("openmsprof: no PROF_ job for markers this window: %s", exc)
@@ -220,28 +239,26 @@ class _KinetoProfile:
 
     def _finalize(self) -> None:
         """Save FRAMEWORK raw data + info files now (before any analysis)."""
-        path = self.prof_path
-        if path is None or self._kineto is None:
+        if self._kineto is None or self.prof_path is None:
             return
+        win = self._ready_window()
+        if win is None:
+            return
+        end = self._end_info()
+        tmp = win.path / "FRAMEWORK" / f".{FRAMEWORK_TRACE}.{os.getpid()}.tmp"
         try:
-            fw = path / "FRAMEWORK"
-            tmp = fw / f".{FRAMEWORK_TRACE}.{os.getpid()}.tmp"
             self._kineto.export_chrome_trace(os.fspath(tmp))
-            os.chmod(tmp, fs.FILE_MODE)
-            os.replace(tmp, fw / FRAMEWORK_TRACE)
-            rank = prof_dir.get_rank()
-            info = prof_dir.profiler_info(self._config_dict(), self._start_info(), self._end_info(), rank,
-                                          self._backend(), self._notes)
-            prof_dir.write_json(path / f"profiler_info_{rank}.json", info)
-            prof_dir.write_json(path / "profiler_metadata.json", prof_dir.metadata(self._metadata))
-            self.saved.append(path)
         except Exception as exc:
-            log.warning("openmsprof: saving %s failed: %s", path, exc)
+            log.warning("openmsprof: saving %s failed: %s", win.path, exc)
+            return
+        _writer.submit(partial(win.save, tmp, self._config_dict(), self._start_info(), end, self._backend(),
+                               list(self._notes), dict(self._metadata), self.saved))
 
     def _delete(self) -> None:
         """Drop a window that never recorded (WARMUP → stop)."""
         if self.prof_path is not None:
-            shutil.rmtree(self.prof_path, ignore_errors=True)
+            path = self.prof_path
+            _writer.submit(lambda: shutil.rmtree(path, ignore_errors=True))
             self.prof_path = None
 
     # -- info ------------------------------------------------------------------------------
@@ -265,3 +282,37 @@ class _KinetoProfile:
     def _end_info() -> dict[str, Any]:
         pair = read_pair()
         return {"collectionTimeEnd": pair.wall_ns, "MonotonicTimeEnd": pair.mono_ns}
+
+
+class _Window:
+    """One window's rank dir; its methods run on the writer thread."""
+
+    __slots__ = ("ok", "path", "root")
+
+    def __init__(self, root: Path, path: Path) -> None:
+        self.root, self.path = root, path
+        self.ok: bool | None = None  # None until the writer has tried to create the dir
+
+    def create(self) -> None:
+        try:
+            prof_dir.create_at(self.root, self.path)
+            self.ok = True
+        except Exception as exc:
+            self.ok = False
+            log.warning("openmsprof: cannot create the profiling dir under %s (%s); the data of this "
+                        "window will not be saved, training goes on", self.root, exc)
+
+    def save(self, tmp: Path, config: dict[str, Any], start: dict[str, Any], end: dict[str, Any],
+             backend: str, notes: list[str], user_meta: dict[str, Any], saved: list[Path]) -> None:
+        """Move the raw Kineto trace into place, then write profiler_info and the metadata."""
+        path = self.path
+        try:
+            os.chmod(tmp, fs.FILE_MODE)
+            os.replace(tmp, path / "FRAMEWORK" / FRAMEWORK_TRACE)
+            rank = prof_dir.get_rank()
+            prof_dir.write_json(path / f"profiler_info_{rank}.json",
+                                prof_dir.profiler_info(config, start, end, rank, backend, notes))
+            prof_dir.write_json(path / "profiler_metadata.json", prof_dir.metadata(user_meta))
+            saved.append(path)
+        except Exception as exc:
+            log.warning("openmsprof: saving %s failed: %s", path, exc)

@@ -23,6 +23,7 @@ log = logging.getLogger("openmsprof")
 _ALPHABET = string.ascii_lowercase + string.digits
 MAX_WORKER = 225
 #: Ascend environment variables copied into profiler_metadata.json (FORMATS.md §3).
+_ready_roots: set[Path] = set()  # roots made and found writable (by the writer thread)
 ENV_VARS = ("ASCEND_GLOBAL_LOG_LEVEL", "HCCL_RDMA_TC", "HCCL_RDMA_SL", "ACLNN_CACHE_LIMIT",
             "HCCL_ALGO", "HCCL_BUFFSIZE", "PYTORCH_NPU_ALLOC_CONF", "ASCEND_LAUNCH_BLOCKING",
             "HOST_CACHE_CAPACITY")
@@ -77,9 +78,31 @@ def check_worker(worker_name: str | None) -> str | None:
 def dir_name(worker_name: str | None, wall_ns: int | None = None) -> str:
     """``{worker}_{pid}-{6 random [a-z0-9]}_{yyyymmddHHMMSSmmm}_ascend_pt``."""
     worker = worker_name or socket.gethostname().replace("_", "-")
-    token = "".join(secrets.choice(_ALPHABET) for _ in range(6))
+    n = secrets.randbelow(36**6)
+    token = "".join(_ALPHABET[(n // 36**i) % 36] for i in range(6))
     stamp = local_stamp(wall_ns if wall_ns is not None else time.time_ns())
     return f"{worker}_{os.getpid()}-{token}_{stamp}_ascend_pt"
+
+
+def new_path(root: Path, worker_name: str | None) -> Path:
+    """A fresh rank-dir path under ``root`` (not created; the name makes collisions negligible)."""
+    return root / dir_name(worker_name)
+
+
+def create_at(root: Path, path: Path) -> None:
+    """Create ``root`` if needed and the rank dir ``path`` with logs/ and FRAMEWORK/;
+    a ``path`` that already exists is refused."""
+    if root not in _ready_roots:
+        fs.make_dir(root)
+        fs.check_writable(root)
+        _ready_roots.add(root)
+    try:
+        fs.make_new_dir(path)
+    except Exception:
+        _ready_roots.discard(root)  # re-check the root (removed, made read-only) next time
+        raise
+    fs.make_new_dir(path / "FRAMEWORK")
+    fs.make_new_dir(path / "logs")
 
 
 def create(root: Path, worker_name: str | None) -> Path:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from openmsprof.sources import markers
-from openmsprof.torch.profiler import prof_dir
+from openmsprof.torch.profiler import _writer, prof_dir
 from openmsprof.torch.profiler._enums import ProfilerAction
 from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
 from openmsprof.torch.profiler.kineto_profile import _KinetoProfile
@@ -108,6 +108,7 @@ class profile(_KinetoProfile):
         except Exception as exc:
             log.warning("openmsprof: profiler stop failed: %s", exc)
         self.current_action = _NONE
+        _writer.flush()
 
     def step(self) -> None:
         """Mark a step boundary; outside windows this is a counter and one schedule call."""
@@ -148,6 +149,7 @@ class profile(_KinetoProfile):
 
     def _trace_ready(self) -> None:
         if self.on_trace_ready is not None:
+            _writer.flush()  # the handler reads the window's files
             try:
                 self.on_trace_ready(self)
             except Exception as exc:
