@@ -106,9 +106,12 @@ def steps_job(root: Path, steps: int = 8) -> Path:
     out = root / "steps"
     out.mkdir()
     s = openmsprof.start(out, aic_metrics="PipeUtilization")
+    # Step boundaries are laid out exactly (no sleeps): the rule must find the one outlier,
+    # and a loaded machine must not stretch a normal step into a second one.
+    t0 = emit.now_ns()
     for i in range(steps):
-        t0 = emit.now_ns()
-        time.sleep(SLOW_STEP_S if i == SLOW_STEP else STEP_S)
-        emit.record_step_range(t0, emit.now_ns(), i)
+        dur = int((SLOW_STEP_S if i == SLOW_STEP else STEP_S) * 1e9)
+        emit.record_step_range(t0, t0 + dur, i)
+        t0 += dur + 200_000
     openmsprof.stop()
     return s.root

@@ -54,7 +54,7 @@ def test_host_gap_between_executes_is_the_sleep(jobs: dict[str, Path]) -> None:
     assert f.severity == WARNING and f.evidence["executes"] == 6
     largest = f.events[0]
     assert largest.table == "GAP"
-    assert J.SLEEP_S * 1e9 <= largest.dur_ns <= (J.SLEEP_S + 0.15) * 1e9
+    assert J.SLEEP_S * 1e9 <= largest.dur_ns <= (J.SLEEP_S + 1.0) * 1e9  # slack for a loaded CI machine
     assert float(f.evidence["largest_gap_us"]) == pytest.approx(largest.dur_ns / 1000)
     with _db(jobs["sleepy"]) as con:  # the gap ends where the next execute's first task starts
         start, conn = con.execute("SELECT startNs, connectionId FROM TASK WHERE globalTaskId = ?",
