@@ -28,13 +28,25 @@ def _of(found: list[Finding], rule: str) -> list[Finding]:
     return [f for f in found if f.rule == rule]
 
 
-def test_softplus_is_the_top_op_type(jobs: dict[str, Path]) -> None:
+def test_top_op_type_is_the_one_with_most_device_time(jobs: dict[str, Path]) -> None:
     found = advisor.analyze(jobs["mish"], ["top_ops"])
     assert {f.rule for f in found} == {"top_ops"}
     top = next(f for f in found if f.evidence["rank"] == 1)
-    assert top.evidence["op_type"] == "Softplus" and top.evidence["rank"] == 1
-    assert top.severity == WARNING and top.evidence["share_pct"] > 30
-    assert "Softplus" in top.summary
+    # Which op type wins is a measurement (Softplus from the decomposed Mish usually, Conv on a
+    # loaded machine): the rule must agree with the job's own totals, whatever they are.
+    with _db(jobs["mish"]) as con:
+        totals = con.execute(
+            "SELECT s.value, SUM(t.endNs - t.startNs) AS tot FROM TASK t JOIN COMPUTE_TASK_INFO c"
+            " ON c.globalTaskId = t.globalTaskId JOIN STRING_IDS s ON s.id = c.opType"
+            " GROUP BY s.value ORDER BY tot DESC").fetchall()
+    expected, expected_ns = totals[0]
+    assert top.evidence["op_type"] == expected
+    share = 100.0 * expected_ns / sum(t for _, t in totals)
+    assert abs(top.evidence["share_pct"] - share) < 0.01
+    assert expected in {"Softplus", "Conv"}  # the decomposed Mish or the convolutions
+    if share > 30:
+        assert top.severity == WARNING
+    assert expected in top.summary
     # every linked event is a real TASK row of that op type at the stated time
     with _db(jobs["mish"]) as con:
         for e in top.events:
@@ -42,7 +54,7 @@ def test_softplus_is_the_top_op_type(jobs: dict[str, Path]) -> None:
                 "SELECT t.startNs, t.endNs - t.startNs, s.value FROM TASK t JOIN COMPUTE_TASK_INFO"
                 " c ON c.globalTaskId = t.globalTaskId JOIN STRING_IDS s ON s.id = c.opType"
                 " WHERE t.globalTaskId = ?", (e.id,)).fetchone()
-            assert row == (e.start_ns, e.dur_ns, "Softplus")
+            assert row == (e.start_ns, e.dur_ns, expected)
     assert [e.dur_ns for e in top.events] == sorted((e.dur_ns for e in top.events), reverse=True)
 
 
