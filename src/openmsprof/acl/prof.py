@@ -121,6 +121,7 @@ def destroy_config(prof_config: int) -> int:
 
 def start(prof_config: int) -> int:
     """Start collecting with the config's switches into the acl.prof.init path."""
+    t_call = emit.now_ns()
     if STATE.prof_path is None:
         return fail(ACL_ERROR_UNINITIALIZE, "acl.prof.start: acl.prof.init was not called")
     cfg = _configs.get(prof_config) if isinstance(prof_config, int) else None
@@ -135,9 +136,8 @@ def start(prof_config: int) -> int:
     ret = _control.start_prof(cfg)
     if ret == ACL_SUCCESS:
         STATE.prof_config = prof_config
-        if emit._api_on:
-            t = emit.now_ns()
-            emit.record_api("aclprofStart", emit.ApiLevel.ACL, t, t)
+        if emit._api_on:  # the span covers the start itself (job directory, sampler, ...)
+            emit.record_api("aclprofStart", emit.ApiLevel.ACL, t_call, emit.now_ns())
     return ret
 
 
@@ -148,7 +148,7 @@ def stop(prof_config: int) -> int:
         return fail(ACL_ERROR_PROF_NOT_RUN, "acl.prof.stop: profiling was not started")
     if prof_config != STATE.prof_config:
         return fail(ACL_ERROR_INVALID_PARAM, "acl.prof.stop: not the config given to acl.prof.start")
-    if emit._api_on:
+    if emit._api_on:  # recorded before the session closes, so it is an instant
         t = emit.now_ns()
         emit.record_api("aclprofStop", emit.ApiLevel.ACL, t, t)
     return _control.stop_prof()
