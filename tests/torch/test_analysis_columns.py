@@ -14,7 +14,8 @@ import pytest
 
 import openmsprof.torch.profiler as tp
 from openmsprof.config.errors import RawDataError
-from openmsprof.export.ascend_pt import kineto_reader, text, trace_split
+from openmsprof.export.ascend_pt import kineto_reader, split_read, text, trace_split
+from openmsprof.export.ascend_pt.columns import Columns
 from openmsprof.export.ascend_pt.writer import export
 from tests.torch.conftest import Trainer, rank_dirs, read_csv
 
@@ -86,6 +87,53 @@ def test_forked_half_gives_the_same_trace_view(rank_dir: Path, tmp_path: Path,
     kernels = [e for e in events if e.get("args", {}).get("Task Type") == "CPU"]
     _h, rows = read_csv(forked / OUT / "kernel_details.csv")
     assert len(kernels) == len(rows) > 0
+
+
+def _serial_state(path: Path) -> tuple[object, ...]:
+    cols = Columns()
+    for chunk in kineto_reader.TraceReader(path).chunks():
+        cols.add(chunk)
+    return cols.state()
+
+
+def test_two_process_read_gives_the_serial_columns_and_outputs(rank_dir: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    serial = _copy(rank_dir, tmp_path / "s")
+    export(serial, parallel=False)
+    monkeypatch.setattr(split_read, "MIN_BYTES", 0)
+    split = kineto_reader.TraceReader(serial / TRACE).split_point()
+    assert split is not None and (serial / TRACE).read_bytes()[split:split + 9] == b"\n  },\n  {"
+    done = split_read.read(serial / TRACE)
+    assert done is not None
+    cols, base = done
+    state, want = cols.state(), _serial_state(serial / TRACE)
+    reader = kineto_reader.TraceReader(serial / TRACE)
+    list(reader.chunks())
+    assert base == reader.base_ns
+    assert state[:6] == want[:6]  # pid, vocabularies in first-seen order
+    for mine, theirs in zip(state[7:], want[7:], strict=True):
+        assert [np.concatenate(c).tolist() if c else [] for c in mine] == \
+            [np.concatenate(c).tolist() if c else [] for c in theirs]
+    forked = _copy(rank_dir, tmp_path / "f")
+    export(forked, parallel=True)
+    assert _outputs(forked) == _outputs(serial)
+    assert not [p.name for p in (forked / OUT).iterdir() if p.name.startswith(".")]
+
+
+def test_two_process_read_falls_back_on_an_odd_layout(rank_dir: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(split_read, "MIN_BYTES", 0)
+    c = _copy(rank_dir, tmp_path / "c")
+    trace = c / TRACE
+    trace.write_bytes(orjson.dumps(orjson.loads(trace.read_bytes())))  # compact: no separator
+    assert split_read.read(trace) is None
+    data = _copy(rank_dir, tmp_path / "d") / TRACE
+    raw = data.read_bytes()
+    cut = raw.rfind(b"\n  ]")
+    data.write_bytes(raw[:cut] + b",\n  {\"ph\": \"X\", \"cat\": \"cpu_op\"\n  }" + raw[cut:])  # bad event in the second half
+    assert split_read.read(data) is None
+    with pytest.raises(RawDataError, match="malformed trace event"):
+        export(data.parent.parent, parallel=True)
 
 
 def _kineto_file(path: Path, events: list[dict[str, object]]) -> None:

@@ -171,6 +171,26 @@ class Columns:
                                     "Device Id"), strict=True):
             col.append(np.asarray([_int(a.get(key, 0)) for a in args], np.int64))
 
+    def state(self) -> tuple[Any, ...]:
+        """What ``merge`` needs of this (unfinished) instance; picklable."""
+        return (self.pid, self._pid_set, self.names.items, self.args.items, self.shapes.items,
+                self.py_names.items, self.gpu, self._op, self._py, self._fl, self._mem)
+
+    def merge(self, state: tuple[Any, ...]) -> None:
+        """Append the events of a later part of the trace (another instance's ``state()``): its
+        vocabulary codes are mapped into ours, so the result is what one instance would hold."""
+        pid, pid_set, names, args, shapes, py_names, gpu, op, py, fl, mem = state
+        if not self._pid_set and pid_set:
+            self.pid, self._pid_set = pid, True
+        for col, vocab, items in ((3, self.names, names), (5, self.args, args), (6, self.shapes, shapes)):
+            m = np.asarray([vocab.code(v) for v in items] or [0], np.int32)
+            op[col] = [m[a] for a in op[col]]
+        m = np.asarray([self.py_names.code(v) for v in py_names] or [0], np.int32)
+        py[3] = [m[a] for a in py[3]]
+        self.gpu += gpu
+        for mine, theirs in zip((*self._op, *self._py, *self._fl, *self._mem), (*op, *py, *fl, *mem), strict=True):
+            mine += theirs
+
     def finish(self, offset_ns: int) -> None:
         """Concatenate the blocks; times become epoch ns (``rint(µs × 1000) + offset``)."""
         o = self._op

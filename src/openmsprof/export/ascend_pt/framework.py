@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from openmsprof.config.errors import RawDataError
-from openmsprof.export.ascend_pt import nesting
+from openmsprof.export.ascend_pt import nesting, split_read
 from openmsprof.export.ascend_pt.columns import NO_EXT, Columns, Vocab
 from openmsprof.export.ascend_pt.kineto_reader import Restart, TraceReader
 
@@ -124,7 +124,9 @@ def clock_offset(info: dict[str, Any]) -> int:
         raise RawDataError("profiler_info end_info lacks collectionTimeEnd/MonotonicTimeEnd") from None
 
 
-def _read(path: Path) -> tuple[Columns, int | None]:
+def _read(path: Path, parallel: bool = False) -> tuple[Columns, int | None]:
+    if parallel and (done := split_read.read(path)) is not None:
+        return done
     reader = TraceReader(path)
     cols = Columns()
     try:
@@ -140,13 +142,14 @@ def _read(path: Path) -> tuple[Columns, int | None]:
     return cols, reader.base_ns
 
 
-def load(rank_dir: Path, info: dict[str, Any]) -> Framework:
+def load(rank_dir: Path, info: dict[str, Any], parallel: bool = False) -> Framework:
+    """``parallel``: a large trace may be read by two processes (``split_read``; forks)."""
     path = rank_dir / "FRAMEWORK" / FRAMEWORK_TRACE
     if not path.is_file():
         raise RawDataError(f"no framework data in {str(rank_dir)!r} (missing FRAMEWORK/{FRAMEWORK_TRACE})")
     if path.stat().st_size > MAX_JSON_BYTES:
         raise RawDataError(f"{str(path)!r} is larger than 10 GiB; refused")
-    cols, base = _read(path)
+    cols, base = _read(path, parallel)
     offset = base if base is not None else clock_offset(info)
     cols.finish(offset)
     ts, dur, tid, annot = cols.op_ts, cols.op_dur, cols.op_tid, cols.op_annot

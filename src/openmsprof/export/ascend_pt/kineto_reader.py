@@ -31,10 +31,23 @@ class _NotKinetoLayout(Exception):
 class TraceReader:
     """``chunks()`` yields lists of event dicts; ``base_ns`` is Kineto's baseTimeNanoseconds (or None)."""
 
-    def __init__(self, path: Path, block: int = BLOCK) -> None:
+    def __init__(self, path: Path, block: int = BLOCK, start: int | None = None,
+                 stop: int | None = None) -> None:
         self.path = path
         self.block = block
         self.base_ns: int | None = None
+        #: byte range for a split read (``split_point``): ``stop`` ends the first half (header
+        #: included), ``start`` begins the second half (events after the separator, then the end).
+        self.start, self.stop = start, stop
+
+    def split_point(self) -> int | None:
+        """Offset of an event separator near the middle of the file (None: none found there);
+        ``stop=p + 4`` and ``start=p + 5`` then read the two halves."""
+        half = self.path.stat().st_size // 2
+        with open(self.path, "rb") as f:
+            f.seek(half)
+            i = f.read(self.block).find(_SEP)
+        return None if i < 0 else half + i
 
     def chunks(self) -> Iterator[list[Any]]:
         """Blocks of events in file order.  Raises RawDataError for a file that is not JSON.
@@ -62,17 +75,26 @@ class TraceReader:
 
     def _stream(self) -> Iterator[list[Any]]:
         with open(self.path, "rb") as f:
-            buf = f.read(self.block)
-            m = _EVENTS_RE.search(buf)
-            if m is None or buf[:m.start()].lstrip()[:1] != b"{":
-                raise _NotKinetoLayout()
-            head = self._parse_obj(buf[:m.start()].rstrip().rstrip(b",") + b"}")
-            base = head.get("baseTimeNanoseconds")
-            self.base_ns = base if isinstance(base, int) and not isinstance(base, bool) else None
-            buf = buf[m.end():]
+            stop = self.stop
+
+            def read(n: int) -> bytes:
+                return f.read(n if stop is None else max(0, min(n, stop - f.tell())))
+
+            if self.start is not None:
+                f.seek(self.start)
+                buf = b""
+            else:
+                buf = read(self.block)
+                m = _EVENTS_RE.search(buf)
+                if m is None or buf[:m.start()].lstrip()[:1] != b"{":
+                    raise _NotKinetoLayout()
+                head = self._parse_obj(buf[:m.start()].rstrip().rstrip(b",") + b"}")
+                base = head.get("baseTimeNanoseconds")
+                self.base_ns = base if isinstance(base, int) and not isinstance(base, bool) else None
+                buf = buf[m.end():]
             eof = False
             while not eof:
-                more = f.read(self.block)
+                more = read(self.block)
                 eof = not more
                 buf += more
                 cut = buf.rfind(_SEP)
@@ -82,6 +104,11 @@ class TraceReader:
                     continue
                 yield self._parse(b"[" + buf[:cut + 4] + b"]")
                 buf = buf[cut + 5:]
+            if stop is not None:  # the first half ends with a whole event
+                if f.tell() != stop or not buf.endswith(b"\n  }"):
+                    raise _NotKinetoLayout()
+                yield self._parse(b"[" + buf + b"]")
+                return
             end = buf.rfind(_END)
             if end < 0:
                 raise _NotKinetoLayout()

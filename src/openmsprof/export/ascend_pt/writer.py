@@ -74,7 +74,7 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
     level = _level(exp)
     types = exp.get("_export_type") or ["text"]
     types = [types] if isinstance(types, str) else types
-    fw = framework.load(rank_dir, info)
+    fw = framework.load(rank_dir, info, parallel=parallel)
     ov = Overlap(fw)
     extra = Extras(rank_dir, fw, rank if rank is not None else _rank_id(info), level,
                    common.get("profile_memory") is True)
