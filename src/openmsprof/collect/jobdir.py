@@ -68,7 +68,7 @@ def info_json(config: dict[str, Any], devices: list[int], rank_id: int = -1,
     return {
         "platform_version": PLATFORM_VERSION,
         "pid": str(os.getpid()),
-        "pid_name": Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python",
+        "pid_name": program_name(),
         "hostname": socket.gethostname(),
         "hostUid": host_uid(),
         "rank_id": rank_id,
@@ -83,6 +83,15 @@ def info_json(config: dict[str, Any], devices: list[int], rank_id: int = -1,
         "version": __version__,
         "openmsprof": {"config": config, "python": sys.version.split()[0]},
     }
+
+
+def program_name() -> str:
+    """The profiled program's name for the framework track: the script, or the package of a
+    ``python -m pkg`` run (whose argv[0] is ``pkg/__main__.py``)."""
+    if not sys.argv or not sys.argv[0] or sys.argv[0] == "-c":
+        return "python"
+    p = Path(sys.argv[0])
+    return p.parent.name if p.name == "__main__.py" and p.parent.name else p.name
 
 
 def start_info(pair: ClockPair) -> dict[str, str]:
