@@ -95,6 +95,8 @@ class Model:
         self.out_names = [o.name for o in self.outputs]
         self.mode = PLAIN
         self.count = 0
+        #: sample every ``every``-th execute (the profiling session's interval; set by refresh_mode)
+        self.every = 0
         self.runner: ortt.ProfiledRunner | None = None
         self.writer: subscription.PipeWriter | None = None
         self.sub_config = 0
@@ -154,6 +156,7 @@ class Model:
             s.extra_info.setdefault("acl_models", {})[str(self.id)] = {
                 "path": self.path, "graph_optimization_level": self.opt_level,
                 "providers": self.providers}
+        self.every = s.config.interval if s is not None else 0
         self.mode = mode
         if mode != PLAIN:
             HARVESTER.ensure()

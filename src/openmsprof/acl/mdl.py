@@ -55,6 +55,8 @@ MODEL = ApiLevel.MODEL
 _models: dict[int, Model] = _data.MODELS
 _ids = itertools.count(1)
 _opt_level: str | None = None
+_now = emit.now_ns
+_new_conn = emit.new_connection_id
 
 
 def set_graph_optimization_level(level: str) -> int:
@@ -159,21 +161,24 @@ def _copy_out(b: _Binding, results: list[Any], what: str) -> int:
     return ACL_SUCCESS
 
 
-def _run(m: Model, in_ds: Any, out_ds: Any, what: str) -> int:
-    """Execute once (any mode); records the API span when API profiling is on."""
+def _run(m: Model, in_ds: Any, out_ds: Any, what: str, name: str = "aclmdlExecute") -> int:
+    """Execute once (any mode); records the API span ``name`` when API profiling is on."""
     api = emit._api_on
-    t0 = emit.now_ns() if api else 0
+    t0 = _now() if api else 0
     b = m.bindings.get((in_ds, out_ds))
     if b is None or b.gen != _memory.generation:
         b, ret = _bind(m, in_ds, out_ds, what)
         if b is None:
             return ret
     conn = 0
+    mode = m.mode
+    runner = m.runner
     try:
-        if m.mode != PLAIN and m.runner is not None and _sampled(m):
-            conn = emit.new_connection_id()
-            ret = _copy_out(b, m.runner.run(m.out_names, b.feeds, conn), what)
-            if m.mode == SUBSCRIBED:
+        if mode != PLAIN and runner is not None and _sampled(m, mode):
+            conn = _new_conn()
+            res = runner.run(m.out_names, b.feeds, conn, t0)
+            ret = _copy_out(b, res, what) if res else ACL_SUCCESS
+            if mode == SUBSCRIBED:
                 m.harvest(keep_running=True)
                 _model.HARVESTER.wake.set()
         elif b.io is not None:
@@ -186,18 +191,15 @@ def _run(m: Model, in_ds: Any, out_ds: Any, what: str) -> int:
         ret = fail(ACL_ERROR_MODEL_INPUT_NOT_MATCH if isinstance(exc, ort.capi.onnxruntime_pybind11_state.InvalidArgument)
                    else ACL_ERROR_INVALID_PARAM, f"{what}: model {m.id}: {text}")
     if api:
-        emit.record_api((what == "acl.mdl.execute_async" and "aclmdlExecuteAsync") or "aclmdlExecute",
-                        MODEL, t0, emit.now_ns(), conn)
+        emit.record_api(name, MODEL, t0, _now(), conn)
     return ret
 
 
-def _sampled(m: Model) -> bool:
+def _sampled(m: Model, mode: int) -> bool:
+    """Whether this execute is profiled: every one when subscribed, else one per interval."""
     m.count += 1
-    if m.mode == SUBSCRIBED:
-        return True
-    s = STATE.profiling_session()
-    every = s.config.interval if s is not None else 0
-    return every <= 1 or m.count % every == 0
+    every = m.every
+    return mode == SUBSCRIBED or every <= 1 or m.count % every == 0
 
 
 def execute(model_id: int, input: Any, output: Any) -> int:
@@ -224,7 +226,7 @@ def execute_async(model_id: int, input: Any, output: Any, stream: int) -> int:
     s = rt.stream_of(stream)
     if s is None:
         return fail(ACL_ERROR_INVALID_PARAM, f"acl.mdl.execute_async: unknown stream {stream!r}")
-    s.submit(lambda: _run(m, input, output, "acl.mdl.execute_async"))
+    s.submit(lambda: _run(m, input, output, "acl.mdl.execute_async", "aclmdlExecuteAsync"))
     return ACL_SUCCESS
 
 
