@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ import openmsprof
 from openmsprof import mstx
 from openmsprof.collect import rawfile
 from openmsprof.collect.records import HEADER, RECORDS_MAGIC, Kind, Series
+from tests.tmpfs import mount_tmpfs
 
 CHILD_MARKER_LOOP = """
 import sys, time, openmsprof
@@ -87,14 +89,8 @@ def test_storage_limit_stops_collection_app_goes_on(out_dir: Path) -> None:
 
 
 @pytest.fixture
-def tiny_fs(tmp_path: Path):  # type: ignore[no-untyped-def]
-    mnt = tmp_path / "tiny"
-    mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mnt)], capture_output=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], check=False)
+def tiny_fs(tmp_path: Path) -> Iterator[Path]:
+    yield from mount_tmpfs(tmp_path / "tiny", "24m")
 
 
 def test_disk_full_stops_collection_with_warning(tiny_fs: Path) -> None:

@@ -5,8 +5,6 @@ Uses a real 1 MiB tmpfs mounted over the output folder (skipped where mounting i
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,20 +16,7 @@ from openmsprof.export.db import JobDB
 from openmsprof.export.summary import write_summary
 from openmsprof.export.timeline import write_timeline
 from tests.export.dbfactory import make_big_db
-
-
-def _mount(d: Path) -> Iterator[Path]:
-    d.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)],
-                       capture_output=True, timeout=20)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {r.stderr.decode().strip()}")
-    try:
-        yield d
-    finally:
-        subprocess.run(["umount", str(d)], capture_output=True, timeout=20)
+from tests.tmpfs import mount_tmpfs
 
 
 @pytest.fixture
@@ -44,7 +29,7 @@ def big(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def tiny(tmp_path: Path) -> Iterator[Path]:
-    yield from _mount(tmp_path / "tiny")
+    yield from mount_tmpfs(tmp_path / "tiny", "1m")
 
 
 def test_timeline_disk_full(big: Path, tiny: Path) -> None:
@@ -62,7 +47,7 @@ def test_summary_disk_full(big: Path, tiny: Path) -> None:
 
 
 def test_cli_reports_disk_full(big: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    for tl in _mount(big / "timeline"):
+    for tl in mount_tmpfs(big / "timeline", "1m"):
         assert main(["export", "timeline", "-dir", str(big)]) == 1
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "disk full" in err and "partial file removed" in err

@@ -9,7 +9,6 @@ from __future__ import annotations
 import bisect
 import os
 import signal
-import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +33,7 @@ from tests.export.trace_checks import (
     overlapping_tracks,
     x_spans,
 )
+from tests.tmpfs import mount_tmpfs
 
 
 def export(job: Path, out: Path, **kw: Any) -> list[dict[str, Any]]:
@@ -151,25 +151,11 @@ def test_killed_child_is_reported_and_cleaned_up(big: Path, tmp_path: Path) -> N
     assert list(out.iterdir()) == []
 
 
-def _tmpfs(d: Path, size: str) -> Iterator[Path]:
-    d.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(d)],
-                       capture_output=True, timeout=20)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {r.stderr.decode().strip()}")
-    try:
-        yield d
-    finally:
-        subprocess.run(["umount", str(d)], capture_output=True, timeout=20)
-
-
 @pytest.mark.parametrize("size", ["1m", "9m"])
 def test_disk_full_in_parallel_export(big: Path, tmp_path: Path, size: str) -> None:
     """1 MiB: the parent's or the child's own writes fail; 9 MiB: both parts fit (≈ 2 + 6.5 MB)
     but appending the child's part to the file does not."""
-    for tiny in _tmpfs(tmp_path / "tiny", size):
+    for tiny in mount_tmpfs(tmp_path / "tiny", size):
         with JobDB(big / "sqlite" / "msprof.db", big) as db, pytest.raises(
                 StorageError, match=r"disk full while writing .*msprof_0\.json.*removed"):
             write_timeline(db, tiny, parallel=True)
