@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import models
 
 from openmsprof import acl
-from openmsprof.collect import session
+from openmsprof.recorder import session
 from openmsprof.sources import onnxruntime_tasks as ortt
 
 PROVIDERS = ["CPUExecutionProvider"]

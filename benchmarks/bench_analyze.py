@@ -18,9 +18,9 @@ import onnx
 from openmsprof.analysis import advisor
 from openmsprof.analysis.report_html import build_html
 from openmsprof.cli.cmd_demo import profile_model
-from openmsprof.export import show
 from openmsprof.export.db import open_job
-from openmsprof.export.summary import write_summary
+from openmsprof.export.msprof import show
+from openmsprof.export.msprof.summary import write_summary
 from openmsprof.models import resnet_like
 from openmsprof.parse.importer import ensure_imported
 

@@ -59,7 +59,7 @@ def child_ours(db_path: Path, out: Path, mode: str) -> dict[str, float]:
     """``mode``: "2" the device pass forked, "1" one process, "s" one process without apsw."""
     from openmsprof.export import db as dbmod
     from openmsprof.export.db import JobDB
-    from openmsprof.export.timeline import write_timeline
+    from openmsprof.export.msprof.timeline import write_timeline
 
     if mode == "s":
         dbmod._apsw = None  # the stdlib sqlite3 path, as without apsw installed
@@ -117,8 +117,8 @@ def child_naive(db_path: Path, out: Path, limit: int) -> dict[str, float]:
 
 def child_stats(db_path: Path) -> dict[str, float]:
     from openmsprof.export.db import JobDB
-    from openmsprof.export.summary_host import api_statistic_rows
-    from openmsprof.export.summary_tasks import op_statistic_rows
+    from openmsprof.export.msprof.summary_host import api_statistic_rows
+    from openmsprof.export.msprof.summary_tasks import op_statistic_rows
 
     out: dict[str, float] = {}
     with JobDB(db_path) as db:

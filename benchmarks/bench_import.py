@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from openmsprof.collect import fs, jobdir
-from openmsprof.collect.clock import read_pair
-from openmsprof.collect.rawfile import GENERIC_DTYPE, SliceWriter, StringTable
-from openmsprof.collect.records import RECORDS_MAGIC, Kind, Series
 from openmsprof.parse import schema
+from openmsprof.recorder import fs, jobdir
+from openmsprof.recorder.clock import read_pair
+from openmsprof.recorder.rawfile import GENERIC_DTYPE, SliceWriter, StringTable
+from openmsprof.recorder.records import RECORDS_MAGIC, Kind, Series
 
 CHUNK = 1 << 18
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import openmsprof
 from openmsprof import mstx
-from openmsprof.collect import session
 from openmsprof.config import ProfileConfig
+from openmsprof.recorder import session
 
 
 def per_call_ns(body: Callable[[int], None], n: int, rounds: int) -> float:

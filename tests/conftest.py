@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from openmsprof.collect import session
+from openmsprof.recorder import session
 
 
 @pytest.fixture(autouse=True)

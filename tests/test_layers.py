@@ -11,7 +11,7 @@ from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "src" / "openmsprof"
 LAYERS = {
-    "config": 0, "collect": 1, "sources": 2,
+    "config": 0, "recorder": 1, "sources": 2,
     "api": 3, "mstx": 3, "acl": 3, "torch": 3, "models": 3, "tensorflow": 3,
     "parse": 4, "export": 5, "analysis": 6,
     "load": 7, "collector": 7, "_bootstrap": 7, "cli": 7,

@@ -16,7 +16,6 @@ from __future__ import annotations
 from openmsprof import mstx
 from openmsprof._version import __version__
 from openmsprof.api import profile, start, stop
-from openmsprof.collect.session import Session
 from openmsprof.config import (
     ConfigError,
     PathError,
@@ -26,6 +25,7 @@ from openmsprof.config import (
     StorageError,
 )
 from openmsprof.load import load
+from openmsprof.recorder.session import Session
 
 __all__ = [
     "ConfigError",

@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from openmsprof.collect import session
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.validate import from_kwargs
+from openmsprof.recorder import session
 from openmsprof.sources import emit, host_sampler, markers  # noqa: F401  (register listeners)
 
 

@@ -60,7 +60,7 @@ class LoadedJob:
 
     def _tables(self, names: list[str] | None = None) -> Iterator[Any]:
         try:
-            from openmsprof.export import summary
+            from openmsprof.export.msprof import summary
         except ImportError:  # export layer absent: summaries unavailable, raw tables still are
             return iter(())
         return summary.iter_tables(self._export_db(), names=names)

@@ -7,8 +7,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from openmsprof.collect.rawfile import TASKINFO_DTYPE, ReadReport, read_all_records, read_strings
-from openmsprof.collect.records import API_LEVEL_CODES
+from openmsprof.recorder.rawfile import TASKINFO_DTYPE, ReadReport, read_all_records, read_strings
+from openmsprof.recorder.records import API_LEVEL_CODES
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

@@ -16,7 +16,7 @@ import numpy as np
 
 import openmsprof
 from openmsprof import acl
-from openmsprof.collect import session
+from openmsprof.recorder import session
 from tests.acl.helpers import ROOT, jobs_under, read_job, try_import
 
 

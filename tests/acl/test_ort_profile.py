@@ -13,7 +13,7 @@ import orjson
 import pytest
 from onnx import TensorProto, helper
 
-from openmsprof.collect import session
+from openmsprof.recorder import session
 from openmsprof.sources import emit, subscription
 from openmsprof.sources import onnxruntime_tasks as ortt
 from openmsprof.sources.ort_profile import NodeTable, Profile

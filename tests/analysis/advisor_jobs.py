@@ -12,8 +12,8 @@ import onnx
 import openmsprof
 from openmsprof import acl
 from openmsprof.cli.cmd_demo import profile_model
-from openmsprof.collect import session
 from openmsprof.models import resnet_like, tiny_mlp
+from openmsprof.recorder import session
 from openmsprof.sources import emit
 
 HOSTILE = '<script>alert("x")</script>&'

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import openmsprof
-from openmsprof.collect import session
 from openmsprof.config import Machine, ProfileConfig, check, from_kwargs, load_acl_json, machine
 from openmsprof.config.capabilities import reasons
+from openmsprof.recorder import session
 
 
 def test_machine_detection_matches_the_system() -> None:

@@ -8,7 +8,7 @@ import orjson
 from rich.console import Console
 
 from openmsprof.export.db import open_job
-from openmsprof.export.show import render_rich, render_text, sections
+from openmsprof.export.msprof.show import render_rich, render_text, sections
 from tests.export.dbfactory import BASE_NS, Builder
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from openmsprof.config.errors import ConfigError, ProfilingError, RawDataError
 from openmsprof.export.db import JobDB
-from openmsprof.export.timeline import export_timeline
+from openmsprof.export.msprof.timeline import export_timeline
 from tests.export.dbfactory import BASE_NS, PID, Builder, make_job
 from tests.export.trace_checks import flows_outside_x, load_events, overlapping_tracks
 

@@ -19,12 +19,12 @@ import pytest
 
 from openmsprof.config.errors import RawDataError, StorageError
 from openmsprof.export import db as dbmod
-from openmsprof.export import trace_passes
 from openmsprof.export.db import JobDB
-from openmsprof.export.timeline import write_timeline
-from openmsprof.export.trace_fork import DeviceChild
-from openmsprof.export.trace_layout import Style
-from openmsprof.export.trace_writer import TraceWriter
+from openmsprof.export.msprof import trace_passes
+from openmsprof.export.msprof.timeline import write_timeline
+from openmsprof.export.msprof.trace_fork import DeviceChild
+from openmsprof.export.msprof.trace_layout import Style
+from openmsprof.export.msprof.trace_writer import TraceWriter
 from tests.export.dbfactory import BASE_NS, PID, START_NS, Builder, make_big_db, write_info
 from tests.export.trace_checks import (
     flows_outside_x,

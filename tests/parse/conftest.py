@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import openmsprof
-from openmsprof.collect.records import ApiLevel, Executor, StepTag
+from openmsprof.recorder.records import ApiLevel, Executor, StepTag
 from openmsprof.sources import emit, markers
 
 THREADS = 4
@@ -63,7 +63,7 @@ def make_job(out: Path, *, sampler: bool = True) -> tuple[Path, dict[str, Any]]:
     emit.record_step(s0 + 1000, 7, StepTag.END, 2)
     emit.record_step_range(s0, s0 + 2000, 3)
     markers.push("left open")
-    session = openmsprof.collect.session.current()
+    session = openmsprof.recorder.session.current()
     assert session is not None
     if sampler:  # wait until the sidecar has written a few samples (it starts a new Python)
         deadline = time.monotonic() + 20

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from openmsprof.cli.main import main
-from openmsprof.collect.records import HEADER, RECORDS_MAGIC
 from openmsprof.config.errors import RawDataError
 from openmsprof.parse import schema
 from openmsprof.parse.importer import ensure_imported, find_jobs, import_job
+from openmsprof.recorder.records import HEADER, RECORDS_MAGIC
 from tests.parse.conftest import LOOPS, THREADS, dump_db, make_job, q
 
 
@@ -216,7 +216,7 @@ def test_symlinked_input_refused(small_job: Path, tmp_path: Path, capsys: pytest
 def test_duplicate_connection_ids_are_counted(small_job: Path) -> None:
     import numpy as np
 
-    from openmsprof.collect.rawfile import GENERIC_DTYPE
+    from openmsprof.recorder.rawfile import GENERIC_DTYPE
 
     recs = np.zeros(5, dtype=GENERIC_DTYPE)
     recs["kind"], recs["t0"], recs["t1"], recs["b"] = 6, 100, 200, 777  # five APIs, one id

@@ -7,9 +7,9 @@ from typing import Any
 
 import orjson
 
-from openmsprof.collect.records import ApiLevel
 from openmsprof.parse import schema
 from openmsprof.parse.importer import ensure_imported, import_job
+from openmsprof.recorder.records import ApiLevel
 from tests.parse.conftest import LOOPS, TASKS, THREADS, dump_db, q
 
 

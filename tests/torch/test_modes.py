@@ -10,7 +10,7 @@ import pytest
 
 import openmsprof.torch.profiler as tp
 import torch
-from openmsprof.collect import rawfile
+from openmsprof.recorder import rawfile
 from tests.torch.conftest import DIR_RE, Trainer, modes_ok, rank_dirs, read_csv, trace
 
 OUT = "ASCEND_PROFILER_OUTPUT"

@@ -16,11 +16,11 @@ from typing import Any
 from openmsprof.acl import _model
 from openmsprof.acl._codes import ACL_SUCCESS
 from openmsprof.acl._state import STATE, fail
-from openmsprof.collect import session
 from openmsprof.config.acl_json import load_acl_json
 from openmsprof.config.errors import ProfilingError
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.validate import validate
+from openmsprof.recorder import session
 from openmsprof.sources import emit, host_sampler, markers  # noqa: F401  (register listeners)
 
 ACL_JSON_ENV = "OPENMSPROF_ACL_JSON"

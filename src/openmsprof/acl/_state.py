@@ -15,8 +15,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from openmsprof.collect import session
-from openmsprof.collect.records import ApiLevel
+from openmsprof.recorder import session
+from openmsprof.recorder.records import ApiLevel
 from openmsprof.sources import emit
 
 log = logging.getLogger("openmsprof")

@@ -48,7 +48,7 @@ from openmsprof.acl._data import (  # noqa: F401  (re-exported: pyACL keeps thes
 )
 from openmsprof.acl._model import PLAIN, SUBSCRIBED, Model
 from openmsprof.acl._state import STATE, fail, traced
-from openmsprof.collect.records import ApiLevel
+from openmsprof.recorder.records import ApiLevel
 from openmsprof.sources import emit
 
 MODEL = ApiLevel.MODEL

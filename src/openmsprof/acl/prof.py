@@ -49,11 +49,11 @@ from openmsprof.acl._subscribe import (  # noqa: F401  (re-exported)
     model_un_subscribe,
     model_unsubscribe,
 )
-from openmsprof.collect import session
-from openmsprof.collect.records import StepTag
 from openmsprof.config.acl_mask import from_mask
 from openmsprof.config.errors import ProfilingError
 from openmsprof.config.paths import resolve_output
+from openmsprof.recorder import session
+from openmsprof.recorder.records import StepTag
 from openmsprof.sources import emit, markers
 
 _configs: dict[int, Any] = {}

@@ -21,7 +21,7 @@ from openmsprof.acl._codes import (
     ACL_SUCCESS,
 )
 from openmsprof.acl._state import fail, new_handle, traced
-from openmsprof.collect.records import ApiLevel
+from openmsprof.recorder.records import ApiLevel
 
 __all__ = [
     "create_context", "create_stream", "destroy_context", "destroy_stream", "free", "free_host",

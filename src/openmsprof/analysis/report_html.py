@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from openmsprof.analysis import advisor
-from openmsprof.collect import fs
-from openmsprof.export import summary_host as host
-from openmsprof.export import summary_tasks as tasks
 from openmsprof.export.db import JobDB, open_job
 from openmsprof.export.fmt import us, us_avg
+from openmsprof.export.msprof import summary_host as host
+from openmsprof.export.msprof import summary_tasks as tasks
+from openmsprof.recorder import fs
 
 TOP_BARS = 12
 _COLORS = {"critical": "#b00020", "warning": "#c77700", "info": "#2b6cb0"}

@@ -11,10 +11,10 @@ import numpy as np
 import orjson
 
 from openmsprof.analysis.findings import INFO, WARNING, EventRef, Finding, ms, pct
-from openmsprof.export import summary_host as host
-from openmsprof.export import summary_tasks as tasks
 from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import us, us_avg
+from openmsprof.export.msprof import summary_host as host
+from openmsprof.export.msprof import summary_tasks as tasks
 
 #: An op type above this share of device time is reported; above HOT_SHARE it is a warning.
 TOP_SHARE, HOT_SHARE = 10.0, 30.0

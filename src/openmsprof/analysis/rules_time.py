@@ -14,9 +14,9 @@ import numpy as np
 
 from openmsprof.analysis.findings import INFO, WARNING, EventRef, Finding, ms, pct
 from openmsprof.analysis.samples import _iteration_keys
-from openmsprof.export import summary_tasks as tasks
 from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import us
+from openmsprof.export.msprof import summary_tasks as tasks
 
 #: Idle time above this share of the device span is a warning.
 GAP_WARN_PCT = 20.0

@@ -17,9 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 from openmsprof.config.errors import RawDataError
-from openmsprof.export import summary_host as host
-from openmsprof.export import summary_tasks as tasks
 from openmsprof.export.db import JobDB
+from openmsprof.export.msprof import summary_host as host
+from openmsprof.export.msprof import summary_tasks as tasks
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]

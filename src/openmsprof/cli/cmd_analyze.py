@@ -9,9 +9,9 @@ from pathlib import Path
 
 from openmsprof.analysis import advisor
 from openmsprof.analysis.report_html import write_html
-from openmsprof.collect import fs
 from openmsprof.config.errors import ConfigError, PathError
 from openmsprof.config.paths import resolve_output
+from openmsprof.recorder import fs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

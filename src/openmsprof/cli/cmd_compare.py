@@ -15,9 +15,9 @@ from rich.console import Console
 from openmsprof.analysis import stats
 from openmsprof.analysis.compare import compare_jobs
 from openmsprof.analysis.render import FORMATS, render_rich, render_text
-from openmsprof.collect import fs
 from openmsprof.config.errors import ConfigError, PathError
 from openmsprof.config.paths import resolve_output
+from openmsprof.recorder import fs
 
 REGRESSION_EXIT = 3
 

@@ -39,7 +39,7 @@ def _check(ret: int, what: str) -> None:
 def profile_model(model_path: Path, output: Path, executes: int) -> Path:
     """Run ``model_path`` ``executes`` times under acl.prof profiling; return the job dir."""
     from openmsprof import acl, mstx
-    from openmsprof.collect import session
+    from openmsprof.recorder import session
 
     _check(acl.init(), "acl.init")
     _check(acl.rt.set_device(0), "acl.rt.set_device")

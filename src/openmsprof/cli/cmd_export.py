@@ -9,8 +9,8 @@ from pathlib import Path
 
 from openmsprof.config.errors import ConfigError, ProfilingError
 from openmsprof.export.db import find_jobs
-from openmsprof.export.summary import FORMATS, export_summary
-from openmsprof.export.timeline import export_timeline
+from openmsprof.export.msprof.summary import FORMATS, export_summary
+from openmsprof.export.msprof.timeline import export_timeline
 
 
 def _add_dir(p: argparse.ArgumentParser) -> None:

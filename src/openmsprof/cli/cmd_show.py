@@ -10,7 +10,7 @@ from rich.console import Console
 
 from openmsprof.config.errors import ConfigError
 from openmsprof.export.db import find_jobs, open_job
-from openmsprof.export.show import render_rich, render_text, sections
+from openmsprof.export.msprof.show import render_rich, render_text, sections
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import orjson
 
-from openmsprof.collect import session
 from openmsprof.collector.options import config_from_dict
+from openmsprof.recorder import session
 
 #: Optional instrumentation modules enabled when present (API spans of instrumented libraries).
 AUTO_INSTRUMENT: tuple[str, ...] = ()

@@ -1,18 +1,19 @@
 """``--all``: import each collected job into ``JOB/sqlite/msprof.db`` and export its timeline
 (``JOB/timeline/``) and summary (``JOB/summary/``) through the importer/exporter functions
-(``openmsprof.parse.importer``, ``openmsprof.export.timeline.export_timeline``,
-``openmsprof.export.summary.export_summary``)."""
+(``openmsprof.parse.importer``, ``openmsprof.export.msprof.timeline.export_timeline``,
+``openmsprof.export.msprof.summary.export_summary``)."""
 
 from __future__ import annotations
 
-import importlib
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from openmsprof.config.errors import ProfilingError
+from openmsprof.export.msprof.summary import export_summary
+from openmsprof.export.msprof.timeline import export_timeline
+from openmsprof.parse.importer import ensure_imported
 
 
 @dataclass
@@ -23,30 +24,7 @@ class Processed:
     warnings: list[str] = field(default_factory=list)
 
 
-def _function(module: str, name: str) -> Callable[..., Any] | None:
-    try:
-        mod = importlib.import_module(module)
-    except ImportError:
-        return None
-    fn = getattr(mod, name, None)
-    return fn if callable(fn) else None
-
-
-def _import(job: Path) -> Path:
-    """Import (or re-import when stale) through the importer; without one, the exporters
-    import on their own and the database is where the contract puts it."""
-    fn = _function("openmsprof.parse.importer", "ensure_imported") or _function("openmsprof.parse.importer", "import_job")
-    if fn is None:
-        return job / "sqlite" / "msprof.db"
-    result = fn(job)
-    return Path(getattr(result, "db_path", result))
-
-
-def _export(kind: str, job: Path) -> Path:
-    fn = _function(f"openmsprof.export.{kind}", f"export_{kind}")
-    if fn is None:
-        raise ProfilingError(f"--all: the {kind} exporter (openmsprof.export.{kind}) is not installed")
-    result = fn(job)
+def _output_dir(result: Any, job: Path, kind: str) -> Path:
     if isinstance(result, (list, tuple)) and result:
         return Path(result[0]).parent
     return Path(result) if isinstance(result, (str, Path)) else job / kind
@@ -55,9 +33,9 @@ def _export(kind: str, job: Path) -> Path:
 def process(job: Path) -> Processed:
     """Import ``job`` and export timeline + summary; raises a one-line ProfilingError."""
     done = Processed(job)
-    done.db = _import(job)
-    for kind in ("timeline", "summary"):
-        done.outputs[kind] = _export(kind, job)
+    done.db = Path(ensure_imported(job))
+    done.outputs["timeline"] = _output_dir(export_timeline(job), job, "timeline")
+    done.outputs["summary"] = _output_dir(export_summary(job), job, "summary")
     if not done.db.is_file():
         raise ProfilingError(f"--all: job {str(job)!r} was exported but has no {str(done.db)!r}")
     return done

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from openmsprof.collect import fs
 from openmsprof.collector.board import Board
 from openmsprof.config.errors import ProfilingError
+from openmsprof.recorder import fs
 
 
 class SSHError(ProfilingError):

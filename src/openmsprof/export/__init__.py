@@ -4,10 +4,10 @@ Naming and layout rules: docs/formats.md ("Exports").
 """
 
 from openmsprof.export.db import JobDB, find_jobs, open_job
-from openmsprof.export.show import render_rich, render_text, sections
-from openmsprof.export.summary import export_summary, iter_tables, write_summary
-from openmsprof.export.tables import Table
-from openmsprof.export.timeline import export_timeline, write_timeline
+from openmsprof.export.msprof.show import render_rich, render_text, sections
+from openmsprof.export.msprof.summary import export_summary, iter_tables, write_summary
+from openmsprof.export.msprof.tables import Table
+from openmsprof.export.msprof.timeline import export_timeline, write_timeline
 
 __all__ = [
     "JobDB", "Table", "export_summary", "export_timeline", "find_jobs", "iter_tables",

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from openmsprof.collect import fs
 from openmsprof.config.errors import PathError, StorageError
+from openmsprof.recorder import fs
 
 
 class OutFile:

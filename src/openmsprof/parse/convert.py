@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from openmsprof.collect.rawfile import COUNTER_DTYPE, GENERIC_DTYPE, TASKINFO_DTYPE
-from openmsprof.collect.records import API_LEVEL_CODES, EXECUTOR_NAMES, NO_MODEL, Executor, Series
 from openmsprof.parse import schema
 from openmsprof.parse.pairing import PushPopPairer, RangePairer
 from openmsprof.parse.strings import LocalMap, StringIds
+from openmsprof.recorder.rawfile import COUNTER_DTYPE, GENERIC_DTYPE, TASKINFO_DTYPE
+from openmsprof.recorder.records import API_LEVEL_CODES, EXECUTOR_NAMES, NO_MODEL, Executor, Series
 
 Batch = tuple[str, Iterator[Any] | np.ndarray]
 INV = schema.INVALID

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from openmsprof.collect.rawfile import GENERIC_DTYPE
+from openmsprof.recorder.rawfile import GENERIC_DTYPE
 
 _EMPTY = np.zeros(0, dtype=GENERIC_DTYPE)
 

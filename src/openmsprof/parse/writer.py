@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from openmsprof.collect import fs
 from openmsprof.config.errors import PathError, StorageError
 from openmsprof.parse import schema
+from openmsprof.recorder import fs
 
 #: (table, statement, parameter sets, rows) ready for ``executemany``.
 Prepared = list[tuple[str, str, list[Any], int]]

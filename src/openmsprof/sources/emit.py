@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from openmsprof.collect import buffers, session
-from openmsprof.collect.clock import now_ns
-from openmsprof.collect.records import NO_MODEL, ApiLevel, Executor, Series, StepTag
+from openmsprof.recorder import buffers, session
+from openmsprof.recorder.clock import now_ns
+from openmsprof.recorder.records import NO_MODEL, ApiLevel, Executor, Series, StepTag
 
 __all__ = [
     "ApiLevel", "Executor", "Series", "StepTag", "api_on", "epoch_to_mono", "new_connection_id",

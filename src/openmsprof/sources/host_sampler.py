@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from openmsprof.collect import session
+from openmsprof.recorder import session
 
 _proc: subprocess.Popen[bytes] | None = None
 

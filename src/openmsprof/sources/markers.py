@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from openmsprof.collect import buffers, session
-from openmsprof.collect.buffers import TLS, append_slow, next_range_id
+from openmsprof.recorder import buffers, session
+from openmsprof.recorder.buffers import TLS, append_slow, next_range_id
 
 _now = time.perf_counter_ns
 _on = False

@@ -23,7 +23,7 @@ from typing import Any, Union
 import numpy as np
 import orjson
 
-from openmsprof.collect.records import Executor
+from openmsprof.recorder.records import Executor
 
 Buffer = Union[bytes, mmap.mmap]  # noqa: UP007  (a runtime alias)
 KERNEL = b"_kernel_time"

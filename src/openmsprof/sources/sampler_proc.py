@@ -1,7 +1,7 @@
 """The host sampler process: ``python -S -E sampler_proc.py --data DIR --pid PID ...``.
 
 Standard library only and run by path, so it starts in milliseconds; the record layout comes from
-``collect/records.py`` loaded by file path (that module imports nothing but ``struct`` and
+``recorder/records.py`` loaded by file path (that module imports nothing but ``struct`` and
 ``enum``).  It samples /proc at ``--freq`` Hz, appends COUNTER records to
 ``DIR/HostSampler.records.host.slice_{n}`` (0640, O_EXCL|O_NOFOLLOW), takes one last sample on
 SIGTERM (so even a short session has a reading over its whole span) and exits when its parent
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 _spec = importlib.util.spec_from_file_location(
-    "_omsp_records", Path(__file__).resolve().parents[1] / "collect" / "records.py")
+    "_omsp_records", Path(__file__).resolve().parents[1] / "recorder" / "records.py")
 assert _spec is not None and _spec.loader is not None
 records: Any = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(records)

@@ -18,9 +18,9 @@ from typing import Any
 
 import orjson
 
-from openmsprof.collect import fs
 from openmsprof.export.ascend_pt.communication import TRANSPORT, CommOp, Group
 from openmsprof.export.ascend_pt.text import ts_text
+from openmsprof.recorder import fs
 
 LARGE_PACKET_MB = 1.0
 _MB = 1024.0 * 1024.0

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from openmsprof.collect import fs
 from openmsprof.export.ascend_pt.framework import CORES, Framework
 from openmsprof.export.ascend_pt.overlap import Overlap, step_rows
+from openmsprof.recorder import fs
 
 if TYPE_CHECKING:
     from openmsprof.export.ascend_pt.writer import Extras

@@ -14,10 +14,10 @@ import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
-from openmsprof.collect import fs
 from openmsprof.export.ascend_pt import trace_view
 from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.export.ascend_pt.overlap import Overlap
+from openmsprof.recorder import fs
 
 #: Below this many operators a fork costs more than it saves.
 MIN_OPS = 50_000

@@ -12,7 +12,6 @@ from typing import Any
 
 import orjson
 
-from openmsprof.collect import fs
 from openmsprof.config.errors import RawDataError
 from openmsprof.export.ascend_pt import (
     comm_views,
@@ -24,6 +23,7 @@ from openmsprof.export.ascend_pt import (
     trace_view,
 )
 from openmsprof.export.ascend_pt.overlap import Overlap
+from openmsprof.recorder import fs
 
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
 _INFO_RE = re.compile(r"^profiler_info(?:_(\d+))?\.json$")

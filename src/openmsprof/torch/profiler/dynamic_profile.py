@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from openmsprof.collect import fs
+from openmsprof.recorder import fs
 from openmsprof.torch.profiler import _enums
 from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
 

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import orjson
 
-from openmsprof.collect import fs, jobdir, session
-from openmsprof.collect.clock import read_pair
 from openmsprof.config.model import ProfileConfig
+from openmsprof.recorder import fs, jobdir, session
+from openmsprof.recorder.clock import read_pair
 from openmsprof.sources import emit, host_sampler, markers  # noqa: F401  (register listeners)
 from openmsprof.torch.profiler import _enums, _writer, prof_dir
 from openmsprof.torch.profiler import mstx as _mstx

@@ -14,10 +14,10 @@ from typing import Any
 
 import orjson
 
-from openmsprof.collect import fs
-from openmsprof.collect.clock import local_stamp
 from openmsprof.config.errors import ProfilingError
 from openmsprof.config.paths import check_path_text, resolve_output
+from openmsprof.recorder import fs
+from openmsprof.recorder.clock import local_stamp
 
 log = logging.getLogger("openmsprof")
 _ALPHABET = string.ascii_lowercase + string.digits

@@ -16,9 +16,9 @@ from typing import Any
 
 import orjson
 
-from openmsprof.collect import fs
-from openmsprof.collect.clock import ClockPair, local_stamp
 from openmsprof.config.errors import PathError, SessionError
+from openmsprof.recorder import fs
+from openmsprof.recorder.clock import ClockPair, local_stamp
 
 PLATFORM_VERSION = "CPU"
 _seq = 0

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from openmsprof.collect import fs
-from openmsprof.collect.records import (
+from openmsprof.config.errors import RawDataError
+from openmsprof.recorder import fs
+from openmsprof.recorder.records import (
     FORMAT_VERSION,
     HEADER,
     RECORD_SIZE,
@@ -29,7 +30,6 @@ from openmsprof.collect.records import (
     STRING_ENTRY,
     STRINGS_MAGIC,
 )
-from openmsprof.config.errors import RawDataError
 
 #: numpy views of the 32-byte record (see records.py).
 GENERIC_DTYPE = np.dtype(

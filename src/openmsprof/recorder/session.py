@@ -16,9 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from openmsprof.collect import buffers, fs, jobdir
-from openmsprof.collect.clock import ClockPair, read_pair
-from openmsprof.collect.flusher import DataDir, Flusher
 from openmsprof.config import capabilities
 from openmsprof.config.errors import (
     ACL_ERROR_PROF_ALREADY_RUN,
@@ -28,6 +25,9 @@ from openmsprof.config.errors import (
 )
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.paths import resolve_output
+from openmsprof.recorder import buffers, fs, jobdir
+from openmsprof.recorder.clock import ClockPair, read_pair
+from openmsprof.recorder.flusher import DataDir, Flusher
 
 log = logging.getLogger("openmsprof")
 

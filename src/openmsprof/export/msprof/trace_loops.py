@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from openmsprof.collect.records import API_LEVEL_NAMES, ApiLevel
 from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import INVALID
-from openmsprof.export.trace_layout import Lanes, templates
+from openmsprof.export.msprof.trace_layout import Lanes, templates
+from openmsprof.recorder.records import API_LEVEL_NAMES, ApiLevel
 
 if TYPE_CHECKING:
-    from openmsprof.export.trace_passes import PassContext
-    from openmsprof.export.trace_writer import TraceWriter
+    from openmsprof.export.msprof.trace_passes import PassContext
+    from openmsprof.export.msprof.trace_writer import TraceWriter
 
 _MASK32 = 0xFFFFFFFF
 #: (globalTid, start, end) of an API drawn on an overflow lane → that lane's tid.  Two APIs with

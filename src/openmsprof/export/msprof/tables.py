@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from openmsprof.export.naming import remove_stale, summary_file
+from openmsprof.export.msprof.naming import remove_stale, summary_file
 from openmsprof.export.outfile import OutFile
 
 MAX_CSV_ROWS = 1_000_000

@@ -9,13 +9,13 @@ import gc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from openmsprof.collect import fs
 from openmsprof.config.errors import ConfigError
-from openmsprof.export import summary_host as host
-from openmsprof.export import summary_tasks as tasks
 from openmsprof.export.db import JobDB, open_job
-from openmsprof.export.naming import SUMMARY_DIR
-from openmsprof.export.tables import Table, write_table
+from openmsprof.export.msprof import summary_host as host
+from openmsprof.export.msprof import summary_tasks as tasks
+from openmsprof.export.msprof.naming import SUMMARY_DIR
+from openmsprof.export.msprof.tables import Table, write_table
+from openmsprof.recorder import fs
 
 Producer = Callable[[JobDB], Iterator[Table]]
 

@@ -7,12 +7,12 @@ import math
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from openmsprof.collect.records import API_LEVEL_NAMES, ApiLevel, Series
-from openmsprof.export import headers as H
 from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import INVALID, NA, id_or_na, ratio, us, us_avg
-from openmsprof.export.naming import HOST
-from openmsprof.export.tables import Num, Table
+from openmsprof.export.msprof import headers as H
+from openmsprof.export.msprof.naming import HOST
+from openmsprof.export.msprof.tables import Num, Table
+from openmsprof.recorder.records import API_LEVEL_NAMES, ApiLevel, Series
 
 _MASK32 = 0xFFFFFFFF
 _DUR = "MAX(endNs - startNs, 0)"

@@ -10,7 +10,7 @@ Producers do::
 and the flusher drains each list with ``chunk = items[:n]; del items[:n]`` — two single
 bytecode operations that are atomic under the GIL, so a concurrent append is never lost.
 
-Hot-path tuples (first item = :class:`~openmsprof.collect.records.Kind` value)::
+Hot-path tuples (first item = :class:`~openmsprof.recorder.records.Kind` value)::
 
     (MARK, ts, message, domain)
     (PUSH, ts, message, domain)

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import orjson
 
-from openmsprof.collect import fs
 from openmsprof.config.errors import PathError, StorageError
-from openmsprof.export import trace_device, trace_passes
 from openmsprof.export.db import JobDB
-from openmsprof.export.naming import timeline_file
-from openmsprof.export.trace_writer import TraceWriter
+from openmsprof.export.msprof import trace_device, trace_passes
+from openmsprof.export.msprof.naming import timeline_file
+from openmsprof.export.msprof.trace_writer import TraceWriter
+from openmsprof.recorder import fs
 
 _ERRORS: dict[str, type[Exception]] = {"StorageError": StorageError, "PathError": PathError}
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from itertools import chain, islice
 from typing import Any
 
-from openmsprof.export import trace_loops as loops
 from openmsprof.export.db import JobDB
-from openmsprof.export.trace_layout import (
+from openmsprof.export.msprof import trace_loops as loops
+from openmsprof.export.msprof.trace_layout import (
     SORT_APP,
     SORT_CANN,
     SORT_CPU,
@@ -25,8 +25,8 @@ from openmsprof.export.trace_layout import (
     templates,
     thread_meta,
 )
-from openmsprof.export.trace_loops import api_label
-from openmsprof.export.trace_writer import TraceWriter
+from openmsprof.export.msprof.trace_loops import api_label
+from openmsprof.export.msprof.trace_writer import TraceWriter
 
 CHUNK = 20_000
 _MASK32 = 0xFFFFFFFF

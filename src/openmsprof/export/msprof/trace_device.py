@@ -9,9 +9,9 @@ API's drawn lane.
 
 from __future__ import annotations
 
-from openmsprof.export import trace_loops as loops
 from openmsprof.export.fmt import INVALID
-from openmsprof.export.trace_layout import (
+from openmsprof.export.msprof import trace_loops as loops
+from openmsprof.export.msprof.trace_layout import (
     DEVICE_FIRST_LANE_TID,
     SORT_DEVICE,
     STEP_TID,
@@ -20,8 +20,8 @@ from openmsprof.export.trace_layout import (
     templates,
     thread_meta,
 )
-from openmsprof.export.trace_passes import PassContext
-from openmsprof.export.trace_writer import TraceWriter
+from openmsprof.export.msprof.trace_passes import PassContext
+from openmsprof.export.msprof.trace_writer import TraceWriter
 
 
 def flow_join(ctx: PassContext, kind: str) -> tuple[str, tuple[int, ...]]:

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from openmsprof.export import headers as H
 from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import NA, id_or_na, ratio, us, us_avg
-from openmsprof.export.tables import Num, Table
+from openmsprof.export.msprof import headers as H
+from openmsprof.export.msprof.tables import Num, Table
 
 _JOIN = "LEFT JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId"
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from openmsprof.collect import buffers
-from openmsprof.collect.rawfile import GENERIC_DTYPE, TASKINFO_DTYPE, SliceWriter, StringTable
-from openmsprof.collect.records import (
+from openmsprof.recorder import buffers
+from openmsprof.recorder.rawfile import GENERIC_DTYPE, TASKINFO_DTYPE, SliceWriter, StringTable
+from openmsprof.recorder.records import (
     API_LEVEL_CODES,
     COUNTER,
     GENERIC,

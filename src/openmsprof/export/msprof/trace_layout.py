@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from openmsprof.export.trace_writer import TraceWriter
+from openmsprof.export.msprof.trace_writer import TraceWriter
 
 SORT_APP, SORT_CANN, SORT_CPU, SORT_MEM, SORT_DEVICE = 6, 7, 9, 10, 14
 HOST_DEV = 31

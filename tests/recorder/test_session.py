@@ -14,8 +14,6 @@ import pytest
 
 import openmsprof
 from openmsprof import mstx
-from openmsprof.collect import rawfile, session
-from openmsprof.collect.records import Kind
 from openmsprof.config.errors import (
     ACL_ERROR_PROF_ALREADY_RUN,
     ACL_ERROR_PROF_NOT_RUN,
@@ -23,6 +21,8 @@ from openmsprof.config.errors import (
     PathError,
     SessionError,
 )
+from openmsprof.recorder import rawfile, session
+from openmsprof.recorder.records import Kind
 
 
 def _records(job: Path) -> np.ndarray:

@@ -15,8 +15,8 @@ import pytest
 
 import openmsprof
 from openmsprof import mstx
-from openmsprof.collect import rawfile
-from openmsprof.collect.records import HEADER, RECORDS_MAGIC, Kind, Series
+from openmsprof.recorder import rawfile
+from openmsprof.recorder.records import HEADER, RECORDS_MAGIC, Kind, Series
 from tests.tmpfs import mount_tmpfs
 
 CHILD_MARKER_LOOP = """

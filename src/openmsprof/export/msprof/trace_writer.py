@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 
 from openmsprof.config.errors import PathError, StorageError
-from openmsprof.export.naming import remove_stale, timeline_file
+from openmsprof.export.msprof.naming import remove_stale, timeline_file
 from openmsprof.export.outfile import OutFile
 
 _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)

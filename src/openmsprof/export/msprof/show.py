@@ -15,10 +15,10 @@ from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from openmsprof.export import summary_host as host
-from openmsprof.export import summary_tasks as tasks
 from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import ratio, us, us_avg
+from openmsprof.export.msprof import summary_host as host
+from openmsprof.export.msprof import summary_tasks as tasks
 
 Section = tuple[str, list[str], list[list[Any]]]
 #: Columns right-aligned in the terminal view.
