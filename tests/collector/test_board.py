@@ -83,3 +83,20 @@ def test_ini_open_to_others_refused(tmp_path: Path, mode: int, capsys: pytest.Ca
 def test_missing_ini(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not found"):
         load(tmp_path / "none.ini")
+
+
+def test_inline_comments_are_not_values(tmp_path: Path) -> None:
+    """docs/collect.md's template writes ``port = 22   ; comment``: the comment is dropped."""
+    ini = tmp_path / "b.ini"
+    ini.write_text("[ssh_config]\nip = 10.0.0.7        ; the board\nusername = hw ; user\n"
+                   f"pwd = {SECRET}   ; used when there is no key_file\nport = 2022          ; ssh port\n"
+                   "[remote]\npython = python3 ; board python\n")
+    ini.chmod(0o600)
+    b = load(ini)
+    assert (b.ip, b.username, b.password, b.port, b.python) == ("10.0.0.7", "hw", SECRET, 2022, "python3")
+
+
+def test_seed_ini_four_keys(tmp_path: Path) -> None:
+    """Seed 002's ini: ``[ssh_config] ip, username, pwd, port`` and nothing else."""
+    b = load(write_ini(tmp_path / "b.ini", {"ip": "192.168.1.10", "username": "HwHiAiUser", "pwd": SECRET, "port": 22}))
+    assert (b.ip, b.username, b.password, b.port, b.key_file) == ("192.168.1.10", "HwHiAiUser", SECRET, 22, None)

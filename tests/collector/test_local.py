@@ -22,7 +22,7 @@ from tests.collector.conftest import PYTHON, run_cli
 def test_exit_code_output_and_job(tmp_path: Path) -> None:
     prog = P.write(tmp_path, "basic.py", P.BASIC)
     out = tmp_path / "out"
-    r = run_cli(["collect", "--output", str(out), "-m", str(prog), "3", "a b", "--flag"], cwd=tmp_path)
+    r = run_cli(["collect", "--output", str(out), "-m", str(prog), "--", "3", "a b", "--flag"], cwd=tmp_path)
     assert r.returncode == 3, r.stderr
     assert r.stdout == 'out: ["3", "a b", "--flag"]\n'  # stdout is the program's alone
     assert "err: to stderr" in r.stderr

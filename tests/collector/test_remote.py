@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -39,7 +40,7 @@ def test_remote_run_end_to_end(sshd: Sshd, key_ini: Path, tmp_path: Path) -> Non
     prog = P.write(tmp_path / "src", "basic.py", P.BASIC)
     pwned = tmp_path / "pwned"
     args = ["7", "two words", f"$(touch {pwned})", "it's", "a;b|c"]
-    r = _collect(tmp_path, key_ini, "-m", str(prog), *args)
+    r = _collect(tmp_path, key_ini, "-m", str(prog), "--", *args)
     assert r.returncode == 7, r.stderr
     assert r.stdout.splitlines()[0] == 'out: ["7", "two words", "$(touch ' + str(pwned) + ')", "it\'s", "a;b|c"]'
     assert "err: to stderr" in r.stderr and "__OPENMSPROF_PID__" not in r.stderr
@@ -122,21 +123,28 @@ def test_wrong_password(sshd: Sshd, tmp_path: Path) -> None:
     assert secret not in r.stderr + r.stdout
 
 
-def test_password_login_never_exposes_the_password(sshd: Sshd, password_user: PasswordUser, tmp_path: Path) -> None:
-    """Password login runs the program on the board; no process (here or there) shows the
-    password in its command line or environment.  The throw-away user cannot read this venv
-    (it lives under /root), so its board "python" is a stdlib-only stand-in that runs the
-    uploaded program with the system Python."""
+def test_seed_ini_password_login_bare_board(sshd: Sshd, password_user: PasswordUser, tmp_path: Path) -> None:
+    """Seed 002 as printed: an ini with only ``ip, username, pwd, port`` (host key already in
+    ~/.ssh/known_hosts), ``collect -m <main> --config <config> --all``; the board is the system
+    Python of a fresh account, with no openmsprof and none of its packages, so openmsprof is
+    uploaded for the run and removed afterwards.  No process (here or there) shows the password
+    in its command line or environment."""
     if not os.access("/usr/bin/python3", os.X_OK):
         pytest.skip("needs /usr/bin/python3 for the unprivileged board user")
+    probe = subprocess.run(["/usr/bin/python3", "-c", "import sys; print(sys.implementation.cache_tag)"],
+                           capture_output=True, text=True)
+    if probe.stdout.strip() != sys.implementation.cache_tag:
+        pytest.skip("the system python3 is another version: this venv's packages cannot be shipped to it")
     pw = password_user.password
-    stand_in = P.write(password_user.home, "python.sh", '#!/bin/sh\nfor a; do last=$a; done\nexec /usr/bin/python3 "$last"\n')
-    stand_in.chmod(0o755)
-    ini = write_ini(tmp_path / "board.ini",
-                    {"ip": "127.0.0.1", "port": sshd.port, "username": password_user.name, "pwd": pw,
-                     "known_hosts": sshd.known_hosts(tmp_path)}, {"python": stand_in})
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    sshd.known_hosts(home / ".ssh")
+    ini = write_ini(tmp_path / "board.ini", {"ip": "127.0.0.1", "username": password_user.name, "pwd": pw,
+                                             "port": sshd.port})
     spy = P.write(tmp_path / "src", "spy.py", f"""\
 import os
+from openmsprof import mstx
+mstx.mark("on-board")
 secret = {pw!r}.encode()
 seen, scanned = [], 0
 for pid in os.listdir("/proc"):
@@ -151,17 +159,42 @@ for pid in os.listdir("/proc"):
                 seen.append(name)
 print("user:", os.getuid() != 0, "scanned:", scanned > 10, "leaks:", sorted(set(seen)))
 """)
-    r = run_cli(["-v", "collect", "--config", str(ini), "--output", str(tmp_path / "out"), "-m", str(spy)],
-                cwd=tmp_path)
+    env = dict(os.environ, HOME=str(home))
+    r = run_cli(["-v", "collect", "-m", str(spy), "--config", str(ini), "--all", "--output", str(tmp_path / "out")],
+                cwd=tmp_path, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout == "user: True scanned: True leaks: []\n"
+    assert "the board has no openmsprof; uploading openmsprof, " in r.stderr and "numpy" in r.stderr
     assert "Authentication (password) successful" in r.stderr  # -v shows paramiko's log, not the secret
     assert pw not in r.stderr
-    bad = write_ini(tmp_path / "bad.ini",
-                    {"ip": "127.0.0.1", "port": sshd.port, "username": password_user.name, "pwd": pw + "x",
-                     "known_hosts": tmp_path / "known_hosts"}, {"python": stand_in})
-    r = _collect(tmp_path, bad, "-m", str(spy))
+    job = P.only_job(tmp_path / "out")
+    assert P.marks(job) == ["on-board"] and (job / "sqlite" / "msprof.db").is_file()
+    assert [p.name for p in password_user.home.iterdir() if p.name.startswith("openmsprof_")] == []  # removed
+    bad = write_ini(tmp_path / "bad.ini", {"ip": "127.0.0.1", "username": password_user.name, "pwd": pw + "x",
+                                           "port": sshd.port})
+    r = run_cli(["collect", "-m", str(spy), "--config", str(bad)], cwd=tmp_path, env=env)
     assert r.returncode == 1 and "failed with the pwd" in r.stderr and pw not in r.stderr
+
+
+def test_board_without_openmsprof_keep_remote(sshd: Sshd, tmp_path: Path) -> None:
+    """A board Python that lacks openmsprof and its packages (a bare venv of this interpreter):
+    the bundle is uploaded, the program runs, and --keep-remote leaves it on the board."""
+    bare = tmp_path / "bare"
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(bare)],
+                   check=True)
+    bare_py = bare / "bin" / "python"
+    assert subprocess.run([str(bare_py), "-c", "import openmsprof"], capture_output=True).returncode != 0
+    ini = write_ini(tmp_path / "board.ini",
+                    {"ip": "127.0.0.1", "port": sshd.port, "username": sshd.user, "key_file": sshd.key,
+                     "known_hosts": sshd.known_hosts(tmp_path)}, {"python": bare_py, "workdir": tmp_path / "board"})
+    prog = P.write(tmp_path / "src", "basic.py", P.BASIC)
+    r = _collect(tmp_path, ini, "--keep-remote", "-m", str(prog), "--", "5")
+    assert r.returncode == 5, r.stderr
+    assert "the board has no openmsprof; uploading openmsprof, " in r.stderr
+    assert P.marks(P.only_job(tmp_path / "out")) == ["basic-mark"]
+    (run,) = list((tmp_path / "board").iterdir())
+    assert (run / "site" / "openmsprof" / "__init__.py").is_file() and (run / "site" / "orjson").is_dir()
+    assert not (run / "openmsprof_bundle.tar.gz").exists()
 
 
 def test_unreachable_host(tmp_path: Path, sshd: Sshd) -> None:

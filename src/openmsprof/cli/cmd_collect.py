@@ -8,12 +8,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from openmsprof.collector import command
+from openmsprof.collector import argv, command
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "collect", help="profile a program (locally or on a board over SSH) with no code change",
+    parser = argv.add_parser(
+        subparsers, "collect", help="profile a program (locally or on a board over SSH) with no code change",
         description=command.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     command.add_arguments(parser)
     parser.set_defaults(func=run)

@@ -10,7 +10,7 @@ pwd = ...                        ; used when there is no key_file, or when the k
 known_hosts = ~/.ssh/known_hosts ; default
 timeout = 10                     ; seconds to connect
 [remote]
-python = python3                 ; the board's Python that has openmsprof installed
+python = python3                 ; the board's Python (openmsprof is uploaded if it lacks it)
 workdir = ~                      ; where the run folder is created on the board
 ```
 The file may hold a password, so one readable (or writable) by group or others is refused, as
@@ -68,7 +68,8 @@ def check_private(path: Path) -> None:
 
 
 def _parse(path: Path) -> configparser.ConfigParser:
-    parser = configparser.ConfigParser(interpolation=None)
+    # "port = 22   ; comment": the comment is not part of the value (the template below writes so)
+    parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=(";",))
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from openmsprof.collector import argv as collect_argv
 from openmsprof.collector import local, options, postprocess, program
 from openmsprof.config import cli_flags
 from openmsprof.config.errors import ProfilingError
@@ -14,8 +15,15 @@ from openmsprof.config.model import ProfileConfig
 DESCRIPTION = """Profile a program with no code change (seed 002 "one-step" profiling).
 Locally the program runs with an acl.json (OPENMSPROF_ACL_JSON) and a process-level session
 started at interpreter start-up; with --config board.ini it is uploaded to a board, run there
-over SSH and its job directories are copied back into --output.  Options go before -m:
-everything after -m is the program and its arguments."""
+over SSH and its job directories are copied back into --output.
+
+  openmsprof collect -m app.py --config board.ini --all
+  openmsprof collect -m app.py --output out --interval 2 --all
+  openmsprof collect -m app.py --output out -- --epochs 3     (program arguments after --)
+  openmsprof collect -m "app.py --epochs 3" --output out       (or inside one quoted -m)
+
+Options may come before or after -m, in any order; an option collect does not know is an
+error, never an argument to the program."""
 
 def _add(parser: argparse.ArgumentParser, names: tuple[str, ...], **kwargs: Any) -> None:
     taken = parser._option_string_actions  # argparse has no public query for this
@@ -38,8 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
          help="remote: keep the uploaded program and raw data on the board")
     _add(parser, ("--profile-config",), dest="profile_config", metavar="JSON", help=argparse.SUPPRESS)
     _add(parser, ("--quiet-jobs",), dest="quiet_jobs", action="store_true", help=argparse.SUPPRESS)
-    _add(parser, ("-m", "--main"), dest="program", nargs=argparse.REMAINDER, metavar="PROGRAM ...",
-         help="the program (a .py runs with this Python) and its arguments; must come last")
+    _add(parser, ("-m", "--main"), dest="program", metavar="PROGRAM",
+         help="the program: a .py runs with this Python, an executable as is, a bare name from PATH; "
+              "its arguments follow -- or come inside one quoted value (-m \"app.py --epochs 3\")")
 
 
 def profile_config(ns: argparse.Namespace) -> ProfileConfig:
@@ -62,7 +71,7 @@ def output_arg(ns: argparse.Namespace) -> str | None:
 
 def run(ns: argparse.Namespace) -> int:
     """Run ``openmsprof collect``; returns the program's exit code."""
-    name, args = program.split_program(ns.program)
+    name, args = program.split_program(collect_argv.program_words(ns.program, getattr(ns, collect_argv.REST, [])))
     config = profile_config(ns)
     if ns.board:
         from openmsprof.collector import remote

@@ -14,7 +14,7 @@ from openmsprof.config.errors import PathError
 def split_program(words: list[str] | None) -> tuple[str, list[str]]:
     """The program and its arguments from the words after ``-m``."""
     if not words:
-        raise PathError("no program given; use: openmsprof collect [options] -m PROGRAM [ARGS ...]")
+        raise PathError("no program given; use: openmsprof collect -m PROGRAM [options] [-- ARGS ...]")
     return words[0], list(words[1:])
 
 

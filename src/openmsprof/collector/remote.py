@@ -1,7 +1,7 @@
 """Remote collection: upload the program, run it on the board over SSH, copy the jobs back.
 
-On the board the program runs under ``python -m openmsprof collect`` (the board has openmsprof
-installed), in a fresh run folder ``{workdir}/openmsprof_{stamp}_{token}/`` holding ``app/`` (the
+On the board the program runs under ``python -m openmsprof collect`` (openmsprof is uploaded for
+the run when the board lacks it: :mod:`openmsprof.collector.bundle`), in a fresh run folder ``{workdir}/openmsprof_{stamp}_{token}/`` holding ``app/`` (the
 upload), ``profile_config.json`` (the exact settings) and ``profiling/`` (the jobs).  Every path
 and argument on the remote command line is quoted with :func:`shlex.quote`; no secret is on it.
 The program's stdout/stderr are streamed as they come; a Ctrl-C here is sent to the program
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from openmsprof.collector import board as board_mod
-from openmsprof.collector import local
+from openmsprof.collector import bundle, local
 from openmsprof.collector.options import dump_config
 from openmsprof.collector.sftpcopy import (
     CopyReport,
@@ -76,13 +76,55 @@ def plan_upload(program: str, project: str | None) -> Upload:
     raise PathError(f"program {program!r} not found inside --project {project!r}")
 
 
-def remote_command(python: str, cwd: str, out: str, cfg_path: str, program: str, args: list[str]) -> str:
+def _with_path(site: str | None) -> str:
+    """``PYTHONPATH=SITE[:old]`` (shell words) when a bundle was unpacked in ``site``."""
+    if not site:
+        return ""
+    return f'PYTHONPATH={shlex.quote(site)}"${{PYTHONPATH:+:$PYTHONPATH}}" '
+
+
+def remote_command(python: str, cwd: str, out: str, cfg_path: str, program: str, args: list[str],
+                   site: str | None = None) -> str:
     """The shell line run on the board (everything quoted)."""
     q = shlex.quote
     words = [python, "-m", "openmsprof", "collect", "--output", out, "--profile-config", cfg_path,
-             "--quiet-jobs", "-m", program, *args]
+             "--quiet-jobs", "-m", program, "--", *args]
     return (f"echo {PID_TAG.decode()}$$ >&2; cd {q(cwd)} && "
-            f"PYTHONUNBUFFERED=1 exec {' '.join(q(w) for w in words)}")
+            f"{_with_path(site)}PYTHONUNBUFFERED=1 exec {' '.join(q(w) for w in words)}")
+
+
+def _exec_capture(client: Any, command: str, timeout: float = 120.0) -> tuple[int, str, str]:
+    _i, o, e = client.exec_command(command, timeout=timeout)
+    out, err = o.read().decode(errors="replace"), e.read().decode(errors="replace")
+    return int(o.channel.recv_exit_status()), out, err
+
+
+def ensure_openmsprof(client: Any, sftp: Any, board: board_mod.Board, rundir: str) -> str | None:
+    """Probe the board's Python; upload and unpack this openmsprof (and the distributions it
+    needs that the board lacks) into ``rundir/site`` when needed.  Returns that folder or None."""
+    q = shlex.quote
+    py = q(board.python)
+    names = bundle.needed()
+    rc, out, err = _exec_capture(client, f"{py} -c {q(bundle.PROBE)} {' '.join(q(n) for n in names)}")
+    if rc != 0:
+        last = (err.strip().splitlines() or ["no output"])[-1]
+        raise ProfilingError(f"the board's Python {board.python!r} on {board.where} cannot run: {last}")
+    found = bundle.parse_probe(out, board.where)
+    ship = bundle.plan(found, board.where)
+    if not ship:
+        return None
+    data = bundle.bundle_bytes(ship)
+    have = found.have.get("openmsprof")
+    print(f"openmsprof: the board has {'openmsprof ' + have if have else 'no openmsprof'}; uploading "
+          f"{', '.join(ship)} ({len(data) / 1e6:.1f} MB) for this run", file=sys.stderr)
+    archive, site = posixpath.join(rundir, "openmsprof_bundle.tar.gz"), posixpath.join(rundir, "site")
+    sftp.putfo(io.BytesIO(data), archive)
+    rc, _out, err = _exec_capture(client, f"{py} -m tarfile -e {q(archive)} {q(site)} && rm -f -- {q(archive)} && "
+                                          f"{_with_path(site)}{py} -c 'import openmsprof.collector.command'")
+    if rc != 0:
+        last = (err.strip().splitlines() or ["no output"])[-1]
+        raise ProfilingError(f"openmsprof uploaded to {board.where} does not start there: {last}")
+    return site
 
 
 def _remote_base(workdir: str, home: str) -> str:
@@ -161,6 +203,13 @@ def stream_command(client: Any, command: str, out: BinaryIO, err: BinaryIO) -> i
     return 255 if status < 0 else status
 
 
+def _remove_quietly(client: Any, rundir: str) -> None:
+    try:
+        _exec_quiet(client, f"rm -rf -- {shlex.quote(rundir)}")
+    except Exception:  # best effort on a failing run; the error above is what counts
+        log.info("could not remove %s on the board", rundir)
+
+
 def run(board: board_mod.Board, program: str, args: list[str], config: ProfileConfig, output: Path, *,
         project: str | None = None, accept_new: bool = False, keep_remote: bool = False,
         on_file: OnFile | None = None, out: BinaryIO | None = None, err: BinaryIO | None = None) -> RemoteResult:
@@ -189,9 +238,11 @@ def run(board: board_mod.Board, program: str, args: list[str], config: ProfileCo
         cfg_path, remote_out = posixpath.join(rundir, "profile_config.json"), posixpath.join(rundir, "profiling")
         sftp.putfo(io.BytesIO(dump_config(config.replace(output=None))), cfg_path)
         makedirs(sftp, remote_out)
+        phase = "checking openmsprof on the board"
+        site = ensure_openmsprof(client, sftp, board, rundir)
         print(f"openmsprof: running {upload.program} on {board.where} in {rundir}", file=sys.stderr)
         phase = "running the program"
-        command = remote_command(board.python, cwd, remote_out, cfg_path, upload.program, args)
+        command = remote_command(board.python, cwd, remote_out, cfg_path, upload.program, args, site)
         log.info("remote command: %s", command)
         result.returncode = stream_command(client, command, out, err)
         phase = "copying the jobs back"
@@ -203,6 +254,8 @@ def run(board: board_mod.Board, program: str, args: list[str], config: ProfileCo
             phase = "removing the run folder on the board"
             _exec_quiet(client, f"rm -rf -- {shlex.quote(rundir)}")
     except ProfilingError:
+        if result.rundir and not keep_remote:
+            _remove_quietly(client, result.rundir)
         raise
     except Exception as exc:
         if not isinstance(exc, (OSError, EOFError)) and not type(exc).__module__.startswith("paramiko"):

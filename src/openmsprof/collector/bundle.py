@@ -1,0 +1,146 @@
+"""What a board lacks to run ``python -m openmsprof collect``, and the bundle that supplies it.
+
+Seed 002's board needs only Python and the application's packages.  Before a remote run the
+board's Python is probed once (:data:`PROBE`: interpreter tag, machine, and the versions of
+openmsprof and of each distribution it needs).  When openmsprof is missing there, or another
+version, this installed copy is packed (the ``openmsprof`` package folder, plus every required
+distribution the board lacks, taken from this environment's installed files) into one
+``.tar.gz``, uploaded into the run folder, unpacked there with ``python -m tarfile`` and put on
+``PYTHONPATH`` for that run only; the run folder (bundle included) is removed afterwards unless
+``--keep-remote``.  Compiled distributions (numpy, orjson, ...) are shipped only to a board with
+the same interpreter tag and machine; otherwise the run stops with one line naming what to
+``pip install`` there.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import io
+import json
+import platform
+import re
+import sys
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from openmsprof._version import __version__
+from openmsprof.config.errors import ProfilingError
+
+__all__ = ["PROBE", "BoardPython", "bundle_bytes", "needed", "parse_probe", "plan"]
+
+_SKIP_PARTS = {"__pycache__"}
+
+
+def required_distributions(root: str = "openmsprof") -> list[str]:
+    """``root``'s run-time requirements, transitively (extras and unmet markers skipped)."""
+    seen: dict[str, None] = {}
+    todo = [root]
+    while todo:
+        name = todo.pop()
+        try:
+            reqs = md.requires(name) or []
+        except md.PackageNotFoundError:
+            continue
+        for req in reqs:
+            if "extra ==" in req.replace("extra==", "extra =="):
+                continue
+            if ";" in req and not _marker_ok(req.split(";", 1)[1]):
+                continue
+            dep = re.split(r"[\s<>=!~\[;(]", req.strip(), maxsplit=1)[0]
+            key = dep.lower().replace("_", "-")
+            if key and key not in seen:
+                seen[key] = None
+                todo.append(dep)
+    return sorted(seen)
+
+
+def _marker_ok(marker: str) -> bool:
+    try:
+        from packaging.markers import Marker
+    except ImportError:  # pragma: no cover - packaging ships with pip/setuptools environments
+        return True
+    return bool(Marker(marker).evaluate())
+
+
+def needed() -> list[str]:
+    return ["openmsprof", *required_distributions()]
+
+
+#: Python source run on the board with the distribution names as argv; prints one JSON line.
+PROBE = ("import sys, json, platform, importlib.metadata as m\n"
+         "have = {}\n"
+         "for n in sys.argv[1:]:\n"
+         "    try: have[n] = m.version(n)\n"
+         "    except Exception: pass\n"
+         "print(json.dumps({'tag': sys.implementation.cache_tag, 'machine': platform.machine(), 'have': have}))\n")
+
+
+@dataclass
+class BoardPython:
+    """What the probe found on the board."""
+
+    tag: str
+    machine: str
+    have: dict[str, str] = field(default_factory=dict)
+
+
+def parse_probe(text: str, where: str) -> BoardPython:
+    try:
+        data = json.loads(text.strip().splitlines()[-1])
+        return BoardPython(str(data["tag"]), str(data["machine"]), dict(data["have"]))
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise ProfilingError(f"the board's Python on {where} did not answer the probe "
+                             "(is [remote] python a Python 3 interpreter?)") from None
+
+
+def plan(board: BoardPython, where: str) -> list[str]:
+    """The distributions to ship (empty: the board has this openmsprof and all it needs)."""
+    if board.have.get("openmsprof") == __version__:
+        return []
+    missing = [d for d in required_distributions() if d not in board.have]
+    if missing and (board.tag != sys.implementation.cache_tag or board.machine != platform.machine()):
+        raise ProfilingError(
+            f"the board {where} lacks {', '.join(missing)} and runs {board.tag}/{board.machine} "
+            f"(here {sys.implementation.cache_tag}/{platform.machine()}), so this copy cannot be "
+            f"shipped; run there: pip install {' '.join(missing)}")
+    return ["openmsprof", *missing]
+
+
+def _package_files() -> list[tuple[Path, str]]:
+    import openmsprof
+
+    root = Path(openmsprof.__file__).resolve().parent
+    return [(p, "openmsprof/" + p.relative_to(root).as_posix()) for p in sorted(root.rglob("*"))
+            if p.is_file() and not _SKIP_PARTS & set(p.parts) and p.suffix != ".pyc"]
+
+
+def _dist_files(name: str) -> list[tuple[Path, str]]:
+    try:
+        dist = md.distribution(name)
+    except md.PackageNotFoundError:
+        raise ProfilingError(f"{name} is needed on the board but is not installed here either") from None
+    out = []
+    for f in dist.files or []:
+        rel = f.as_posix()
+        if rel.startswith("..") or rel.startswith("/") or _SKIP_PARTS & set(f.parts) or rel.endswith(".pyc"):
+            continue
+        path = Path(str(dist.locate_file(f)))
+        if path.is_file():
+            out.append((path, rel))
+    return out
+
+
+def bundle_bytes(dists: list[str]) -> bytes:
+    """A ``.tar.gz`` of the installed files of ``dists`` (``openmsprof``: its package folder)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as tar:
+        for dist in dists:
+            for path, arc in (_package_files() if dist == "openmsprof" else _dist_files(dist)):
+                info = tar.gettarinfo(str(path), arcname=arc)
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                info.mode &= 0o755
+                with path.open("rb") as fh:
+                    tar.addfile(info, fh)
+    return buf.getvalue()
