@@ -17,8 +17,9 @@ def test_export_verbs_write_files(job: Path, capsys: pytest.CaptureFixture[str])
     assert (job / "timeline" / "msprof_0.json").is_file()
     assert main(["export", "summary", "--collection-dir", str(job), "--format", "json"]) == 0
     assert (job / "summary" / "op_summary_0.json").is_file()
-    assert main(["export", "summary", "-dir", str(job), "--s2"]) == 0
-    assert (job / "summary" / "op_statistic_s2_0.csv").is_file()
+    assert main(["export", "summary", "-dir", str(job), "--layout", "svp"]) == 0
+    assert [p.name for p in (job / "summary").glob("op_statistic_0_*_0.csv")]  # seed 002's name
+    assert [p.name for p in (job / "summary").glob("op_summary_0.*.NA.*.csv")]
     assert main(["export", "timeline", "-dir", str(job), "--ascend-compat",
                  "--start-us", "0", "--end-us", "126000", "--max-size-mb", "50"]) == 0
     assert isinstance(orjson.loads((job / "timeline" / "msprof_0.json").read_bytes()), list)

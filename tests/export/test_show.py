@@ -65,3 +65,24 @@ def test_machine_readable_forms(job: Path) -> None:
     csv_text = render_text(secs, "csv")
     assert csv_text.startswith("# top_operators_by_total_time\nOp Name,OP Type,Count,")
     assert "\n# host_usage\nResource,Metric,Value\n" in csv_text
+
+
+def test_headers_never_truncated_at_80_columns(tmp_path: Path) -> None:
+    """Long operator types and API names squeeze the name columns, never a header ("Cou…")."""
+    b = Builder(tmp_path / "j" / "sqlite" / "msprof.db")
+    b.meta(BASE_NS, BASE_NS + 10**9)
+    long_type = "FusedMultiHeadAttentionWithRotaryEmbeddingAndKVCache"
+    for i in range(5):
+        b.task(BASE_NS + i * 1000, BASE_NS + i * 1000 + 500, i + 1, f"/model/layer{i}/{long_type}", long_type)
+        b.api(BASE_NS + i * 1000, BASE_NS + i * 1000 + 900, 20000, 7, 100 + i, "aclmdlExecuteWithExtremelyLongName" * 2)
+    b.close()
+    text = render(tmp_path / "j")
+    assert max(len(line) for line in text.splitlines()) <= 80
+    header_lines = [line for line in text.splitlines() if "Count" in line]
+    assert len(header_lines) == 3
+    for line in header_lines:
+        assert "…" not in line, line
+    with open_job(tmp_path / "j") as db:
+        for _title, header, _rows in sections(db):
+            head = next((line for line in text.splitlines() if all(h in line for h in header)), None)
+            assert head is not None, header

@@ -18,6 +18,16 @@ def _add_dir(p: argparse.ArgumentParser) -> None:
                    metavar="DIR", help="a PROF_* job directory, or a folder holding several")
 
 
+LAYOUTS = ("msprof", "svp")
+
+
+def _add_layout(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--layout", choices=LAYOUTS, default="msprof",
+                   help="file set: msprof (default) or svp, seed 002's SVP msprof.pyc files "
+                        "(task_time_/acl_{dev}.{model}.{id}.{batch}.json; op_summary_, "
+                        "op_statistic_, acl_statistic_ CSVs)")
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser("export", help="export timeline or summary data of a job",
                                    description="Export a job's timeline (Chrome trace JSON) or "
@@ -35,12 +45,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                     help="only events starting before this time (µs from the trace base)")
     tl.add_argument("--max-size-mb", type=float, default=None, metavar="MB",
                     help="split into msprof_{dev}_slice_{k}.json files of about this size")
+    _add_layout(tl)
     tl.set_defaults(func=run_timeline)
     sm = sub.add_parser("summary", help="CSV/JSON summaries -> JOB/summary/{name}_{dev}.csv")
     _add_dir(sm)
     sm.add_argument("--format", choices=FORMATS, default="csv", help="file format (default csv)")
-    sm.add_argument("--s2", action="store_true",
-                    help="also write the S2 (SVP) op_statistic layout as op_statistic_s2_*")
+    _add_layout(sm)
     sm.set_defaults(func=run_summary)
 
 
@@ -69,6 +79,10 @@ def for_each_job(directory: str, action: Callable[[Path], list[Path]], what: str
 
 
 def run_timeline(args: argparse.Namespace) -> int:
+    if args.layout == "svp":
+        from openmsprof.export.msprof.svp_timeline import export_svp_timeline
+
+        return for_each_job(args.collection_dir, export_svp_timeline, "timeline")
     if args.max_size_mb is not None and args.max_size_mb <= 0:
         raise ConfigError(f"--max-size-mb must be > 0, got {args.max_size_mb}")
     return for_each_job(args.collection_dir, lambda job: export_timeline(
@@ -77,5 +91,8 @@ def run_timeline(args: argparse.Namespace) -> int:
 
 
 def run_summary(args: argparse.Namespace) -> int:
-    return for_each_job(args.collection_dir,
-                        lambda job: export_summary(job, fmt=args.format, s2=args.s2), "summary")
+    if args.layout == "svp":
+        from openmsprof.export.msprof.svp_summary import export_svp_summary
+
+        return for_each_job(args.collection_dir, lambda job: export_svp_summary(job, args.format), "summary")
+    return for_each_job(args.collection_dir, lambda job: export_summary(job, fmt=args.format), "summary")

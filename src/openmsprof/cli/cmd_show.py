@@ -23,6 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="rows per table (default 20)")
     parser.add_argument("--format", choices=("csv", "json"), default=None,
                         help="machine-readable output on stdout instead of tables")
+    parser.add_argument("--layout", choices=("msprof", "svp"), default="msprof",
+                        help="svp: seed 002's four tables (AI Core metrics, op statistic, acl "
+                             "statistic, frequency)")
     parser.set_defaults(func=run)
 
 
@@ -32,7 +35,12 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     console = console or Console()
     for job in find_jobs(Path(args.collection_dir)):
         with open_job(job) as db:
-            secs = sections(db, args.top)
+            if getattr(args, "layout", "msprof") == "svp":
+                from openmsprof.export.msprof.svp_show import svp_sections
+
+                secs = svp_sections(db, args.top)
+            else:
+                secs = sections(db, args.top)
         if args.format:
             sys.stdout.write(render_text(secs, args.format))
         else:

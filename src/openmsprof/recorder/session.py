@@ -37,6 +37,10 @@ _control = threading.RLock()
 _active: Session | None = None
 
 
+#: ``JOB/host/`` file holding :attr:`Session.extra_info` (written at the end when not empty).
+EXTRA_INFO = "extra_info.json"
+
+
 def add_listener(on_start: Callable[[Session], None], on_stop: Callable[[Session], None]) -> None:
     """Register source hooks called (under the control lock) when a session starts/stops."""
     _listeners.append((on_start, on_stop))
@@ -182,6 +186,8 @@ class Session:
             self.note(f"closing raw files failed: {exc}", warn=True)
         try:
             fs.write_file_atomic(self.job.host / "end_info", jobdir.dump(jobdir.end_info(self.end_pair)))
+            if self.extra_info:  # e.g. the acl models' files (seed 002 names exports after them)
+                fs.write_file_atomic(self.job.host / EXTRA_INFO, jobdir.dump(self.extra_info))
             for dev, path in self.job.devices.items():
                 fs.write_file_atomic(path / f"end_info.{dev}", jobdir.dump(jobdir.end_info(self.end_pair)))
         except Exception as exc:

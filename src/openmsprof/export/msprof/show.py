@@ -23,7 +23,8 @@ from openmsprof.export.msprof import summary_tasks as tasks
 Section = tuple[str, list[str], list[list[Any]]]
 #: Columns right-aligned in the terminal view.
 _NUMERIC = {"Count", "Total(us)", "Avg(us)", "Max(us)", "Min(us)", "Ratio(%)", "Duration(us)",
-            "Iteration Time(us)", "Value", "Iteration", "Dev"}
+            "Iteration Time(us)", "Value", "Iteration", "Dev", "Layer Id", "Time(us)", "Time Ratio",
+            "CPU Id", "Clock(Hz)"}
 
 
 def top_operators(db: JobDB, top: int) -> list[list[Any]]:
@@ -83,7 +84,8 @@ def _key(title: str) -> str:
 
 
 def render_rich(title: str, secs: list[Section], console: Console) -> None:
-    """Print ``secs`` as rich tables (names ellipsised so 80 columns suffice)."""
+    """Print ``secs`` as rich tables: names are ellipsised so 80 columns suffice, headers never
+    (each column is at least as wide as its header)."""
     console.print(f"[bold]{title}[/bold]")
     if not secs:
         console.print("no statistics: the job holds no task, API, step or host usage data")
@@ -92,8 +94,9 @@ def render_rich(title: str, secs: list[Section], console: Console) -> None:
         table = RichTable(title=name, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
         for col in header:
             numeric = col in _NUMERIC
-            table.add_column(col, justify="right" if numeric else "left", no_wrap=True,
-                             overflow="ellipsis", max_width=None if numeric else 28)
+            # numbers never shrink; names give way (rich collapses only wrappable columns)
+            table.add_column(col, justify="right" if numeric else "left", no_wrap=numeric,
+                             overflow="ellipsis", max_width=None if numeric else 28, min_width=len(col))
         for row in rows:
             table.add_row(*(str(v) for v in row))
         console.print(table)
