@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 from typing import Any
 
 from openmsprof.acl import _model
@@ -75,8 +76,29 @@ def _start_or_adopt(cfg: ProfileConfig, who: str) -> tuple[session.Session, bool
     return session.start(_checked(cfg)), False
 
 
+def executable_dir() -> str:
+    """The directory of the running program (its main script; the working directory for
+    ``python -c`` and the interactive interpreter)."""
+    main = sys.argv[0] if sys.argv and sys.argv[0] not in ("", "-c", "-m") else ""
+    return os.path.dirname(os.path.abspath(main)) if main else os.getcwd()
+
+
+def output_fallback(cfg: ProfileConfig) -> ProfileConfig:
+    """Seed 002: an acl.json ``output`` directory that does not exist → the executable's
+    directory, said in the job log."""
+    out = cfg.output
+    if not out or os.path.isdir(out):
+        return cfg
+    here = executable_dir()
+    line = (f"acl.json output {out!r} does not exist; writing to the executable's directory "
+            f"{here!r} instead (create the directory to write there)")
+    _model.log.warning("openmsprof.acl: %s", line)
+    return cfg.replace(output=here, notes=[*cfg.notes, line])
+
+
 def start_json(cfg: ProfileConfig) -> int:
     """Profiling from acl.init: start a session (or adopt the running one)."""
+    cfg = output_fallback(cfg)
     try:
         STATE.json_session, STATE.json_adopted = _start_or_adopt(cfg, "acl.init (acl.json)")
     except ProfilingError as exc:
@@ -108,9 +130,12 @@ def start_prof(cfg: ProfileConfig) -> int:
     return ACL_SUCCESS
 
 
-def stop_prof() -> int:
+def stop_prof(before_close: Any = None) -> int:
+    """Harvest, call ``before_close()`` (the last moment a record can be written), stop."""
     s = STATE.prof_session
     _refresh(stopping=True)
+    if before_close is not None:
+        before_close()
     STATE.prof_session = None
     STATE.prof_config = 0
     if s is not None and not STATE.prof_adopted and session.current() is s:

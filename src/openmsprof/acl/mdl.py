@@ -82,12 +82,37 @@ def load_from_file(model_path: str) -> tuple[int, int]:
         return 0, fail(ACL_ERROR_READ_MODEL_FAILURE, f"acl.mdl.load_from_file: {path!r}: no such model file")
     if not os.access(path, os.R_OK):
         return 0, fail(ACL_ERROR_INVALID_FILE, f"acl.mdl.load_from_file: {path!r}: not readable")
+    return _load(path, next(_ids), "acl.mdl.load_from_file")
+
+
+@traced("aclmdlLoadFromMem", MODEL)
+def load_from_mem(model: int, model_size: int) -> tuple[int, int]:
+    """Load a model from ``model_size`` bytes of known memory at ``model`` (acl.rt.malloc_host +
+    memcpy, acl.util.bytes_to_ptr / numpy_to_ptr); returns (model_id, ret).  ONNX Runtime
+    re-reads the graph when profiling switches on, so the bytes are kept in a private file
+    beside its profiles for the life of the process."""
+    if not STATE.initialized:
+        return 0, fail(ACL_ERROR_UNINITIALIZE, "acl.mdl.load_from_mem: call acl.init() first")
+    if not isinstance(model_size, int) or isinstance(model_size, bool) or model_size <= 0 \
+            or not _memory.check(model, model_size):
+        return 0, fail(ACL_ERROR_INVALID_PARAM, f"acl.mdl.load_from_mem: {model!r} (+{model_size!r} bytes) "
+                       "is not known memory")
     model_id = next(_ids)
+    from openmsprof.acl import _profdir
+
+    path = os.path.join(_profdir.path(), f"model{model_id}_from_mem.onnx")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(_memory.read(model, model_size))
+    return _load(path, model_id, "acl.mdl.load_from_mem")
+
+
+def _load(path: str, model_id: int, what: str) -> tuple[int, int]:
     try:
         m = Model(model_id, path, _opt_level or _model.default_opt_level(), rt.get_device()[0])
     except Exception as exc:
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return 0, fail(ACL_ERROR_PARSE_MODEL, f"acl.mdl.load_from_file: {path!r} is not a valid ONNX model: {text}")
+        return 0, fail(ACL_ERROR_PARSE_MODEL, f"{what}: {path!r} is not a valid ONNX model: {text}")
     _models[model_id] = m
     _model.HARVESTER.models[model_id] = m
     refresh(m)
@@ -102,6 +127,7 @@ def unload(model_id: int) -> int:
     if m.writer is not None:
         from openmsprof.acl import _subscribe
         _subscribe.drop_model(m)
+        _subscribe.UNLOADED_SUBSCRIBED.add(model_id)
     m.close()
     return ACL_SUCCESS
 

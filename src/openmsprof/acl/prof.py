@@ -148,10 +148,13 @@ def stop(prof_config: int) -> int:
         return fail(ACL_ERROR_PROF_NOT_RUN, "acl.prof.stop: profiling was not started")
     if prof_config != STATE.prof_config:
         return fail(ACL_ERROR_INVALID_PARAM, "acl.prof.stop: not the config given to acl.prof.start")
-    if emit._api_on:  # recorded before the session closes, so it is an instant
-        t = emit.now_ns()
-        emit.record_api("aclprofStop", emit.ApiLevel.ACL, t, t)
-    return _control.stop_prof()
+    t_call = emit.now_ns()
+
+    def record_stop() -> None:  # the span covers the harvest of pending work; written just
+        if emit._api_on:        # before the session closes (nothing can be recorded after)
+            emit.record_api("aclprofStop", emit.ApiLevel.ACL, t_call, emit.now_ns())
+
+    return _control.stop_prof(before_close=record_stop)
 
 
 @traced("aclprofSetConfig")
@@ -194,9 +197,26 @@ def _tx(stamp: int, what: str) -> tuple[str | None, int]:
     msg = _stamps.get(stamp) if isinstance(stamp, int) else None
     if msg is None:
         return None, fail(ACL_ERROR_INVALID_PARAM, f"acl.prof.{what}: unknown stamp {stamp!r}")
-    if session.current() is None:
+    cur = session.current()
+    if cur is None:
         return None, fail(ACL_ERROR_PROF_NOT_RUN, f"acl.prof.{what}: only between acl.prof.start and stop")
+    if not markers.is_on():
+        _note_tx_off(cur, what)
     return msg, ACL_SUCCESS
+
+
+_tx_off_noted: set[int] = set()
+
+
+def _note_tx_off(cur: session.Session, what: str) -> None:
+    """CANN ignores stamps while ACL_PROF_MSPROFTX is off; so do we, but the job log says so
+    (once per session)."""
+    if id(cur) in _tx_off_noted:
+        return
+    _tx_off_noted.add(id(cur))
+    cur.note(f"acl.prof.{what}: stamps are ignored because ACL_PROF_MSPROFTX (msproftx) is off "
+             "in this session's config; add it to acl.prof.create_config's data types to record them",
+             warn=True)
 
 
 def mark(stamp: int) -> int:
@@ -214,8 +234,11 @@ def push(stamp: int) -> int:
 
 
 def pop() -> int:
-    if session.current() is None:
+    cur = session.current()
+    if cur is None:
         return fail(ACL_ERROR_PROF_NOT_RUN, "acl.prof.pop: only between acl.prof.start and stop")
+    if not markers.is_on():
+        _note_tx_off(cur, "pop")
     markers.pop()
     return ACL_SUCCESS
 
@@ -245,11 +268,15 @@ def create_step_info() -> int:
 
 
 def get_step_timestamp(step_info: int, tag: int, stream: Any = None) -> int:
-    """Timestamp the start or end of this step; each tag once per step info."""
+    """Timestamp the start or end of a step.  START then END once per step; a START after a
+    complete pair reuses the step info for the next step (a new step index)."""
     ts = emit.now_ns()
     st = _steps.get(step_info) if isinstance(step_info, int) else None
     if st is None or tag not in (ACL_STEP_START, ACL_STEP_END):
         return fail(ACL_ERROR_INVALID_PARAM, f"acl.prof.get_step_timestamp: bad step info {step_info!r} or tag {tag!r}")
+    if tag == ACL_STEP_START and st[1] == 0b11:  # one step info reused for the next iteration
+        _step_index[0] += 1
+        st[0], st[1] = _step_index[0], 0
     bit = 1 << tag
     if st[1] & bit or (tag == ACL_STEP_END and not st[1] & 1):
         return fail(ACL_ERROR_INVALID_PARAM, f"acl.prof.get_step_timestamp: tag {tag} out of order or repeated "
