@@ -41,9 +41,11 @@ def _log(d: Path) -> str:
     return "".join(p.read_text() for p in (d / "log").iterdir())
 
 
-def test_edit_starts_collection_at_next_step(trainer: Trainer, tmp_path: Path) -> None:
+def test_edit_starts_collection_at_next_step(trainer: Trainer, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
     d = tmp_path / "dp_cfg"
     dp.init(d, poll_interval=POLL)
+    monkeypatch.chdir(tmp_path)  # prof_dir is relative to the working directory (seed 004)
     cfg = d / "profiler_config.json"
     template = orjson.loads(cfg.read_bytes())
     assert template["active"] == 1 and template["experimental_config"]["profiler_level"] == "Level0"
@@ -59,15 +61,17 @@ def test_edit_starts_collection_at_next_step(trainer: Trainer, tmp_path: Path) -
     for _ in range(4):
         trainer.step()
         dp.step()
-    (rd,) = rank_dirs(d / "prof")
+    (rd,) = rank_dirs(tmp_path / "prof")
     _h, rows = read_csv(rd / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv")
     assert [int(r["Step"]) for r in rows] == [at + 1, at + 2]  # the very next step, for `active` steps
     assert "collection started" in _log(d)
 
 
-def test_invalid_json_and_unknown_enums_are_logged(trainer: Trainer, tmp_path: Path) -> None:
+def test_invalid_json_and_unknown_enums_are_logged(trainer: Trainer, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     d = tmp_path / "dp_cfg"
     dp.init(d, poll_interval=POLL)
+    monkeypatch.chdir(d)
     cfg = d / "profiler_config.json"
     _edit(cfg, b"{ not json")
     _wait_for(lambda: "not valid JSON" in _log(d))
@@ -85,9 +89,11 @@ def test_invalid_json_and_unknown_enums_are_logged(trainer: Trainer, tmp_path: P
     assert len(rank_dirs(d / "p")) == 1
 
 
-def test_backstop_stops_a_loop_that_stopped_stepping(trainer: Trainer, tmp_path: Path) -> None:
+def test_backstop_stops_a_loop_that_stopped_stepping(trainer: Trainer, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     d = tmp_path / "dp_cfg"
     dp.init(d, poll_interval=POLL, backstop_s=0.3)
+    monkeypatch.chdir(d)
     _edit(d / "profiler_config.json", {"active": 50, "prof_dir": "p", "experimental_config": {"mstx": True}})
     _wait_for(lambda: dp.monitor().pending is not None)  # type: ignore[union-attr]
     trainer.step()

@@ -22,7 +22,8 @@ OPERATOR_MEMORY = ["Name", "Size(KB)", "Allocation Time(us)", "Release Time(us)"
 
 
 def _run(root: Path, trainer: Trainer, memory: bool) -> Path:
-    exp = tp._ExperimentalConfig(profiler_level=tp.ProfilerLevel.Level1, export_type=["text", "db"])
+    exp = tp._ExperimentalConfig(profiler_level=tp.ProfilerLevel.Level1, export_type=["text", "db"],
+                                 data_simplification=False)  # the tests read FRAMEWORK/ afterwards
     with tp.profile(schedule=tp.schedule(wait=0, warmup=0, active=2, repeat=1), profile_memory=memory,
                     on_trace_ready=tp.tensorboard_trace_handler(str(root)), experimental_config=exp) as prof:
         for _ in range(3):

@@ -89,15 +89,15 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
         cpu = "ProfilerActivity.CPU" in common.get("activities", ["ProfilerActivity.CPU"])
         trace_split.write(tv, fw, ov, lay, pending, _summaries(out, fw, ov, device_id, level, cpu, extra, files))
         files += ["operator_details.csv"] if cpu else []
-        files += ["trace_view.json", "kernel_details.csv", "step_trace_time.csv"]
-        files += ["op_statistic.csv", "api_statistic.csv"] if level >= 1 else []
+        files += ["trace_view.json", "kernel_details.csv", "op_statistic.csv", "step_trace_time.csv"]
+        files += ["api_statistic.csv"] if level >= 1 else []
     if "db" in types:
         from openmsprof.export.ascend_pt.db import write as write_db
 
         names = write_db(out, fw, ov, info, rank, device_id, rank_dir, extra=extra)
         files += names
     if exp.get("_data_simplification", True):
-        simplify(rank_dir)
+        simplify(rank_dir, keep_framework=common.get("with_stack") is True)
     fs.write_file_atomic(out / "analyse.done", b"")
     return Result(out, files, len(fw.kernels), fw.n_ops)
 
@@ -130,14 +130,19 @@ def _summaries(out: Path, fw: framework.Framework, ov: Overlap, device_id: int, 
     if cpu:
         summary.operator_details(out / "operator_details.csv", fw)
     summary.step_trace_time(out / "step_trace_time.csv", fw, ov, device_id)
+    summary.op_statistic(out / "op_statistic.csv", fw, device_id)  # whenever kernel_details is
     if level >= 1:
-        summary.op_statistic(out / "op_statistic.csv", fw, device_id)
         summary.api_statistic(out / "api_statistic.csv")
     yield None
 
 
-def simplify(rank_dir: Path) -> None:
-    """data_simplification: drop intermediate PROF_ dirs; raw data, FRAMEWORK/ and outputs stay."""
+def simplify(rank_dir: Path, keep_framework: bool = False) -> None:
+    """data_simplification (seed 004): after the export only ASCEND_PROFILER_OUTPUT/ and the
+    PROF_ raw data stay — FRAMEWORK/ and the PROF_ dirs' intermediate folders go.  FRAMEWORK/ is
+    kept when ``keep_framework`` (with_stack: export_stacks reads the call stacks from it)."""
+    framework_dir = rank_dir / "FRAMEWORK"
+    if not keep_framework and framework_dir.is_dir() and not framework_dir.is_symlink():
+        shutil.rmtree(framework_dir, ignore_errors=True)
     for prof in rank_dir.glob("PROF_*"):
         for sub in [prof, *[p for p in prof.iterdir() if p.is_dir()]]:
             for name in _SIMPLIFY:

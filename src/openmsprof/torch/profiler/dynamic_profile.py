@@ -201,9 +201,9 @@ class _Monitor:
         from openmsprof.torch.profiler.scheduler import schedule
 
         try:
-            root = Path(cfg["prof_dir"])
+            root = Path(cfg["prof_dir"])  # seed 004: relative to the working directory
             if not root.is_absolute():
-                root = self.dir / root
+                root = Path.cwd() / root
             handler = tensorboard_trace_handler(root, analyse_flag=cfg["analyse"], async_mode=cfg["async_mode"])
             prof = profile(activities=cfg["activities"], record_shapes=cfg["record_shapes"],
                            profile_memory=cfg["profile_memory"], with_stack=cfg["with_stack"],

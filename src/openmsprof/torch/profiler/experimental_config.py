@@ -62,10 +62,22 @@ class _ExperimentalConfig:
             self._msprof_tx = True
         self._data_simplification = _bool("data_simplification", data_simplification, True)
         self.record_op_args = _bool("record_op_args", record_op_args, False)
+        if self.record_op_args:
+            self.unsupported.append("record_op_args: the AOE operator-argument dump needs CANN; "
+                                    "no *_ascend_pt_op_args directory is written here")
+        if profiler_level == ProfilerLevel.Level2:
+            self.unsupported.append("profiler_level Level2: no AI CPU or CANN Runtime data on this "
+                                    "machine (data_preprocess.csv is not written); Level1 data are")
         types = [export_type] if isinstance(export_type, str) else export_type
         if not isinstance(types, (list, tuple)) or not types or any(t not in EXPORT_TYPES for t in types):
             _warn("export_type", export_type, [ExportType.Text])
             types = [ExportType.Text]
+        if self._msprof_tx and ExportType.Db in types and profiler_level == ProfilerLevel.Level_none:
+            # seed 004: "开启此功能时,不能同时配置 ExportType.Db 和 ProfilerLevel.Level_none"
+            log.warning("openmsprof: experimental_config msprof_tx=True cannot be used with both "
+                        "export_type=ExportType.Db and profiler_level=ProfilerLevel.Level_none; "
+                        "exporting Text instead of Db")
+            types = [t for t in types if t != ExportType.Db] or [ExportType.Text]
         self._export_type = list(dict.fromkeys(types))
         self._op_attr = _bool("op_attr", op_attr, False)
         if self._op_attr and ExportType.Db not in self._export_type:

@@ -58,6 +58,17 @@ def _torch_activities(activities: Any) -> tuple[list[str], list[Any], list[str]]
     return names, acts, notes
 
 
+_warned: set[str] = set()
+
+
+def _warn_once(note: str) -> None:
+    """Each switch this machine cannot honour is logged once per process (and is in every
+    window's profiler_info ``unsupported`` list)."""
+    if note not in _warned:
+        _warned.add(note)
+        log.warning("openmsprof: not supported here: %s", note)
+
+
 class _KinetoProfile:
     """torch_npu ``_KinetoProfile``: ``start()`` / ``stop()``, ``export_chrome_trace``,
     ``export_stacks``, ``add_metadata[_json]``.  No schedule, no on_trace_ready."""
@@ -71,6 +82,16 @@ class _KinetoProfile:
             log.warning("openmsprof: %s=%r is not a bool; using False", name, value)
             return False
 
+        if isinstance(with_flops, _ExperimentalConfig) or isinstance(with_modules, _ExperimentalConfig):
+            # seed 004 prints _KinetoProfile(activities, record_shape, profile_memory, with_stack,
+            # experimental_config): the 5th positional is torch's with_flops
+            log.warning("openmsprof: _KinetoProfile got the experimental config as a positional argument; "
+                        "using it as experimental_config (write experimental_config=... to be explicit)")
+            positional = with_flops if isinstance(with_flops, _ExperimentalConfig) else with_modules
+            if experimental_config is None:
+                experimental_config = positional  # type: ignore[assignment]
+            with_flops = False if with_flops is positional else with_flops
+            with_modules = False if with_modules is positional else with_modules
         self.record_shapes = flag("record_shapes", record_shapes)
         self.profile_memory = flag("profile_memory", profile_memory)
         self.with_stack = flag("with_stack", with_stack)
@@ -82,6 +103,8 @@ class _KinetoProfile:
         self.experimental_config = experimental_config or _ExperimentalConfig()
         self.activity_names, self._torch_acts, self._notes = _torch_activities(activities)
         self._notes += self.experimental_config.unsupported
+        for note in self._notes:
+            _warn_once(note)
         self._root: Path | None = None
         self._worker: str | None = None
         self._schedule_info: dict[str, int] | None = None
@@ -132,13 +155,16 @@ class _KinetoProfile:
         try:
             _writer.flush()
             target = Path(os.fspath(path))
-            if self.prof_path is None or not (self.prof_path / "FRAMEWORK" / FRAMEWORK_TRACE).exists():
+            analysed = self.prof_path is not None and (self.prof_path / "ASCEND_PROFILER_OUTPUT" / "analyse.done").exists()
+            if self.prof_path is None or not (analysed or (self.prof_path / "FRAMEWORK" / FRAMEWORK_TRACE).exists()):
                 if self._kineto is not None:
                     self._kineto.export_chrome_trace(os.fspath(target))
                 return
             from openmsprof.torch.profiler.analysis import analyse_dir
 
-            out = analyse_dir(self.prof_path, parallel=False)
+            out = self.prof_path / "ASCEND_PROFILER_OUTPUT"  # already analysed (on_trace_ready):
+            if not ((out / "analyse.done").exists() and (out / "trace_view.json").exists()):
+                out = analyse_dir(self.prof_path, parallel=False)  # FRAMEWORK/ may be gone since
             fs.make_dir(target.parent if str(target.parent) else Path("."))
             fs.write_file_atomic(target, (out / "trace_view.json").read_bytes())
         except Exception as exc:
@@ -169,7 +195,9 @@ class _KinetoProfile:
                     text = fw.stacks[int(fw.op_stack[i])]
                     frames = [f.replace(";", ",").replace(" ", "_") for f in reversed(text.split(";\r\n"))]
                     lines.append(";".join([*frames, fw.op_name(i).replace(" ", "_")]) + f" {us}\n")
-            fs.write_file_atomic(Path(os.fspath(path)), "".join(lines))
+            target = Path(os.fspath(path))
+            fs.make_dir(target.parent if str(target.parent) else Path("."))  # as export_chrome_trace
+            fs.write_file_atomic(target, "".join(lines))
         except Exception as exc:
             log.warning("openmsprof: export_stacks(%r) failed: %s", os.fspath(path), exc)
 
