@@ -143,6 +143,10 @@ def simplify(rank_dir: Path, keep_framework: bool = False) -> None:
     framework_dir = rank_dir / "FRAMEWORK"
     if not keep_framework and framework_dir.is_dir() and not framework_dir.is_symlink():
         shutil.rmtree(framework_dir, ignore_errors=True)
+    try:
+        (rank_dir / "logs").rmdir()  # an empty leftover (nothing logged there)
+    except OSError:
+        pass
     for prof in rank_dir.glob("PROF_*"):
         for sub in [prof, *[p for p in prof.iterdir() if p.is_dir()]]:
             for name in _SIMPLIFY:
