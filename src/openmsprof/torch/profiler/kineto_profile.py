@@ -341,6 +341,10 @@ class _Window:
             prof_dir.write_json(path / f"profiler_info_{rank}.json",
                                 prof_dir.profiler_info(config, start, end, rank, backend, notes))
             prof_dir.write_json(path / "profiler_metadata.json", prof_dir.metadata(user_meta))
+            if notes:  # the window's log: each switch this machine could not honour, once
+                fs.make_dir(path / "logs")
+                fs.write_file_atomic(path / "logs" / "collection.log",
+                                     "".join(f"not supported here: {n}\n" for n in notes))
             saved.append(path)
         except Exception as exc:
             log.warning("openmsprof: saving %s failed: %s", path, exc)
