@@ -239,3 +239,29 @@ def test_one_step_remote_line_with_the_seed_ini(sshd: Sshd, password_user: Passw
     (j,) = sorted(tmp_path.glob("PROF_*"))
     assert (j / "sqlite" / "msprof.db").is_file()
     assert json.loads((j / "host" / "info.json").read_text())["pid_name"] == "main.py"
+
+
+@pytest.mark.parametrize("line, named", [
+    ("python3.7.5 msprof.pyc import -dir", "-dir/--collection-dir"),
+    ("python3.7.5 msprof.pyc import --collection-dir", "-dir/--collection-dir"),
+    ("python3.7.5 msprof.pyc export timeline -dir", "-dir/--collection-dir"),
+    ("python3.7.5 msprof.pyc export summary -dir JOB --format xls", "--format"),
+    ("python3.7.5 msprof.pyc export summary -dir JOB --format", "--format"),
+    ("python3.7.5 msprof.pyc export summary -dir JOB --layout s2", "--layout"),
+    ("python3.7.5 msprof.pyc show -dir", "-dir/--collection-dir"),
+    ("python3.7.5 msprof.pyc collect -m", "-m/--main"),
+    ("python3.7.5 msprof.pyc collect -m main.py --config", "--config"),
+    ("python3.7.5 msprof.pyc collect -m main.py --interval", "--interval"),
+    ("python3.7.5 msprof.pyc collect -m main.py --aac_metrics", "--aac_metrics"),
+    ("python3.7.5 msprof.pyc collect -m main.py --output", "--output"),
+    ("python3.7.5 msprof.pyc collect -m main.py --aacpu on --epochs 3", "'--epochs'"),
+])
+def test_missing_or_wrong_value_is_one_line(line: str, named: str, tmp_path: Path) -> None:
+    """Bad input on a seed-spelled command: one line naming the option (and the value)."""
+    r = msprof(line, tmp_path, JOB=str(tmp_path))
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and named in lines[0] and "error" in lines[0], r.stderr
+    for value in ("xls", "s2"):
+        if f" {value}" in line:
+            assert f"'{value}'" in lines[0]

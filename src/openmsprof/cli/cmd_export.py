@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from openmsprof.cli import oneline
 from openmsprof.config.errors import ConfigError, ProfilingError
 from openmsprof.export.db import find_jobs
 from openmsprof.export.msprof.summary import FORMATS, export_summary
@@ -29,7 +30,7 @@ def _add_layout(p: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = subparsers.add_parser("export", help="export timeline or summary data of a job",
+    parser = oneline.add_parser(subparsers, "export", help="export timeline or summary data of a job",
                                    description="Export a job's timeline (Chrome trace JSON) or "
                                                "summaries (CSV/JSON); imports the job first "
                                                "when needed.")

@@ -8,14 +8,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from openmsprof.cli import oneline
 from openmsprof.config.errors import PathError
 from openmsprof.config.paths import find_symlink, resolve_output
 from openmsprof.parse.importer import import_path
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "import", help="parse raw profiling data into JOB/sqlite/msprof.db",
+    p = oneline.add_parser(
+        subparsers, "import", help="parse raw profiling data into JOB/sqlite/msprof.db",
         description="Parse the raw data of a job (or of every job in a folder) into an SQLite "
                     "database at JOB/sqlite/msprof.db; re-running rebuilds it.",
     )

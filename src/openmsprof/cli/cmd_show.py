@@ -8,13 +8,14 @@ from pathlib import Path
 
 from rich.console import Console
 
+from openmsprof.cli import oneline
 from openmsprof.config.errors import ConfigError
 from openmsprof.export.db import find_jobs, open_job
 from openmsprof.export.msprof.show import render_rich, render_text, sections
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = subparsers.add_parser("show", help="print a job's statistics as tables",
+    parser = oneline.add_parser(subparsers, "show", help="print a job's statistics as tables",
                                    description="Print top operators, op and API statistics, "
                                                "steps and host usage; imports first if needed.")
     parser.add_argument("-dir", "--collection-dir", dest="collection_dir", required=True,

@@ -13,8 +13,10 @@ import argparse
 import shlex
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
+from openmsprof.cli import oneline
+from openmsprof.cli.oneline import OneLineParser
 from openmsprof.config.errors import PathError
 
 __all__ = ["CollectParser", "program_words"]
@@ -25,7 +27,7 @@ REST = "program_rest"
 HINT = "the program's own arguments go after -- (collect -m app.py --output out -- --epochs 3)"
 
 
-class CollectParser(argparse.ArgumentParser):
+class CollectParser(OneLineParser):
     """An ArgumentParser that splits at the first ``--``, keeps leftover plain words as program
     arguments and turns every other problem into one line on stderr (exit status 2)."""
 
@@ -36,16 +38,13 @@ class CollectParser(argparse.ArgumentParser):
         if "--" in words:
             cut = words.index("--")
             words, tail = words[:cut], words[cut + 1:]
-        ns, extras = super().parse_known_args(words, namespace)
+        ns, extras = argparse.ArgumentParser.parse_known_args(self, words, namespace)
         for word in extras:
             if word.startswith("-") and word != "-":
                 name = word.split("=", 1)[0]
                 self.error(f"unknown option {name!r}; {HINT}")
         setattr(ns, REST, [*extras, *tail])
         return ns, []
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def program_words(main: str | None, rest: list[str]) -> list[str]:
@@ -60,11 +59,6 @@ def program_words(main: str | None, rest: list[str]) -> list[str]:
 
 
 def add_parser(subparsers: Any, name: str, **kwargs: Any) -> CollectParser:
-    """``subparsers.add_parser`` with :class:`CollectParser` (argparse has no public hook)."""
-    previous = subparsers._parser_class
-    subparsers._parser_class = CollectParser
-    try:
-        parser: CollectParser = subparsers.add_parser(name, **kwargs)
-    finally:
-        subparsers._parser_class = previous
+    """``subparsers.add_parser`` with :class:`CollectParser`."""
+    parser: CollectParser = oneline.add_parser(subparsers, name, CollectParser, **kwargs)
     return parser
