@@ -275,3 +275,34 @@ dp.shutdown()
         assert f'"{key}":' in seed and (key in template["experimental_config"] or key == "msprof_tx"), key
     assert (template["prof_dir"], template["active"], template["analyse"]) == ("./", 1, False)
     assert len(rank_dirs(cwd / "dyn_out")) == 1  # prof_dir relative to the working directory
+
+
+def test_handler_arguments_offline_analyse_and_db(tmp_path: Path) -> None:
+    """tensorboard_trace_handler(dir_name, worker_name, analyse_flag=False) leaves raw data that
+    offline parsing (离线解析, ``torch_npu.profiler.analyse``) turns into the Level1 text files
+    and, with ExportType.Db, the .db files."""
+    body = """
+experimental_config = torch_npu.profiler._ExperimentalConfig(
+        profiler_level=torch_npu.profiler.ProfilerLevel.Level1,
+        export_type=[torch_npu.profiler.ExportType.Text, torch_npu.profiler.ExportType.Db])
+with torch_npu.profiler.profile(
+        on_trace_ready=torch_npu.profiler.tensorboard_trace_handler("./result", worker_name="worker0",
+                                                                    analyse_flag=False),
+        experimental_config=experimental_config) as prof:
+    for step in range(steps):
+        train_one_step()
+        prof.step()
+import glob
+print("RAW", sorted(os.path.basename(p) for p in glob.glob("./result/*/ASCEND_PROFILER_OUTPUT")))
+torch_npu.profiler.analyse("./result")
+"""
+    r = run(tmp_path, body)
+    assert r.returncode == 0, r.stderr
+    assert "RAW []" in r.stdout  # analyse_flag=False: nothing parsed at collection
+    (rd,) = rank_dirs(tmp_path / "result")
+    assert rd.name.startswith("worker0_")
+    out = rd / "ASCEND_PROFILER_OUTPUT"
+    for name in ("trace_view.json", "kernel_details.csv", "op_statistic.csv", "api_statistic.csv",
+                 "step_trace_time.csv", "analysis.db"):
+        assert (out / name).is_file(), name
+    assert list(out.glob("ascend_pytorch_profiler*.db"))  # the seed's "ascend_pytorch.db"
