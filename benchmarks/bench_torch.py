@@ -127,7 +127,8 @@ def analyse_large(events: int, tmp: Path, repeats: int) -> None:
         holder["ka"] = time.perf_counter() - t0
 
     prof = tp.profile(schedule=tp.schedule(wait=0, active=1, repeat=1), on_trace_ready=ready,
-                      experimental_config=tp._ExperimentalConfig(profiler_level=tp.ProfilerLevel.Level1))
+                      experimental_config=tp._ExperimentalConfig(profiler_level=tp.ProfilerLevel.Level1,
+                                                                 data_simplification=False))  # re-analysed
     prof._root = tmp / "big"
     t0 = time.perf_counter()
     with prof:

@@ -29,7 +29,8 @@ def _record(root: Path, steps: int) -> Path:
                                 torch.nn.Linear(16 * 16 * 16, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     with tp.profile(schedule=tp.schedule(wait=0, warmup=0, active=steps, repeat=1), profile_memory=True,
-                    on_trace_ready=tp.tensorboard_trace_handler(str(root), analyse_flag=False)) as prof:
+                    on_trace_ready=tp.tensorboard_trace_handler(str(root), analyse_flag=False),
+                    experimental_config=tp._ExperimentalConfig(data_simplification=False)) as prof:  # re-analysed
         for _ in range(steps):
             loss = model(torch.randn(8, 3, 16, 16)).square().mean()
             loss.backward()
