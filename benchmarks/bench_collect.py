@@ -90,6 +90,7 @@ def bench_remote(work: Path, repeat: int, mb: int) -> None:
                                    str(work / "rout"), "-m", str(prog)], work), repeat)
         print("remote over loopback sshd")
         print(f"  collect --config (tiny prog)  {whole * 1000:8.1f} ms")
+        bench_bundle(work, repeat, sshd, prog, ini)
         src = work / "boardjobs"
         job = _synthetic_job(src, mb)
         size = sum(p.stat().st_size for p in job.rglob("*") if p.is_file())
@@ -126,6 +127,34 @@ def bench_remote(work: Path, repeat: int, mb: int) -> None:
         print(f"    sftpcopy.fetch_jobs         {t_ours * 1000:8.1f} ms  {mbs / t_ours:7.1f} MB/s")
         print(f"    paramiko sftp.get per file  {t_naive * 1000:8.1f} ms  {mbs / t_naive:7.1f} MB/s  (time ratio plain/ours {t_naive / t_ours:.2f})")
         print(f"    local shutil.copytree       {t_disk * 1000:8.1f} ms  {mbs / t_disk:7.1f} MB/s  (disk floor)")
+
+
+def bench_bundle(work: Path, repeat: int, sshd: object, prog: Path, ini: Path) -> None:
+    """A board with openmsprof installed vs a bare Python (a venv without pip: openmsprof and
+    its packages are uploaded for the run), interleaved; median and min-max."""
+    from tests.collector import conftest as C
+
+    from openmsprof.collector import bundle
+
+    bare = work / "bare"
+    subprocess.run([getattr(sys, "_base_executable", PY), "-m", "venv", "--without-pip", str(bare)], check=True)
+    bare_ini = C.write_ini(work / "bare.ini", {"ip": "127.0.0.1", "port": sshd.port, "username": sshd.user,  # type: ignore[attr-defined]
+                                              "key_file": sshd.key, "known_hosts": sshd.known_hosts(work)},  # type: ignore[attr-defined]
+                           {"python": bare / "bin" / "python", "workdir": work / "board"})
+    t0 = time.perf_counter()
+    size = len(bundle.bundle_bytes(bundle.needed()))
+    build = time.perf_counter() - t0
+    sides: dict[str, list[float]] = {"installed": [], "uploaded": []}
+    for _ in range(repeat):  # interleaved
+        for name, cfg in (("installed", ini), ("uploaded", bare_ini)):
+            t0 = time.perf_counter()
+            run([PY, "-m", "openmsprof", "collect", "-m", str(prog), "--config", str(cfg), "--output", str(work / "bout")], work)
+            sides[name].append(time.perf_counter() - t0)
+    print(f"  board without openmsprof: bundle {size / 1e6:.1f} MB built in {build * 1000:.0f} ms; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    for name, runs in sides.items():
+        print(f"    collect --config, openmsprof {name:9} median {statistics.median(runs) * 1000:7.0f} ms "
+              f"(min {min(runs) * 1000:.0f}, max {max(runs) * 1000:.0f}, {len(runs)} runs)")
 
 
 def main() -> None:

@@ -3,8 +3,8 @@
 Seed 002's board needs only Python and the application's packages.  Before a remote run the
 board's Python is probed once (:data:`PROBE`: interpreter tag, machine, and the versions of
 openmsprof and of each distribution it needs).  When openmsprof is missing there, or another
-version, this installed copy is packed (the ``openmsprof`` package folder, plus every required
-distribution the board lacks, taken from this environment's installed files) into one
+version, this installed copy is packed (the ``openmsprof`` package folder, plus those of
+:data:`BOARD_NEEDS` the board lacks, taken from this environment's installed files) into one
 ``.tar.gz``, uploaded into the run folder, unpacked there with ``python -m tarfile`` and put on
 ``PYTHONPATH`` for that run only; the run folder (bundle included) is removed afterwards unless
 ``--keep-remote``.  Compiled distributions (numpy, orjson, ...) are shipped only to a board with
@@ -14,11 +14,12 @@ the same interpreter tag and machine; otherwise the run stops with one line nami
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata as md
 import io
 import json
+import os
 import platform
-import re
 import sys
 import tarfile
 from dataclasses import dataclass, field
@@ -26,45 +27,21 @@ from pathlib import Path
 
 from openmsprof._version import __version__
 from openmsprof.config.errors import ProfilingError
+from openmsprof.recorder import fs
 
 __all__ = ["PROBE", "BoardPython", "bundle_bytes", "needed", "parse_probe", "plan"]
 
 _SKIP_PARTS = {"__pycache__"}
 
 
-def required_distributions(root: str = "openmsprof") -> list[str]:
-    """``root``'s run-time requirements, transitively (extras and unmet markers skipped)."""
-    seen: dict[str, None] = {}
-    todo = [root]
-    while todo:
-        name = todo.pop()
-        try:
-            reqs = md.requires(name) or []
-        except md.PackageNotFoundError:
-            continue
-        for req in reqs:
-            if "extra ==" in req.replace("extra==", "extra =="):
-                continue
-            if ";" in req and not _marker_ok(req.split(";", 1)[1]):
-                continue
-            dep = re.split(r"[\s<>=!~\[;(]", req.strip(), maxsplit=1)[0]
-            key = dep.lower().replace("_", "-")
-            if key and key not in seen:
-                seen[key] = None
-                todo.append(dep)
-    return sorted(seen)
-
-
-def _marker_ok(marker: str) -> bool:
-    try:
-        from packaging.markers import Marker
-    except ImportError:  # pragma: no cover - packaging ships with pip/setuptools environments
-        return True
-    return bool(Marker(marker).evaluate())
+#: What the board side of ``collect`` imports beyond the standard library (the recorder and the
+#: bootstrap; import, export, show and their packages run on this side).  A test runs a board
+#: that has exactly these.
+BOARD_NEEDS = ("numpy", "orjson")
 
 
 def needed() -> list[str]:
-    return ["openmsprof", *required_distributions()]
+    return ["openmsprof", *BOARD_NEEDS]
 
 
 #: Python source run on the board with the distribution names as argv; prints one JSON line.
@@ -98,7 +75,7 @@ def plan(board: BoardPython, where: str) -> list[str]:
     """The distributions to ship (empty: the board has this openmsprof and all it needs)."""
     if board.have.get("openmsprof") == __version__:
         return []
-    missing = [d for d in required_distributions() if d not in board.have]
+    missing = [d for d in BOARD_NEEDS if d not in board.have]
     if missing and (board.tag != sys.implementation.cache_tag or board.machine != platform.machine()):
         raise ProfilingError(
             f"the board {where} lacks {', '.join(missing)} and runs {board.tag}/{board.machine} "
@@ -131,16 +108,53 @@ def _dist_files(name: str) -> list[tuple[Path, str]]:
     return out
 
 
-def bundle_bytes(dists: list[str]) -> bytes:
-    """A ``.tar.gz`` of the installed files of ``dists`` (``openmsprof``: its package folder)."""
+def _files(dists: list[str]) -> list[tuple[Path, str]]:
+    return [f for dist in dists for f in (_package_files() if dist == "openmsprof" else _dist_files(dist))]
+
+
+def _pack(files: list[tuple[Path, str]]) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as tar:
-        for dist in dists:
-            for path, arc in (_package_files() if dist == "openmsprof" else _dist_files(dist)):
-                info = tar.gettarinfo(str(path), arcname=arc)
-                info.uid = info.gid = 0
-                info.uname = info.gname = ""
-                info.mode &= 0o755
-                with path.open("rb") as fh:
-                    tar.addfile(info, fh)
+        for path, arc in files:
+            info = tar.gettarinfo(str(path), arcname=arc)
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.mode &= 0o755
+            with path.open("rb") as fh:
+                tar.addfile(info, fh)
     return buf.getvalue()
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "openmsprof"
+
+
+def bundle_bytes(dists: list[str], cache: bool = True) -> bytes:
+    """A ``.tar.gz`` of the installed files of ``dists`` (``openmsprof``: its package folder).
+
+    Packing numpy takes seconds, so the result is kept in ``~/.cache/openmsprof/`` under a key of
+    every packed file's name, size and mtime (any change packs afresh); ``cache=False`` skips it."""
+    files = _files(dists)
+    if not cache:
+        return _pack(files)
+    key = hashlib.sha256()
+    for path, arc in files:
+        st = path.stat()
+        key.update(f"{arc}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    target = cache_dir() / f"bundle-{__version__}-{key.hexdigest()[:20]}.tar.gz"
+    try:
+        if target.is_file() and not target.is_symlink():
+            return target.read_bytes()
+    except OSError:
+        pass
+    data = _pack(files)
+    try:
+        fs.make_dir(target.parent)
+        for old in target.parent.glob("bundle-*.tar.gz"):  # one bundle kept: the newest
+            if old != target and not old.is_symlink():
+                old.unlink(missing_ok=True)
+        fs.write_file_atomic(target, data)
+    except (OSError, ProfilingError):  # no cache (read-only home, ...): packed each time
+        pass
+    return data

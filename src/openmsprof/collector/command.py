@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from openmsprof.collector import argv as collect_argv
-from openmsprof.collector import local, options, postprocess, program
+from openmsprof.collector import local, options, program
 from openmsprof.config import cli_flags
 from openmsprof.config.errors import ProfilingError
 from openmsprof.config.model import ProfileConfig
@@ -105,6 +105,8 @@ def _finish(ns: argparse.Namespace, rc: int, jobs: list[Any], config: ProfileCon
         for job in jobs:
             print(f"openmsprof: job {job}", file=sys.stderr)
         return rc
+    from openmsprof.collector import postprocess  # import/export: not needed on a board
+
     try:
         postprocess.process_all(jobs)
     except ProfilingError as exc:

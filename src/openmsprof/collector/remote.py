@@ -119,7 +119,10 @@ def ensure_openmsprof(client: Any, sftp: Any, board: board_mod.Board, rundir: st
           f"{', '.join(ship)} ({len(data) / 1e6:.1f} MB) for this run", file=sys.stderr)
     archive, site = posixpath.join(rundir, "openmsprof_bundle.tar.gz"), posixpath.join(rundir, "site")
     sftp.putfo(io.BytesIO(data), archive)
-    rc, _out, err = _exec_capture(client, f"{py} -m tarfile -e {q(archive)} {q(site)} && rm -f -- {q(archive)} && "
+    # tar (C) when the board has it, else Python's own tarfile; then a first import (compiles)
+    unpack = (f"mkdir -p {q(site)} && {{ tar -xzf {q(archive)} -C {q(site)} 2>/dev/null || "
+              f"{py} -m tarfile -e {q(archive)} {q(site)}; }}")
+    rc, _out, err = _exec_capture(client, f"{unpack} && rm -f -- {q(archive)} && "
                                           f"{_with_path(site)}{py} -c 'import openmsprof.collector.command'")
     if rc != 0:
         last = (err.strip().splitlines() or ["no output"])[-1]
