@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from typing import Any
 
 import orjson
@@ -80,7 +81,8 @@ def sections(db: JobDB, top: int = 20) -> list[Section]:
 
 
 def _key(title: str) -> str:
-    return title.lower().replace(" ", "_")
+    """``Op statistic (device 0, model m 1)`` → ``op_statistic_device_0_model_m_1``."""
+    return re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_")
 
 
 def render_rich(title: str, secs: list[Section], console: Console) -> None:
