@@ -254,7 +254,9 @@ _cfg = "profiler_config_path/profiler_config.json"
 print("TEMPLATE", open(_cfg).read().replace("\\n", " "))
 _doc = _j.load(open(_cfg)); _doc["prof_dir"] = "./dyn_out"
 open(_cfg + ".tmp", "w").write(_j.dumps(_doc)); os.replace(_cfg + ".tmp", _cfg)
-_t.sleep(3)
+_end = _t.monotonic() + 60  # the watcher polls every 2 s; wait until it has read the edit
+while dp.monitor().pending is None and _t.monotonic() < _end:
+    _t.sleep(0.1)
 for step in range(steps):
        train_one_step()
         # 划分训练step
