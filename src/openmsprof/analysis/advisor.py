@@ -16,12 +16,14 @@ import orjson
 from openmsprof.analysis import rules as R
 from openmsprof.analysis import rules_time as T
 from openmsprof.analysis.findings import Finding, severity_rank
+from openmsprof.analysis.rules_patterns import patterns
 from openmsprof.config.errors import ConfigError
 from openmsprof.export.db import JobDB, find_jobs, open_job
 
 Rule = Callable[[JobDB], list[Finding]]
 #: Rules in report order.
 RULES: dict[str, Rule] = {
+    "patterns": patterns,
     "top_ops": R.top_ops,
     "long_api": R.long_api,
     "host_gaps": T.host_gaps,

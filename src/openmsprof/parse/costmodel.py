@@ -20,8 +20,17 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["Cost", "ELEMENTWISE", "DATA_MOVEMENT", "op_cost", "parse_shapes", "dtype_bytes",
-           "Roofline", "roofline", "OVERHEAD_NS"]
+__all__ = [
+    "DATA_MOVEMENT",
+    "ELEMENTWISE",
+    "OVERHEAD_NS",
+    "Cost",
+    "Roofline",
+    "dtype_bytes",
+    "op_cost",
+    "parse_shapes",
+    "roofline",
+]
 
 #: Element-wise ops: (flops, transcendental evaluations) per output element.
 ELEMENTWISE: dict[str, tuple[float, float]] = {
@@ -160,18 +169,18 @@ def op_cost(op_type: str, in_shapes: str | None, in_dtypes: str | None,
     ins = [s for s in ins_raw if s is not None]
     outs = [s for s in outs_raw if s is not None]
     nbytes = _tensor_bytes(list(ins_raw), idt) + _tensor_bytes(list(outs_raw), odt)
-    if not outs and t not in MATMUL | SDPA:
-        if t in ELEMENTWISE or t in DATA_MOVEMENT:  # torch records no outputs: same as input
-            big = max(ins, key=_elems)
-            outs = [big]
-            nbytes += _elems(big) * dtype_bytes(idt[0] if idt else "float")
+    if not outs and (t in ELEMENTWISE or t in DATA_MOVEMENT):
+        # torch records no outputs: the output is the largest input's shape
+        big = max(ins, key=_elems)
+        outs = [big]
+        nbytes += _elems(big) * dtype_bytes(idt[0] if idt else "float")
     try:
         if t in MATMUL and len(ins) >= 2:
             f = _matmul(ins, outs, t)
             if f is None:
                 return UNMODELLED
             if not outs_raw:
-                a, b = ins[0], ins[1]
+                a = ins[1] if t in ("addmm", "baddbmm") and len(ins) >= 3 else ins[0]
                 nbytes += f / (2.0 * (a[-1] or 1)) * dtype_bytes(idt[0] if idt else "float")
             return Cost("matmul", f, 0.0, nbytes)
         if t in CONV and len(ins) >= 2 and outs and len(outs[0]) >= 3:
@@ -181,10 +190,11 @@ def op_cost(op_type: str, in_shapes: str | None, in_dtypes: str | None,
             x, w = ins[0], ins[1]
             return Cost("conv", 2.0 * x[0] * _elems(x[2:]) * _elems(w), 0.0, nbytes)
         if t in SDPA and len(ins) >= 3 and all(len(s) == 4 for s in ins[:3]):
-            (b, h, sq, dq), (_, _, sk, _), (_, _, _, dv) = ins[0], ins[1], ins[2]
+            bh = ins[0][0] * ins[0][1]
+            sq, dq, sk, dv = ins[0][2], ins[0][3], ins[1][2], ins[2][3]
             if not outs_raw:
-                nbytes += b * h * sq * dv * dtype_bytes(idt[0] if idt else "float")
-            return Cost("attention", 2.0 * b * h * sq * dq * sk + 2.0 * b * h * sq * sk * dv,
+                nbytes += bh * sq * dv * dtype_bytes(idt[0] if idt else "float")
+            return Cost("attention", 2.0 * bh * sq * dq * sk + 2.0 * bh * sq * sk * dv,
                         0.0, nbytes)
     except (IndexError, ValueError):
         return UNMODELLED
@@ -222,10 +232,7 @@ def roofline(cost: Cost, bandwidth: float, peak_flops: float, special: float = 0
     if special > 0:
         comp += cost.transc / special * 1e9
     att = max(mem, comp)
-    if att < OVERHEAD_NS:
-        bound = "overhead"
-    else:
-        bound = "memory" if mem >= comp else "compute"
+    bound = "overhead" if att < OVERHEAD_NS else "memory" if mem >= comp else "compute"
     ratio = mem / comp if comp > 0 else None
     inten = cost.flops / cost.bytes if cost.bytes > 0 else None
     return Roofline(mem, comp, att, bound, ratio, inten)
