@@ -120,11 +120,30 @@ def task_columns(db: JobDB) -> TaskColumns | None:
 
 @dataclass
 class Match:
-    """The matched ops of one pattern: index arrays into :class:`TaskColumns` (one row per
-    occurrence, one column per op element of the variant)."""
+    """The matched ops of one pattern: per variant, task indexes (one row per occurrence, one
+    column per op element of that variant)."""
 
     pattern: Pattern
-    rows: I64  # (occurrences, ops) task indexes
+    groups: list[I64]
+
+    @property
+    def count(self) -> int:
+        return sum(len(g) for g in self.groups)
+
+    @property
+    def first(self) -> I64:
+        return np.concatenate([g[:, 0] for g in self.groups])
+
+    @property
+    def last(self) -> I64:
+        return np.concatenate([g[:, -1] for g in self.groups])
+
+    def durations(self, dur: I64) -> I64:
+        """Each occurrence's summed duration."""
+        return np.concatenate([dur[g].sum(axis=1) for g in self.groups])
+
+    def occurrences(self) -> list[list[int]]:
+        return [r for g in self.groups for r in g.tolist()]
 
 
 def _type_ids(db: JobDB, names: tuple[str, ...]) -> I64:
@@ -150,10 +169,11 @@ def find_matches(db: JobDB, cols: TaskColumns, pattern: Pattern) -> Match:
             last = offsets[-1]
             if last >= n:
                 continue
-            m = ~taken[: n - last].copy()
+            m = np.ones(n - last, dtype=bool)
             for k, el in enumerate(ops):
                 o = offsets[k]
                 seg = slice(o, n - last + o)
+                m &= ~taken[seg]
                 m &= np.isin(cols.typ[seg], _type_ids(db, el))  # type: ignore[arg-type]
                 m &= cols.it[seg] == cols.it[: n - last]
             idx = np.flatnonzero(m)
@@ -173,10 +193,9 @@ def find_matches(db: JobDB, cols: TaskColumns, pattern: Pattern) -> Match:
                         keep[j] &= ok
                 rows = rows[keep]
             if rows.size:
-                taken[rows[:, 0]] = True
+                taken[rows.ravel()] = True
                 found.append(rows)
-    rows = np.concatenate(found) if found else np.empty((0, 0), dtype=np.int64)
-    return Match(pattern, rows)
+    return Match(pattern, found)
 
 
 def _offsets(variant: tuple[tuple[str, ...] | int, ...], gaps: list[int]) -> list[list[int]]:
@@ -198,21 +217,29 @@ def _offsets(variant: tuple[tuple[str, ...] | int, ...], gaps: list[int]) -> lis
     return out
 
 
+def _median_per_iteration(it: I64, values: npt.NDArray[np.float64], n_it: int) -> float:
+    """The median over iterations of the per-iteration sums of ``values``."""
+    if n_it == 0:
+        return 0.0
+    return float(np.median(np.bincount(it, weights=values, minlength=n_it)))
+
+
 def price(db: JobDB, cols: TaskColumns, match: Match, ceil: Ceilings,
           floor_ns: float) -> dict[str, Any]:
     """Measured time of the matched ops, modelled time of the replacement, bytes saved."""
     p = match.pattern
-    rows = match.rows
-    measured = float(cols.dur[rows].sum())
+    occ_dur = match.durations(cols.dur)
+    measured = float(occ_dur.sum())
+    first, last = match.first, match.last
     # the median iteration's time in the pattern (robust to a few slow iterations, like
     # compare's per-iteration medians)
     _, it_idx = np.unique(cols.it, return_inverse=True)
-    per_it = np.bincount(it_idx[rows[:, 0]], weights=cols.dur[rows].sum(axis=1).astype(float),
-                         minlength=int(it_idx.max()) + 1 if it_idx.size else 0)
+    n_it = int(it_idx.max()) + 1 if it_idx.size else 0
+    per_it = np.bincount(it_idx[first], weights=occ_dur.astype(float), minlength=n_it)
     median_it = float(np.median(per_it)) if per_it.size else 0.0
-    absorbed = 0.0
-    before = rows[:, 0] - 1
-    fused = np.zeros(len(rows), dtype=bool)
+    occ_abs = np.zeros(len(first))
+    before = first - 1
+    fused = np.zeros(len(first), dtype=bool)
     if p.fuses_after:
         after_ids = _type_ids(db, tuple(p.fuses_after))
         absorb_ids = _type_ids(db, tuple(p.absorbs))
@@ -220,19 +247,22 @@ def price(db: JobDB, cols: TaskColumns, match: Match, ceil: Ceilings,
         hop = (prev >= 0) & np.isin(cols.typ[np.maximum(prev, 0)], absorb_ids)
         prev = np.where(hop, prev - 1, prev)
         ok = prev >= 0
-        same = cols.it[np.maximum(prev, 0)] == cols.it[rows[:, 0]]
+        same = cols.it[np.maximum(prev, 0)] == cols.it[first]
         fused = ok & same & np.isin(cols.typ[np.maximum(prev, 0)], after_ids)
-        nxt = rows[:, -1] + 1
+        nxt = last + 1
         has_next = nxt < cols.typ.size
         nxt_abs = has_next & np.isin(cols.typ[np.minimum(nxt, cols.typ.size - 1)], absorb_ids)
-        absorbed = float(cols.dur[before[fused & hop]].sum()
-                         + cols.dur[nxt[fused & nxt_abs]].sum())
+        occ_abs = (np.where(fused & hop, cols.dur[np.maximum(before, 0)], 0)
+                   + np.where(fused & nxt_abs, cols.dur[np.minimum(nxt, cols.typ.size - 1)], 0)
+                   ).astype(float)
+    absorbed = float(occ_abs.sum())
+    occ_rep = np.zeros(len(first))
     text = db.text
     rep_ns = 0.0
     bytes_before = 0.0
     bytes_after = 0.0
     sig_cache: dict[tuple[int, ...], tuple[float, float, float]] = {}
-    for j, r in enumerate(rows.tolist()):
+    for j, r in enumerate(match.occurrences()):
         key = (int(fused[j]), *(int(cols.typ[i]) * 1_000_003 + int(cols.ish[i]) for i in r),
                int(cols.osh[r[-1]]))
         hit = sig_cache.get(key)
@@ -249,11 +279,13 @@ def price(db: JobDB, cols: TaskColumns, match: Match, ceil: Ceilings,
                 hit = (max(att, floor_ns), b, c.bytes)
             sig_cache[key] = hit
         rep_ns += hit[0]
+        occ_rep[j] = hit[0]
         bytes_before += hit[1]
         bytes_after += hit[2]
     saved_bytes = max(0.0, bytes_before - bytes_after)
     return {"measured_ns": measured, "median_iteration_ns": median_it, "absorbed_ns": absorbed, "replacement_ns": rep_ns,
             "gain_ns": max(0.0, measured + absorbed - rep_ns),
-            "gain_iteration_ns": max(0.0, median_it + (absorbed - rep_ns) / max(1, per_it.size)), "fused": int(fused.sum()),
+            "gain_iteration_ns": max(0.0, _median_per_iteration(
+                it_idx[first], occ_dur + occ_abs - occ_rep, per_it.size)), "fused": int(fused.sum()),
             "saved_bytes": saved_bytes,
             "memory_gain_ns": saved_bytes / ceil.bandwidth * 1e9 if ceil.bandwidth else 0.0}

@@ -65,7 +65,7 @@ def patterns(db: JobDB) -> list[Finding]:
     out: list[tuple[float, Finding]] = []
     for p in PT.load_patterns():
         m = PT.find_matches(db, cols, p)
-        if m.rows.size == 0:
+        if m.count == 0:
             continue
         cost = PT.price(db, cols, m, ceil, floor_ns)
         if pct(cost["measured_ns"], total) < MIN_SHARE:
@@ -77,11 +77,12 @@ def patterns(db: JobDB) -> list[Finding]:
 
 def _finding(db: JobDB, cols: PT.TaskColumns, m: PT.Match, cost: dict[str, Any], total: float,
              iters: int, ceil: Ceilings, doc: dict[str, Any]) -> Finding:
-    p, rows = m.pattern, m.rows
+    p = m.pattern
+    occ = m.occurrences()
     text = db.text
     share = pct(cost["measured_ns"], total)
     severity = CRITICAL if share >= CRITICAL_SHARE else WARNING if share >= WARNING_SHARE else INFO
-    site_key = [tuple(int(cols.name[i]) for i in r) for r in rows.tolist()]
+    site_key = [tuple(int(cols.name[i]) for i in r) for r in occ]
     sites: dict[tuple[int, ...], int] = {}
     for k in site_key:
         sites[k] = sites.get(k, 0) + 1
@@ -94,12 +95,12 @@ def _finding(db: JobDB, cols: PT.TaskColumns, m: PT.Match, cost: dict[str, Any],
                f"takes {share:.1f}% of device time; fix: {p.replacement.split(':')[-1].strip()}"
                f"; predicted gain {gain_it / 1e3:.1f} us per iteration "
                f"({pct(gain_it, per_iter):.1f}%)")
-    worst = int(np.argmax(cols.dur[rows].sum(axis=1)))
+    worst = int(np.argmax(m.durations(cols.dur)))
     events = [EventRef("TASK", int(cols.gid[i]), text(cols.name[i]), int(cols.start[i]),
-                       int(cols.dur[i])) for i in rows[worst].tolist()]
+                       int(cols.dur[i])) for i in occ[worst]]
     evidence: dict[str, Any] = {
         "pattern": p.name, "title": p.title, "nodes": named[:MAX_SITES],
-        "sites": len(sites), "occurrences": len(rows), "iterations": iters,
+        "sites": len(sites), "occurrences": len(occ), "iterations": iters,
         "share_pct": share, "measured_us_per_iteration": round(cost["median_iteration_ns"] / 1e3, 3),
         "replacement": p.replacement, "replacement_op": p.replacement_op or "(none)",
         "fused_into_previous": cost["fused"],
