@@ -115,7 +115,7 @@ def series_svg(values_us: list[float], title: str, unit: str = "us") -> str:
            f'points="{pts}"/>']
     for name, v, color in (("p50", p50, "#2f855a"), ("p95", p95, "#b00020")):
         out.append(f'<line class="{name}" x1="{lm}" y1="{Y(v):.1f}" x2="{w - r}" y2="{Y(v):.1f}" '
-                   f'stroke="{color}" stroke-dasharray="5,3" stroke-width="2"/>'
+                   f'stroke="{color}" stroke-dasharray="5,3" stroke-width="2" shape-rendering="crispEdges"/>'
                    f'<text x="{w - r + 4}" y="{Y(v) + 4:.1f}" fill="{color}">{name} {v:.4g} '
                    f'{escape(unit)}</text>')
     out.append(f'<text x="{(lm + w - r) / 2}" y="{h - 8}" text-anchor="middle">iteration '
@@ -148,7 +148,8 @@ def waterfall_svg(base_us: float, steps: list[tuple[str, float]], new_us: float,
         sign = "" if i in (0, len(items) - 1) else ("+" if d > 0 else "")
         out.append(f'<text x="{lm - 6}" y="{y + 14}" text-anchor="end">{escape(short)}</text>'
                    f'<rect class="wf" x="{x0:.1f}" y="{y + 3}" width="{max(width, 1):.1f}" '
-                   f'height="{row - 6}" fill="{color}"/><text x="{x0 + max(width, 1) + 4:.1f}" '
+                   f'height="{row - 6}" fill="{color}" shape-rendering="crispEdges"/>'
+                   f'<text x="{x0 + max(width, 1) + 4:.1f}" '
                    f'y="{y + 14}">{sign}{d:.1f} us</text>')
     out.append("</svg>")
     return "".join(out)
