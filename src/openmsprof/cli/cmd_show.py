@@ -10,7 +10,13 @@ from rich.console import Console
 
 from openmsprof.config.errors import ConfigError
 from openmsprof.export.db import find_jobs, open_job
-from openmsprof.export.msprof.show import render_rich, render_text, sections
+from openmsprof.export.msprof.show import (
+    render_rich,
+    render_text,
+    roofline_ceilings,
+    roofline_section,
+    sections,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -23,6 +29,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="rows per table (default 20)")
     parser.add_argument("--format", choices=("csv", "json"), default=None,
                         help="machine-readable output on stdout instead of tables")
+    parser.add_argument("--roofline", action="store_true",
+                        help="only the roofline: each operator's modelled FLOPs/bytes against "
+                             "the measured peaks (attainable time, efficiency, bound class)")
+    parser.add_argument("--peaks", metavar="FILE",
+                        help="with --roofline: a target machine's peaks file instead of the job's")
     parser.set_defaults(func=run)
 
 
@@ -32,7 +43,13 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     console = console or Console()
     for job in find_jobs(Path(args.collection_dir)):
         with open_job(job) as db:
-            secs = sections(db, args.top)
+            if args.roofline:
+                sec = roofline_section(db, args.top, args.peaks)
+                secs = [sec] if sec is not None else []
+                if not args.format:
+                    console.print(roofline_ceilings(db, args.peaks))
+            else:
+                secs = sections(db, args.top)
         if args.format:
             sys.stdout.write(render_text(secs, args.format))
         else:
