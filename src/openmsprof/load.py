@@ -24,7 +24,7 @@ from openmsprof.parse.importer import ensure_imported
 from openmsprof.parse.jobinfo import find_jobs
 from openmsprof.parse.schema import TABLES
 
-__all__ = ["LoadedJob", "load", "ROOFLINE"]
+__all__ = ["ROOFLINE", "LoadedJob", "load"]
 
 #: The roofline view's name: ``job.rows("roofline")`` — every operator (name, type, shapes)
 #: with its modelled FLOPs/bytes, attainable time, efficiency, bound and memory-bound ratio.
