@@ -1,0 +1,71 @@
+"""The roofline on a real ONNX Runtime job: the load() view, op_summary's cost columns, show
+--roofline, and a target machine's peaks file changing the verdict."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import orjson
+import pytest
+
+import openmsprof
+from openmsprof.cli.main import main
+from openmsprof.export.msprof.summary import export_summary
+
+
+@pytest.fixture(scope="module")
+def slow_memory(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A target machine with very slow memory and a fast GEMM: everything is memory-bound."""
+    f = tmp_path_factory.mktemp("peaks") / "target.json"
+    f.write_text('{"stream": {"copy": 0.001}, "gemm": {"numpy float32": 1000000},'
+                 ' "special": {"exp": 1000}}')
+    return f
+
+
+def test_load_roofline_view(jobs: dict[str, Path]) -> None:
+    with openmsprof.load(jobs["mish"]) as job:
+        assert "roofline" in job.names()
+        rows = job.rows("roofline")
+    convs = [r for r in rows if r["OP Type"] == "Conv" and r["Input Shapes"].startswith("1,16,")]
+    assert convs
+    c = convs[0]
+    out = [int(d) for d in c["Output Shapes"].split(",")]
+    w = [int(d) for d in c["Input Shapes"].split(";")[1].split(",")]
+    assert c["FLOPs"] == 2 * math.prod(out) * math.prod(w[1:])  # 2 per MAC, as flop_counter
+    assert c["Kind"] == "conv" and c["Bound"] in ("compute", "memory", "overhead")
+    soft = next(r for r in rows if r["OP Type"] == "Softplus")
+    assert soft["Kind"] == "transcendental" and soft["Bytes"] == 2 * 4 * 16 * 32 * 32
+    assert soft["Total Time(us)"] >= soft["Avg Time(us)"] > 0
+    assert 0 < soft["Efficiency(%)"] and soft["Memory Bound Ratio"] > 0
+    assert sum(r["Count"] for r in rows) == 20 * 34  # every task in one group
+
+
+def test_op_summary_cost_columns(jobs: dict[str, Path]) -> None:
+    export_summary(jobs["mish"])
+    with (jobs["mish"] / "summary" / "op_summary_0.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    conv = next(r for r in rows if r["OP Type"] == "Conv")
+    out = [int(d) for d in conv["Output Shapes"].split(",")]
+    w = [int(d) for d in conv["Input Shapes"].split(";")[1].split(",")]
+    assert int(conv["FLOPs"]) == 2 * math.prod(out) * math.prod(w[1:])
+    assert float(conv["Memory Bound Ratio"]) > 0  # the job holds its peaks
+    reorder = next(r for r in rows if r["OP Type"].startswith("Reorder"))
+    assert reorder["FLOPs"] == "0" and reorder["Memory Bound Ratio"] == "N/A"
+
+
+def test_show_roofline_with_target_peaks(jobs: dict[str, Path], slow_memory: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", "-dir", str(jobs["mish"]), "--roofline", "--format", "json",
+                 "--top", "50"]) == 0
+    own = orjson.loads(capsys.readouterr().out)["roofline"]
+    assert main(["show", "-dir", str(jobs["mish"]), "--roofline", "--format", "json",
+                 "--top", "50", "--peaks", str(slow_memory)]) == 0
+    slow = orjson.loads(capsys.readouterr().out)["roofline"]
+    assert len(own) == len(slow) > 10
+    assert {r["Bound"] for r in slow if r["MBR"] != "N/A"} == {"memory"}
+    assert all(float(r["MBR"]) > 1 for r in slow if r["MBR"] != "N/A")
+    assert main(["show", "-dir", str(jobs["mish"]), "--roofline"]) == 0
+    text = capsys.readouterr().out
+    assert "ceilings: DRAM" in text and "Roofline" in text
