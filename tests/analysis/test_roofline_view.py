@@ -38,7 +38,7 @@ def test_load_roofline_view(jobs: dict[str, Path]) -> None:
     soft = next(r for r in rows if r["OP Type"] == "Softplus")
     assert soft["Kind"] == "transcendental" and soft["Bytes"] == 2 * 4 * 16 * 32 * 32
     assert soft["Total Time(us)"] >= soft["Avg Time(us)"] > 0
-    assert 0 < soft["Efficiency(%)"] and soft["Memory Bound Ratio"] > 0
+    assert soft["Efficiency(%)"] > 0 and soft["Memory Bound Ratio"] > 0
     assert sum(r["Count"] for r in rows) == 20 * 34  # every task in one group
 
 
