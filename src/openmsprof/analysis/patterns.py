@@ -11,7 +11,8 @@ bandwidth.  A job without tensor shapes skips the rules with a note saying what 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -99,23 +100,39 @@ class TaskColumns:
     idt: I64
     osh: I64
     odt: I64
+    masks: dict[tuple[str, ...], npt.NDArray[np.bool_]] = field(default_factory=dict)
+
+    @property
+    def it_index(self) -> I64:
+        """Each task's iteration as 0..iterations-1 (cached)."""
+        if "_it" not in self.__dict__:
+            self.__dict__["_it"] = np.unique(self.it, return_inverse=True)[1].ravel()
+        return self.__dict__["_it"]  # type: ignore[no-any-return]
 
     @property
     def iterations(self) -> int:
-        return max(1, int(np.unique(self.it).size))
+        return max(1, int(self.it_index.max(initial=-1)) + 1)
 
 
 def task_columns(db: JobDB) -> TaskColumns | None:
-    """All tasks ordered by (device, iteration, start); None without tasks."""
+    """All tasks ordered by (device, iteration, start); None without tasks.  Rows stream
+    flat into numpy (no per-row tuples kept) and are sorted there, not in SQLite."""
     if not db.has("TASK"):
         return None
     c = lambda col: f"COALESCE({tasks._c(db, col)}, -1)"  # noqa: E731
-    sql = (f"SELECT t.globalTaskId, t.connectionId, t.startNs, MAX(t.endNs - t.startNs, 0),"
-           f" {c('name')}, {c('opType')}, {c('inputShapes')}, {c('inputDataTypes')},"
-           f" {c('outputShapes')}, {c('outputDataTypes')} FROM {tasks._from(db)}"
-           " ORDER BY t.deviceId, t.connectionId, t.startNs")
-    arr = np.array(db.query(sql), dtype=np.int64).reshape(-1, 10)
-    return TaskColumns(*arr.T)
+    sql = (f"SELECT t.deviceId, t.globalTaskId, t.connectionId, t.startNs,"
+           f" MAX(t.endNs - t.startNs, 0), {c('name')}, {c('opType')}, {c('inputShapes')},"
+           f" {c('inputDataTypes')}, {c('outputShapes')}, {c('outputDataTypes')}"
+           f" FROM {tasks._from(db)}")
+    (n,) = db.query("SELECT COUNT(*) FROM TASK")[0]
+    flat = np.fromiter(itertools.chain.from_iterable(db.stream(sql)), dtype=np.int64,
+                       count=n * 11)
+    arr = flat.reshape(-1, 11)
+    order = np.lexsort((arr[:, 3], arr[:, 2], arr[:, 0]))
+    arr = arr[order]
+    gid, it, start, dur, name, typ, ish, idt, osh, odt = (
+        np.ascontiguousarray(arr[:, k]) for k in range(1, 11))
+    return TaskColumns(gid, it, start, dur, name, typ, ish, idt, osh, odt)
 
 
 @dataclass
@@ -156,41 +173,73 @@ def _shape_link(db: JobDB, out_id: int, in_id: int) -> bool:
     return bool(out) and out in db.text(in_id, "").split(";")
 
 
+def _mask(db: JobDB, cols: TaskColumns, names: tuple[str, ...]) -> npt.NDArray[np.bool_]:
+    """Tasks whose op type is one of ``names`` (a lookup table gather; cached per names)."""
+    hit = cols.masks.get(names)
+    if hit is None:
+        ids = _type_ids(db, names)
+        top = int(max(int(cols.typ.max(initial=0)), int(ids.max(initial=0)))) + 2
+        lut = np.zeros(top, dtype=bool)
+        lut[ids + 1] = True
+        hit = cols.masks[names] = lut[cols.typ + 1]
+    return hit
+
+
+def unique_rows(m: I64) -> tuple[I64, I64]:
+    """``np.unique(m, axis=0, return_inverse=True)``, fast: rows hashed to one int64 each and
+    the result checked exactly (a hash collision falls back to the row-wise unique)."""
+    if m.size == 0:
+        return m, np.zeros(0, dtype=np.int64)
+    mult = np.uint64(0x9E3779B97F4A7C15)
+    h = np.zeros(len(m), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for k in range(m.shape[1]):
+            h = (h ^ m[:, k].astype(np.uint64)) * mult
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    uniq = m[first]
+    if not np.array_equal(uniq[inv], m):
+        u, i = np.unique(m, axis=0, return_inverse=True)
+        return u, i.ravel()
+    return uniq, inv
+
+
+def _links(db: JobDB, outs: I64, ins: I64) -> npt.NDArray[np.bool_]:
+    """Whether each output shape (id) is one of the paired input shapes (id) — per pair once."""
+    uniq, inv = unique_rows(np.stack([outs, ins], axis=1))
+    ok = np.array([_shape_link(db, int(x), int(y)) for x, y in uniq.tolist()], dtype=bool)
+    return ok[inv]
+
+
 def find_matches(db: JobDB, cols: TaskColumns, pattern: Pattern) -> Match:
-    """Every occurrence of ``pattern`` inside one iteration (first variant wins per start)."""
+    """Every occurrence of ``pattern`` inside one iteration (first variant wins per start).
+    Candidates start where the first op type occurs and are narrowed op by op."""
     n = cols.typ.size
     found: list[I64] = []
     taken = np.zeros(n, dtype=bool)
-    links: dict[tuple[int, int], bool] = {}
     for variant in pattern.variants:
         ops = [e for e in variant if not isinstance(e, int)]
         gaps = [e for e in variant if isinstance(e, int)]
+        first = np.flatnonzero(_mask(db, cols, ops[0]))  # type: ignore[arg-type]
         for offsets in _offsets(variant, gaps):
-            last = offsets[-1]
-            if last >= n:
-                continue
-            m = np.ones(n - last, dtype=bool)
+            cand = first[first < n - offsets[-1]]
             for k, el in enumerate(ops):
                 o = offsets[k]
-                seg = slice(o, n - last + o)
-                m &= ~taken[seg]
-                m &= np.isin(cols.typ[seg], _type_ids(db, el))  # type: ignore[arg-type]
-                m &= cols.it[seg] == cols.it[: n - last]
-            idx = np.flatnonzero(m)
-            if idx.size == 0:
+                at = cand + o
+                keep = _mask(db, cols, el)[at] & ~taken[at]  # type: ignore[arg-type]
+                if o:
+                    keep &= cols.it[at] == cols.it[cand]
+                cand = cand[keep]
+                if cand.size == 0:
+                    break
+            if cand.size == 0:
                 continue
-            rows = idx[:, None] + np.asarray(offsets, dtype=np.int64)[None, :]
+            rows = cand[:, None] + np.asarray(offsets, dtype=np.int64)[None, :]
             if pattern.chain:
                 keep = np.ones(len(rows), dtype=bool)
                 for k in range(len(offsets) - 1):
-                    if offsets[k + 1] != offsets[k] + 1:
-                        continue
-                    a, b = cols.osh[rows[:, k]], cols.ish[rows[:, k + 1]]
-                    for j, (x, y) in enumerate(zip(a.tolist(), b.tolist(), strict=True)):
-                        ok = links.get((x, y))
-                        if ok is None:
-                            ok = links[(x, y)] = _shape_link(db, x, y)
-                        keep[j] &= ok
+                    if offsets[k + 1] == offsets[k] + 1:
+                        keep &= _links(db, cols.osh[rows[:, k]], cols.ish[rows[:, k + 1]])
                 rows = rows[keep]
             if rows.size:
                 taken[rows.ravel()] = True
@@ -233,59 +282,61 @@ def price(db: JobDB, cols: TaskColumns, match: Match, ceil: Ceilings,
     first, last = match.first, match.last
     # the median iteration's time in the pattern (robust to a few slow iterations, like
     # compare's per-iteration medians)
-    _, it_idx = np.unique(cols.it, return_inverse=True)
-    n_it = int(it_idx.max()) + 1 if it_idx.size else 0
+    it_idx = cols.it_index
+    n_it = cols.iterations
     per_it = np.bincount(it_idx[first], weights=occ_dur.astype(float), minlength=n_it)
     median_it = float(np.median(per_it)) if per_it.size else 0.0
     occ_abs = np.zeros(len(first))
     before = first - 1
     fused = np.zeros(len(first), dtype=bool)
     if p.fuses_after:
-        after_ids = _type_ids(db, tuple(p.fuses_after))
-        absorb_ids = _type_ids(db, tuple(p.absorbs))
         prev = before.copy()
-        hop = (prev >= 0) & np.isin(cols.typ[np.maximum(prev, 0)], absorb_ids)
+        hop = (prev >= 0) & _mask(db, cols, tuple(p.absorbs))[np.maximum(prev, 0)]
         prev = np.where(hop, prev - 1, prev)
         ok = prev >= 0
         same = cols.it[np.maximum(prev, 0)] == cols.it[first]
-        fused = ok & same & np.isin(cols.typ[np.maximum(prev, 0)], after_ids)
+        fused = ok & same & _mask(db, cols, tuple(p.fuses_after))[np.maximum(prev, 0)]
         nxt = last + 1
         has_next = nxt < cols.typ.size
-        nxt_abs = has_next & np.isin(cols.typ[np.minimum(nxt, cols.typ.size - 1)], absorb_ids)
+        nxt_abs = has_next & _mask(db, cols, tuple(p.absorbs))[np.minimum(nxt, cols.typ.size - 1)]
         occ_abs = (np.where(fused & hop, cols.dur[np.maximum(before, 0)], 0)
                    + np.where(fused & nxt_abs, cols.dur[np.minimum(nxt, cols.typ.size - 1)], 0)
                    ).astype(float)
     absorbed = float(occ_abs.sum())
     occ_rep = np.zeros(len(first))
+    occ_bytes = np.zeros(len(first))
+    occ_after = np.zeros(len(first))
     text = db.text
-    rep_ns = 0.0
-    bytes_before = 0.0
-    bytes_after = 0.0
-    sig_cache: dict[tuple[int, ...], tuple[float, float, float]] = {}
-    for j, r in enumerate(match.occurrences()):
-        key = (int(fused[j]), *(int(cols.typ[i]) * 1_000_003 + int(cols.ish[i]) for i in r),
-               int(cols.osh[r[-1]]))
-        hit = sig_cache.get(key)
-        if hit is None:
-            b = sum(op_cost(text(cols.typ[i]), text(cols.ish[i]), text(cols.idt[i]),
-                            text(cols.osh[i]), text(cols.odt[i])).bytes for i in r)
-            if fused[j] or not p.replacement_op:
-                hit = (0.0, b, 0.0)
-            else:
-                first_in = text(cols.ish[r[0]]).split(";")[0]
-                c = op_cost(p.replacement_op, first_in, text(cols.idt[r[0]]).split(";")[0],
-                            text(cols.osh[r[-1]]), text(cols.odt[r[-1]]))
-                att = roofline(c, ceil.bandwidth, ceil.peak_flops, ceil.special).attainable_ns
-                hit = (max(att, floor_ns), b, c.bytes)
-            sig_cache[key] = hit
-        rep_ns += hit[0]
-        occ_rep[j] = hit[0]
-        bytes_before += hit[1]
-        bytes_after += hit[2]
+    start = 0
+    for g in match.groups:  # one signature per distinct (fused, types, shapes, dtypes)
+        sl = slice(start, start + len(g))
+        start += len(g)
+        sig = np.concatenate([fused[sl, None].astype(np.int64), cols.typ[g], cols.ish[g],
+                              cols.idt[g], cols.osh[g], cols.odt[g]], axis=1)
+        uniq, inv = unique_rows(sig)
+        vals = np.zeros((len(uniq), 3))
+        k = g.shape[1]
+        for u, row in enumerate(uniq.tolist()):
+            fz, typ, ish, idt = row[0], row[1:1 + k], row[1 + k:1 + 2 * k], row[1 + 2 * k:1 + 3 * k]
+            osh, odt = row[1 + 3 * k:1 + 4 * k], row[1 + 4 * k:]
+            b = sum(op_cost(text(typ[i]), text(ish[i]), text(idt[i]), text(osh[i]),
+                            text(odt[i])).bytes for i in range(k))
+            if fz or not p.replacement_op:
+                vals[u] = (0.0, b, 0.0)
+                continue
+            c = op_cost(p.replacement_op, text(ish[0]).split(";")[0],
+                        text(idt[0]).split(";")[0], text(osh[-1]), text(odt[-1]))
+            att = roofline(c, ceil.bandwidth, ceil.peak_flops, ceil.special).attainable_ns
+            vals[u] = (max(att, floor_ns), b, c.bytes)
+        per = vals[inv]
+        occ_rep[sl], occ_bytes[sl], occ_after[sl] = per[:, 0], per[:, 1], per[:, 2]
+    rep_ns = float(occ_rep.sum())
+    bytes_before, bytes_after = float(occ_bytes.sum()), float(occ_after.sum())
     saved_bytes = max(0.0, bytes_before - bytes_after)
-    return {"measured_ns": measured, "median_iteration_ns": median_it, "absorbed_ns": absorbed, "replacement_ns": rep_ns,
-            "gain_ns": max(0.0, measured + absorbed - rep_ns),
+    return {"measured_ns": measured, "median_iteration_ns": median_it, "absorbed_ns": absorbed,
+            "replacement_ns": rep_ns, "gain_ns": max(0.0, measured + absorbed - rep_ns),
             "gain_iteration_ns": max(0.0, _median_per_iteration(
-                it_idx[first], occ_dur + occ_abs - occ_rep, per_it.size)), "fused": int(fused.sum()),
+                it_idx[first], occ_dur + occ_abs - occ_rep, per_it.size)),
+            "fused": int(fused.sum()),
             "saved_bytes": saved_bytes,
             "memory_gain_ns": saved_bytes / ceil.bandwidth * 1e9 if ceil.bandwidth else 0.0}

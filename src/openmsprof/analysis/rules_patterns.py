@@ -75,21 +75,30 @@ def patterns(db: JobDB) -> list[Finding]:
     return [f for _, f in out]
 
 
+def _row(m: PT.Match, k: int) -> list[int]:
+    """Task indexes of occurrence ``k`` (counting through the variant groups)."""
+    for g in m.groups:
+        if k < len(g):
+            return [int(i) for i in g[k]]
+        k -= len(g)
+    return []
+
+
 def _finding(db: JobDB, cols: PT.TaskColumns, m: PT.Match, cost: dict[str, Any], total: float,
              iters: int, ceil: Ceilings, doc: dict[str, Any]) -> Finding:
     p = m.pattern
-    occ = m.occurrences()
     text = db.text
     share = pct(cost["measured_ns"], total)
     severity = CRITICAL if share >= CRITICAL_SHARE else WARNING if share >= WARNING_SHARE else INFO
-    site_key = [tuple(int(cols.name[i]) for i in r) for r in occ]
     sites: dict[tuple[int, ...], int] = {}
-    for k in site_key:
-        sites[k] = sites.get(k, 0) + 1
+    for g in m.groups:  # distinct node-name sequences and how often each ran
+        uniq, inv = PT.unique_rows(cols.name[g])
+        counts = np.bincount(inv, minlength=len(uniq))
+        for k, cnt in zip(uniq.tolist(), counts.tolist(), strict=True):
+            sites[tuple(k)] = sites.get(tuple(k), 0) + int(cnt)
     named = [" → ".join(text(n) for n in k) for k in sites]
     gain_it = cost["gain_iteration_ns"]
-    per_iter = float(np.median(np.bincount(np.unique(cols.it, return_inverse=True)[1],
-                                           weights=cols.dur.astype(float))))
+    per_iter = float(np.median(np.bincount(cols.it_index, weights=cols.dur.astype(float))))
     seq = " → ".join("/".join(e) if not isinstance(e, int) else "…" for e in p.variants[0])
     summary = (f"{p.title} ({seq}) at {len(sites)} site{'s' if len(sites) != 1 else ''} "
                f"takes {share:.1f}% of device time; fix: {p.replacement.split(':')[-1].strip()}"
@@ -97,10 +106,10 @@ def _finding(db: JobDB, cols: PT.TaskColumns, m: PT.Match, cost: dict[str, Any],
                f"({pct(gain_it, per_iter):.1f}%)")
     worst = int(np.argmax(m.durations(cols.dur)))
     events = [EventRef("TASK", int(cols.gid[i]), text(cols.name[i]), int(cols.start[i]),
-                       int(cols.dur[i])) for i in occ[worst]]
+                       int(cols.dur[i])) for i in _row(m, worst)]
     evidence: dict[str, Any] = {
         "pattern": p.name, "title": p.title, "nodes": named[:MAX_SITES],
-        "sites": len(sites), "occurrences": len(occ), "iterations": iters,
+        "sites": len(sites), "occurrences": m.count, "iterations": iters,
         "share_pct": share, "measured_us_per_iteration": round(cost["median_iteration_ns"] / 1e3, 3),
         "replacement": p.replacement, "replacement_op": p.replacement_op or "(none)",
         "fused_into_previous": cost["fused"],
