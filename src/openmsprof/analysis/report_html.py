@@ -14,18 +14,14 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from openmsprof.analysis import advisor
+from openmsprof.analysis import job_views as V
 from openmsprof.analysis.charts import bar_chart, roofline_svg, series_svg, waterfall_svg
+from openmsprof.analysis.patterns import TaskColumns
 from openmsprof.analysis.rules_patterns import job_ceilings
-from openmsprof.analysis.samples import load_samples
-from openmsprof.config.errors import RawDataError
 from openmsprof.export.db import JobDB, open_job
 from openmsprof.export.fmt import us, us_avg
 from openmsprof.export.msprof import summary_host as host
-from openmsprof.export.msprof import summary_tasks as tasks
-from openmsprof.export.msprof.roofline import op_roofs
 from openmsprof.recorder import fs
 
 __all__ = ["CSP", "bar_chart", "build_html", "write_html"]
@@ -53,18 +49,9 @@ def _numeric(v: Any) -> bool:
     return isinstance(v, str) and v.replace(".", "", 1).lstrip("-").isdigit()
 
 
-def _op_types(db: JobDB) -> list[tuple[str, int, int]]:
-    """(op type, count, total ns) over all devices and executors, total time descending."""
-    sums: dict[str, tuple[int, int]] = {}
-    for s in tasks.op_statistic_rows(db):
-        n, t = sums.get(s.op_type, (0, 0))
-        sums[s.op_type] = (n + s.calls, t + s.total_ns)
-    return sorted(((k, n, t) for k, (n, t) in sums.items()), key=lambda r: -r[2])
-
-
-def _roofline(db: JobDB) -> list[str]:
+def _roofline(db: JobDB, cols: TaskColumns) -> list[str]:
     ceil, doc = job_ceilings(db)
-    roofs = op_roofs(db, ceil)
+    roofs = V.op_roofs(db, cols, ceil)
     total = sum(r.total_ns for r in roofs) or 1
     pts = []
     for r in roofs[:ROOF_POINTS]:
@@ -89,17 +76,16 @@ def _roofline(db: JobDB) -> list[str]:
     return out
 
 
-def _series(db: JobDB) -> list[str]:
+def _series(db: JobDB, cols: TaskColumns | None) -> list[str]:
     if db.has("STEP_TIME"):
         vals = [(e - s) / 1e3 for s, e in db.query(
             "SELECT startNs, endNs FROM STEP_TIME ORDER BY startNs") if e is not None]
         title = "Step time per step"
-    else:
-        try:
-            vals = (load_samples(db).per_iteration / 1e3).tolist()
-        except RawDataError:
-            return []
+    elif cols is not None:
+        vals = V.iteration_times(cols)
         title = "Device time per iteration (execute)"
+    else:
+        return []
     if len(vals) < 2:
         return []
     return ['<h2 id="steps">Iterations</h2>', series_svg(vals, title)]
@@ -148,7 +134,8 @@ def build_html(db: JobDB, rules: Iterable[str] | str | None = None,
     chosen = advisor.select_rules(rules)
     found = [f.to_dict(db.base_ns) for f in advisor.run_rules(db, chosen)]
     summary = advisor.job_summary(db)
-    ops = _op_types(db)
+    cols = V.columns(db)
+    ops = V.totals_by(db, cols.typ, cols) if cols is not None else []
     total = sum(t for _, _, t in ops)
     apis = host.api_statistic_rows(db)
     job = escape(str(summary["job"]))
@@ -160,14 +147,15 @@ def build_html(db: JobDB, rules: Iterable[str] | str | None = None,
            f'<p class="muted">{summary.get("tasks", 0)} tasks, {summary.get("api_calls", 0)} '
            f"API calls, {summary.get('steps', 0)} steps; {len(found)} findings "
            f'(<a href="#findings">below</a>).</p>']
-    if db.has("TASK"):
-        out += _roofline(db)
-    out += _series(db)
-    if ops:
+    if cols is not None:
+        out += _roofline(db, cols)
+    out += _series(db, cols)
+    if ops and cols is not None:
         out += ['<h2 id="top-ops">Top operators</h2><div class="pics">',
                 bar_chart([(k, t / 1000.0) for k, _, t in ops[:TOP_BARS]], "us",
                           "Device time by op type"),
-                bar_chart(_top_names(db), "us", "Device time by operator"), "</div>"]
+                bar_chart([(k, t / 1e3) for k, _, t in V.totals_by(db, cols.name, cols)[:TOP_BARS]],
+                          "us", "Device time by operator"), "</div>"]
     if base is not None:
         out += _waterfall(db, base)
     out += [f'<h2 id="findings">Findings ({len(found)})</h2>',
@@ -190,16 +178,6 @@ def build_html(db: JobDB, rules: Iterable[str] | str | None = None,
             "<p><small>Timeline ts is µs since the job's BASE_NS (the openmsprof timeline); "
             "start is epoch µs (the summary files).</small></p></body></html>\n"]
     return "\n".join(out)
-
-
-def _top_names(db: JobDB) -> list[tuple[str, float]]:
-    if not db.has("TASK"):
-        return []
-    c = tasks._c
-    rows = db.query(f"SELECT {c(db, 'name')}, SUM(MAX(t.endNs - t.startNs, 0)) FROM "
-                    f"{tasks._from(db)} GROUP BY {c(db, 'name')} ORDER BY 2 DESC LIMIT ?",
-                    (TOP_BARS,))
-    return [(db.text(n), float(np.float64(t) / 1e3)) for n, t in rows]
 
 
 def write_html(job: Path | str, path: Path, rules: Iterable[str] | str | None = None, *,

@@ -37,6 +37,13 @@ def job_ceilings(db: JobDB) -> tuple[Ceilings, dict[str, Any]]:
     return ceilings(doc), doc
 
 
+def _columns(db: JobDB) -> PT.TaskColumns | None:
+    """The task columns, read once per open database (the HTML report reuses them)."""
+    if not hasattr(db, "_omsp_cols"):
+        db._omsp_cols = PT.task_columns(db)  # type: ignore[attr-defined]
+    return db._omsp_cols  # type: ignore[attr-defined,no-any-return]
+
+
 def _has_shapes(db: JobDB) -> bool:
     if "COMPUTE_TASK_INFO" not in db.tables:
         return False
@@ -49,7 +56,7 @@ def _has_shapes(db: JobDB) -> bool:
 
 def patterns(db: JobDB) -> list[Finding]:
     """One finding per pattern that occurs, largest predicted gain first."""
-    cols = PT.task_columns(db)
+    cols = _columns(db)
     if cols is None:
         return []
     if not _has_shapes(db):
