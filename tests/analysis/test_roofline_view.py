@@ -69,3 +69,15 @@ def test_show_roofline_with_target_peaks(jobs: dict[str, Path], slow_memory: Pat
     assert main(["show", "-dir", str(jobs["mish"]), "--roofline"]) == 0
     text = capsys.readouterr().out
     assert "ceilings: DRAM" in text and "Roofline" in text
+
+
+def test_report_flags_peaks_from_a_loaded_machine(jobs: dict[str, Path], tmp_path: Path) -> None:
+    from openmsprof.analysis.report_html import write_html
+
+    f = tmp_path / "loaded.json"
+    f.write_text('{"stream": {"copy": {"best": 10, "cv": 0.3}}, "gemm": {"numpy float32": 50},'
+                 ' "loaded": ["stream copy"], "skipped": ["gemm numpy float64"]}')
+    page = write_html(jobs["mish"], tmp_path / "r.html", "patterns", peaks=f).read_text()
+    assert "Peaks measured on a loaded machine (CV above 10 %): stream copy" in page
+    assert "Not measured (time budget): gemm numpy float64" in page
+    assert "DRAM 10.0 GB/s" in page and "GEMM peak 50.0 GFLOP/s" in page

@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 RUNS = 5
-BUDGET_S = 4.5
+BUDGET_S = 4.0
 GEMM_N = 2048
 CV_LOADED = 0.10
 PEAKS_FILE = "peaks.json"
