@@ -17,7 +17,7 @@ from openmsprof.analysis.compare import DEVICE_TIME, OVERALL, compare_jobs
 from openmsprof.analysis.patterns import load_patterns
 from openmsprof.cli.cmd_demo import profile_model
 from openmsprof.config.errors import ConfigError
-from openmsprof.models import tiny_mlp
+from openmsprof.models import resnet_like, tiny_mlp
 from openmsprof.sources import emit
 
 from .pattern_models import all_patterns, near_misses
@@ -69,10 +69,13 @@ def test_no_rule_fires_on_near_misses(pattern_jobs: dict[str, Path]) -> None:
     assert _fired(pattern_jobs["near"]) == {}
 
 
-def test_clean_model_has_no_pattern_finding(jobs: dict[str, Path], tmp_path: Path) -> None:
-    assert _fired(jobs["leakyrelu"]) == {}
-    path = tmp_path / "mlp.onnx"
-    onnx.save(tiny_mlp(), os.fspath(path))
+@pytest.mark.parametrize("model", [resnet_like("relu"), tiny_mlp()], ids=["relu_cnn", "mlp"])
+def test_clean_model_has_no_pattern_finding(model: onnx.ModelProto, tmp_path: Path) -> None:
+    # (the LeakyReLU CNN is not clean on ONNX Runtime: its LeakyRelu after the residual Add
+    # has no NCHWc kernel, so it runs between a ReorderOutput and a ReorderInput — a real
+    # ping-pong, reported when it is ≥ 1 % of device time)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, os.fspath(path))
     (tmp_path / "out").mkdir()
     assert _fired(profile_model(path, tmp_path / "out", 5)) == {}
 

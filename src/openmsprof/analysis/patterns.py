@@ -119,19 +119,24 @@ def task_columns(db: JobDB) -> TaskColumns | None:
     flat into numpy (no per-row tuples kept) and are sorted there, not in SQLite."""
     if not db.has("TASK"):
         return None
-    c = lambda col: f"COALESCE({tasks._c(db, col)}, -1)"  # noqa: E731
+    c = lambda col: f"(COALESCE({tasks._c(db, col)}, -1) + 1)"  # noqa: E731
+    # string ids (< 2^31) travel in pairs, packed into one integer: fewer Python objects per row
+    pair = lambda a, b: f"(({c(a)} << 32) | {c(b)})"  # noqa: E731
     sql = (f"SELECT t.deviceId, t.globalTaskId, t.connectionId, t.startNs,"
-           f" MAX(t.endNs - t.startNs, 0), {c('name')}, {c('opType')}, {c('inputShapes')},"
-           f" {c('inputDataTypes')}, {c('outputShapes')}, {c('outputDataTypes')}"
+           f" MAX(t.endNs - t.startNs, 0), {pair('name', 'opType')},"
+           f" {pair('inputShapes', 'outputShapes')}, {pair('inputDataTypes', 'outputDataTypes')}"
            f" FROM {tasks._from(db)}")
     (n,) = db.query("SELECT COUNT(*) FROM TASK")[0]
     flat = np.fromiter(itertools.chain.from_iterable(db.stream(sql)), dtype=np.int64,
-                       count=n * 11)
-    arr = flat.reshape(-1, 11)
+                       count=n * 8)
+    arr = flat.reshape(-1, 8)
     order = np.lexsort((arr[:, 3], arr[:, 2], arr[:, 0]))
     arr = arr[order]
-    gid, it, start, dur, name, typ, ish, idt, osh, odt = (
-        np.ascontiguousarray(arr[:, k]) for k in range(1, 11))
+    gid, it, start, dur = (np.ascontiguousarray(arr[:, k]) for k in range(1, 5))
+    low = np.int64(0xFFFFFFFF)
+    name, typ = (arr[:, 5] >> 32) - 1, (arr[:, 5] & low) - 1
+    ish, osh = (arr[:, 6] >> 32) - 1, (arr[:, 6] & low) - 1
+    idt, odt = (arr[:, 7] >> 32) - 1, (arr[:, 7] & low) - 1
     return TaskColumns(gid, it, start, dur, name, typ, ish, idt, osh, odt)
 
 
