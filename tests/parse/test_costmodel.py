@@ -117,3 +117,12 @@ def test_roofline_bounds() -> None:
 def test_parse_shapes() -> None:
     assert parse_shapes("1,3,32,32;16;") == [(1, 3, 32, 32), (16,), ()]
     assert parse_shapes("N/A") == [] and parse_shapes("1,?") == [None]
+
+
+def test_tensorflow_conv_is_nhwc() -> None:
+    # Conv2D: NHWC input, HWIO filter; 2 per MAC over every output element
+    c = op_cost("Conv2D", "2,32,32,3;3,3,3,16", "float;float", "2,32,32,16", "float")
+    assert c.flops == 2 * (2 * 32 * 32 * 16) * (3 * 3 * 3)
+    d = op_cost("DepthwiseConv2dNative", "1,8,8,4;3,3,4,2", "float;float", "1,8,8,8", "float")
+    assert d.flops == 2 * (8 * 8 * 8) * 9
+    assert op_cost("AddV2", "4,4;4,4", "float;float", "4,4", "float").flops == 16

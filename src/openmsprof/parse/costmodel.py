@@ -47,6 +47,10 @@ ELEMENTWISE: dict[str, tuple[float, float]] = {
     "logsoftmax": (3, 2), "log_softmax": (3, 2), "layernormalization": (8, 1),
     "layer_norm": (8, 1), "native_layer_norm": (8, 1), "instancenormalization": (8, 1),
     "add_": (1, 0), "mul_": (1, 0), "relu_": (1, 0), "copy_": (0, 0),
+    # TensorFlow spellings
+    "addv2": (1, 0), "biasadd": (1, 0), "realdiv": (1, 0), "relu6": (2, 0), "maximum": (1, 0),
+    "minimum": (1, 0), "squareddifference": (2, 0), "square": (1, 0), "rsqrt": (1, 0),
+    "fusedbatchnormv3": (2, 0), "fusedbatchnorm": (2, 0),
 }
 #: Ops that only move data: no FLOPs, bytes in + out.
 DATA_MOVEMENT = {"transpose", "reorderinput", "reorderoutput", "concat", "cat", "split",
@@ -59,7 +63,9 @@ REDUCTION = {"reducemean", "reducesum", "reducemax", "reducemin", "globalaverage
              "globalmaxpool", "averagepool", "maxpool", "mean", "sum", "adaptive_avg_pool2d",
              "max_pool2d", "avg_pool2d", "max_pool2d_with_indices"}
 MATMUL = {"matmul", "gemm", "fusedgemm", "fusedmatmul", "mm", "addmm", "bmm", "baddbmm",
-          "linear", "matmulinteger", "qgemm"}
+          "linear", "matmulinteger", "qgemm", "batchmatmulv2", "batchmatmulv3", "batchmatmul"}
+#: TensorFlow convolutions: NHWC activations, HWIO filters.
+TF_CONV = {"Conv2D", "Conv3D", "DepthwiseConv2dNative", "_FusedConv2D"}
 CONV = {"conv", "fusedconv", "nchwcconv", "convolution", "_convolution", "conv1d", "conv2d",
         "conv3d", "mkldnn_convolution", "convinteger", "qlinearconv"}
 CONV_T = {"convtranspose", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"}
@@ -175,6 +181,10 @@ def op_cost(op_type: str, in_shapes: str | None, in_dtypes: str | None,
         outs = [big]
         nbytes += _elems(big) * dtype_bytes(idt[0] if idt else "float")
     try:
+        if op_type in TF_CONV and len(ins) >= 2 and outs:
+            w, out = ins[1], outs[0]
+            per_out = _elems(w[:-2]) if op_type == "DepthwiseConv2dNative" else _elems(w[:-1])
+            return Cost("conv", 2.0 * _elems(out) * per_out, 0.0, nbytes)
         if t in MATMUL and len(ins) >= 2:
             f = _matmul(ins, outs, t)
             if f is None:
