@@ -81,3 +81,21 @@ def test_report_flags_peaks_from_a_loaded_machine(jobs: dict[str, Path], tmp_pat
     assert "Peaks measured on a loaded machine (CV above 10 %): stream copy" in page
     assert "Not measured (time budget): gemm numpy float64" in page
     assert "DRAM 10.0 GB/s" in page and "GEMM peak 50.0 GFLOP/s" in page
+
+
+def test_analyze_cli_base_and_peaks(jobs: dict[str, Path], slow_memory: Path, tmp_path: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    page = tmp_path / "r.html"
+    assert main(["analyze", "-dir", str(jobs["leakyrelu"]), "--base", str(jobs["mish"]),
+                 "--html", str(page), "--peaks", str(slow_memory), "--rule", "top_ops"]) == 0
+    capsys.readouterr()
+    raw = page.read_text()
+    assert 'class="waterfall"' in raw and "Softplus" in raw  # the removed op type's step
+    assert "DRAM 0.0 GB/s" in raw  # the target's ceilings, not the job's
+    assert main(["analyze", "-dir", str(jobs["mish"]), "--base", str(tmp_path / "nope")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("openmsprof: error: --base") and err.count("\n") == 1
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"stream": {"copy": "x"}, "gemm": {"numpy float32": 1}}')
+    assert main(["analyze", "-dir", str(jobs["mish"]), "--peaks", str(bad)]) == 1
+    assert "stream.copy must be" in capsys.readouterr().err

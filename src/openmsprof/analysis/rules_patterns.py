@@ -67,6 +67,8 @@ def patterns(db: JobDB) -> list[Finding]:
                          "needs": "COMPUTE_TASK_INFO inputShapes/outputShapes"})]
     ceil, doc = job_ceilings(db)
     total = float(cols.dur.sum())
+    # shares against the median iteration (a few slow executes must not hide a pattern)
+    per_iter = float(np.median(np.bincount(cols.it_index, weights=cols.dur.astype(float))))
     iters = cols.iterations
     floor_ns = float(np.percentile(cols.dur, 10)) if cols.dur.size else 0.0
     out: list[tuple[float, Finding]] = []
@@ -75,9 +77,9 @@ def patterns(db: JobDB) -> list[Finding]:
         if m.count == 0:
             continue
         cost = PT.price(db, cols, m, ceil, floor_ns)
-        if pct(cost["measured_ns"], total) < MIN_SHARE:
+        if pct(cost["median_iteration_ns"], per_iter) < MIN_SHARE:
             continue
-        out.append((cost["gain_ns"], _finding(db, cols, m, cost, total, iters, ceil, doc)))
+        out.append((cost["gain_iteration_ns"], _finding(db, cols, m, cost, total, per_iter, iters, ceil, doc)))
     out.sort(key=lambda x: -x[0])
     return [f for _, f in out]
 
@@ -92,10 +94,11 @@ def _row(m: PT.Match, k: int) -> list[int]:
 
 
 def _finding(db: JobDB, cols: PT.TaskColumns, m: PT.Match, cost: dict[str, Any], total: float,
+             per_iter: float,
              iters: int, ceil: Ceilings, doc: dict[str, Any]) -> Finding:
     p = m.pattern
     text = db.text
-    share = pct(cost["measured_ns"], total)
+    share = pct(cost["median_iteration_ns"], per_iter)
     severity = CRITICAL if share >= CRITICAL_SHARE else WARNING if share >= WARNING_SHARE else INFO
     sites: dict[tuple[int, ...], int] = {}
     for g in m.groups:  # distinct node-name sequences and how often each ran
@@ -105,7 +108,6 @@ def _finding(db: JobDB, cols: PT.TaskColumns, m: PT.Match, cost: dict[str, Any],
             sites[tuple(k)] = sites.get(tuple(k), 0) + int(cnt)
     named = [" → ".join(text(n) for n in k) for k in sites]
     gain_it = cost["gain_iteration_ns"]
-    per_iter = float(np.median(np.bincount(cols.it_index, weights=cols.dur.astype(float))))
     seq = " → ".join("/".join(e) if not isinstance(e, int) else "…" for e in p.variants[0])
     summary = (f"{p.title} ({seq}) at {len(sites)} site{'s' if len(sites) != 1 else ''} "
                f"takes {share:.1f}% of device time; fix: {p.replacement.split(':')[-1].strip()}"
@@ -117,7 +119,7 @@ def _finding(db: JobDB, cols: PT.TaskColumns, m: PT.Match, cost: dict[str, Any],
     evidence: dict[str, Any] = {
         "pattern": p.name, "title": p.title, "nodes": named[:MAX_SITES],
         "sites": len(sites), "occurrences": m.count, "iterations": iters,
-        "share_pct": share, "measured_us_per_iteration": round(cost["median_iteration_ns"] / 1e3, 3),
+        "share_pct": share, "share_of_total_pct": pct(cost["measured_ns"], total), "measured_us_per_iteration": round(cost["median_iteration_ns"] / 1e3, 3),
         "replacement": p.replacement, "replacement_op": p.replacement_op or "(none)",
         "fused_into_previous": cost["fused"],
         "replacement_us_per_iteration": round(cost["replacement_ns"] / iters / 1e3, 3),
