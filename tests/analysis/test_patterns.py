@@ -12,6 +12,7 @@ import onnx
 import pytest
 
 import openmsprof
+from openmsprof.acl import mdl
 from openmsprof.analysis import advisor
 from openmsprof.analysis.compare import DEVICE_TIME, OVERALL, compare_jobs
 from openmsprof.analysis.patterns import load_patterns
@@ -28,8 +29,8 @@ RULES = {p.name for p in load_patterns()}
 @pytest.fixture(scope="module")
 def pattern_jobs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     root = tmp_path_factory.mktemp("pattern_jobs")
-    old = os.environ.get("OPENMSPROF_ORT_OPT_LEVEL")
-    os.environ["OPENMSPROF_ORT_OPT_LEVEL"] = "disable"  # keep the decompositions unfused
+    previous = mdl._opt_level  # another test may have chosen a level for this process
+    assert mdl.set_graph_optimization_level("disable") == 0  # keep the decompositions unfused
     try:
         jobs = {}
         for name, model in (("all", all_patterns()), ("near", near_misses())):
@@ -38,10 +39,7 @@ def pattern_jobs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
             (root / name).mkdir()
             jobs[name] = profile_model(path, root / name, 5)
     finally:
-        if old is None:
-            os.environ.pop("OPENMSPROF_ORT_OPT_LEVEL")
-        else:
-            os.environ["OPENMSPROF_ORT_OPT_LEVEL"] = old
+        mdl._opt_level = previous
     yield jobs
 
 
