@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.cached:
         doc = peaks.cached(measure_missing=True) or {}
     else:
-        doc = peaks.measure()
+        doc = peaks.measure(import_torch=True)
         path = peaks.cache_path()
         fs.make_dir(path.parent)
         fs.write_file_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))

@@ -4,7 +4,8 @@
   measure DRAM, not cache.  Bandwidth counts the bytes really moved (numpy's triad is two
   passes: ``c = s*b`` then ``c += a``, 5 arrays of traffic; torch's ``add(alpha=)`` is one).
 * GEMM ``n × n`` (n ≥ 2048) per dtype: numpy/BLAS float32 and float64, and torch float32 and
-  bfloat16 when torch is already imported by the process (it is never imported for this).
+  bfloat16 when torch is present (``openmsprof peaks`` imports it; collection uses it only when
+  the application already did).
 * Special functions: numpy ``exp``/``tanh``/``log1p`` on a cache-resident array (elements/s),
   the ceiling for transcendental element-wise ops.
 
@@ -18,6 +19,7 @@ a target machine that is not this one (:func:`load_peaks`).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import statistics
@@ -124,7 +126,18 @@ def _stream(out: dict[str, Any], skipped: list[str], deadline: float) -> None:
     out["array_bytes"] = nb
 
 
-def _gemm(out: dict[str, Any], skipped: list[str], deadline: float) -> None:
+def _torch(load: bool) -> Any:
+    """torch when the process already imported it, or (``load``) when it is installed."""
+    torch = sys.modules.get("torch")
+    if torch is None and load and importlib.util.find_spec("torch") is not None:
+        try:
+            import torch
+        except Exception:
+            return None
+    return torch
+
+
+def _gemm(out: dict[str, Any], skipped: list[str], deadline: float, torch: Any) -> None:
     rng = np.random.default_rng(0)
     base = rng.random((GEMM_N, GEMM_N))
     flops = 2.0 * GEMM_N ** 3 / 1e9
@@ -132,11 +145,10 @@ def _gemm(out: dict[str, Any], skipped: list[str], deadline: float) -> None:
     for dt in ("float32", "float64"):
         m = base.astype(dt)
         jobs.append((f"numpy {dt}", lambda m=m: m @ m))  # type: ignore[misc]
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        for dt in ("float32", "bfloat16"):
+    if torch is not None:  # order: numpy f32, torch f32, torch bf16, numpy f64
+        for k, dt in enumerate(("float32", "bfloat16")):
             t = torch.from_numpy(base).to(getattr(torch, dt))
-            jobs.insert(1, (f"torch {dt}", lambda t=t: t @ t))  # type: ignore[misc]
+            jobs.insert(1 + k, (f"torch {dt}", lambda t=t: t @ t))  # type: ignore[misc]
     for k, (name, fn) in enumerate(jobs):
         times = _runs(fn, deadline, must=k == 0)
         if times is None:
@@ -158,9 +170,12 @@ def _special(out: dict[str, Any], skipped: list[str], deadline: float) -> None:
         out[name] = _stat(times, 20 * x.size / 1e9, "Gelem/s")
 
 
-def measure(budget_s: float = BUDGET_S) -> dict[str, Any]:
-    """Measure this machine now (≤ ``budget_s`` plus one warm-up call)."""
+def measure(budget_s: float = BUDGET_S, import_torch: bool = False) -> dict[str, Any]:
+    """Measure this machine now (≤ ``budget_s`` plus one warm-up call).  ``import_torch``:
+    also time torch's GEMM when torch is installed but not imported (``openmsprof peaks``;
+    collection only uses a torch the application already imported)."""
     t0 = time.perf_counter()
+    torch = _torch(import_torch)
     deadline = t0 + budget_s
     skipped: list[str] = []
     stream: dict[str, Any] = {}
@@ -168,7 +183,7 @@ def measure(budget_s: float = BUDGET_S) -> dict[str, Any]:
     special: dict[str, Any] = {}
     _special(special, skipped, deadline)  # cheap (tens of ms): always all of it
     _stream(stream, skipped, time.perf_counter() + budget_s * 0.4)
-    _gemm(gemm, skipped, deadline)
+    _gemm(gemm, skipped, deadline, torch)
     loaded = [f"{k} {n}" for k, d in (("stream", stream), ("gemm", gemm), ("special", special))
               for n, v in d.items() if isinstance(v, dict) and v.get("loaded")]
     return {"host": socket.gethostname(), "source": "measured", "measured_at": time.time(),
