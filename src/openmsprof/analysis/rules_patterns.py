@@ -13,6 +13,7 @@ import numpy as np
 
 from openmsprof.analysis import patterns as PT
 from openmsprof.analysis.findings import CRITICAL, INFO, WARNING, EventRef, Finding, pct
+from openmsprof.analysis.pattern_gain import price
 from openmsprof.export.db import JobDB
 from openmsprof.export.msprof.roofline import Ceilings, ceilings, job_peaks
 
@@ -76,7 +77,7 @@ def patterns(db: JobDB) -> list[Finding]:
         m = PT.find_matches(db, cols, p)
         if m.count == 0:
             continue
-        cost = PT.price(db, cols, m, ceil, floor_ns)
+        cost = price(db, cols, m, ceil, floor_ns)
         if pct(cost["median_iteration_ns"], per_iter) < MIN_SHARE:
             continue
         out.append((cost["gain_iteration_ns"], _finding(db, cols, m, cost, total, per_iter, iters, ceil, doc)))
