@@ -8,6 +8,7 @@ database; the job is imported first if needed).  Raw database tables are availab
     job.rows("op_statistic")       # [{'Device_id': 0, 'OP Type': 'Conv', ...}, ...]
     job.dataframe("op_statistic")  # pandas.DataFrame (pandas installed)
     job.db_rows("TASK")            # raw table rows as dicts
+    job.dataframe("roofline")      # each operator against the machine's measured peaks
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ from openmsprof.parse.importer import ensure_imported
 from openmsprof.parse.jobinfo import find_jobs
 from openmsprof.parse.schema import TABLES
 
-__all__ = ["LoadedJob", "load"]
+__all__ = ["ROOFLINE", "LoadedJob", "load"]
+
+#: The roofline view's name: ``job.rows("roofline")`` — every operator (name, type, shapes)
+#: with its modelled FLOPs/bytes, attainable time, efficiency, bound and memory-bound ratio.
+ROOFLINE = "roofline"
 
 
 def _value(v: Any) -> Any:
@@ -60,17 +65,21 @@ class LoadedJob:
 
     def _tables(self, names: list[str] | None = None) -> Iterator[Any]:
         try:
-            from openmsprof.export.msprof import summary
+            from openmsprof.export.msprof import roofline, summary
         except ImportError:  # export layer absent: summaries unavailable, raw tables still are
             return iter(())
+        if names == [ROOFLINE]:  # the roofline view: modelled cost against the job's peaks
+            return roofline.roofline_table(self._export_db())
         return summary.iter_tables(self._export_db(), names=names)
 
     def names(self) -> list[str]:
-        """Summary names that have data, in export order."""
+        """Summary names that have data, in export order, then the ``roofline`` view."""
         out: list[str] = []
         for t in self._tables():
             if t.name not in out:
                 out.append(t.name)
+        if "op_summary" in out:
+            out.append(ROOFLINE)
         return out
 
     def table(self, name: str) -> tuple[list[str], list[list[Any]]]:

@@ -50,7 +50,9 @@ def test_written_csv_headers_equal_golden(job: Path) -> None:
         name = re.sub(r"_(\d+|host)(_slice_\d+)?$", "", p.stem)
         with p.open() as f:
             header = next(csv.reader(f))
-        expected = GOLDEN[name] + (GOLDEN["op_summary_tensor"] if name == "op_summary" else [])
+        # op_summary: + tensor columns + the cost model's columns (like the seed's metric labels)
+        expected = GOLDEN[name] + (GOLDEN["op_summary_tensor"] + H.OP_SUMMARY_COST
+                                   if name == "op_summary" else [])
         assert header == expected, p.name
         seen.add(name)
     assert seen == set(H.ALL)

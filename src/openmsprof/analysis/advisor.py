@@ -16,12 +16,15 @@ import orjson
 from openmsprof.analysis import rules as R
 from openmsprof.analysis import rules_time as T
 from openmsprof.analysis.findings import Finding, severity_rank
+from openmsprof.analysis.rules_patterns import patterns, use_peaks
 from openmsprof.config.errors import ConfigError
 from openmsprof.export.db import JobDB, find_jobs, open_job
+from openmsprof.recorder.peaks import load_peaks
 
 Rule = Callable[[JobDB], list[Finding]]
 #: Rules in report order.
 RULES: dict[str, Rule] = {
+    "patterns": patterns,
     "top_ops": R.top_ops,
     "long_api": R.long_api,
     "host_gaps": T.host_gaps,
@@ -62,10 +65,20 @@ def _one_job(job: Path | str) -> Path:
     return jobs[0]
 
 
-def analyze(job: Path | str, rules: Iterable[str] | str | None = None) -> list[Finding]:
+def apply_peaks(db: JobDB, peaks: str | Path | None) -> None:
+    """Use the override file ``peaks`` (a target machine's ceilings) for ``db``'s rules."""
+    if peaks is not None:
+        use_peaks(db, load_peaks(peaks))
+
+
+def analyze(job: Path | str, rules: Iterable[str] | str | None = None,
+            peaks: str | Path | None = None) -> list[Finding]:
     """Import ``job`` if needed and run the advisor rules on it."""
     select_rules(rules)  # bad names fail before any import work
+    if peaks is not None:
+        load_peaks(peaks)
     with open_job(_one_job(job)) as db:
+        apply_peaks(db, peaks)
         return run_rules(db, rules)
 
 
@@ -82,10 +95,14 @@ def job_summary(db: JobDB) -> dict[str, Any]:
     return out
 
 
-def report(job: Path | str, rules: Iterable[str] | str | None = None) -> dict[str, Any]:
+def report(job: Path | str, rules: Iterable[str] | str | None = None,
+           peaks: str | Path | None = None) -> dict[str, Any]:
     """The JSON document of ``analyze --format json``: job summary, rules run, findings."""
     chosen = select_rules(rules)
+    if peaks is not None:
+        load_peaks(peaks)
     with open_job(_one_job(job)) as db:
+        apply_peaks(db, peaks)
         found = run_rules(db, chosen)
         return {"summary": job_summary(db), "rules": chosen,
                 "findings": [f.to_dict(db.base_ns) for f in found]}

@@ -1,7 +1,10 @@
-"""The advisor's self-contained HTML report: job summary, top op types and API charts (inline
-SVG drawn here — no scripts, no external resources), API statistics and the findings.
+"""The advisor's self-contained HTML report: pictures first, evidence folded under them.
 
-Every string from the job goes through :func:`html.escape`.
+Order: job line; the roofline (operators against the measured ceilings); the per-iteration
+series with p50/p95; the top operators; the compare waterfall (given a base run); then one card
+per finding, linked to its evidence, which sits folded in ``<details>`` under it.  One file:
+inline SVG, inline CSS, no scripts, CSP ``default-src 'none'``, nothing fetched.  Every string
+from the job goes through :func:`html.escape`.
 """
 
 from __future__ import annotations
@@ -12,42 +15,26 @@ from pathlib import Path
 from typing import Any
 
 from openmsprof.analysis import advisor
+from openmsprof.analysis import job_views as V
+from openmsprof.analysis.charts import bar_chart, roofline_svg, series_svg, waterfall_svg
+from openmsprof.analysis.patterns import TaskColumns
+from openmsprof.analysis.rules_patterns import job_ceilings
 from openmsprof.export.db import JobDB, open_job
 from openmsprof.export.fmt import us, us_avg
 from openmsprof.export.msprof import summary_host as host
-from openmsprof.export.msprof import summary_tasks as tasks
 from openmsprof.recorder import fs
 
-TOP_BARS = 12
+__all__ = ["CSP", "bar_chart", "build_html", "write_html"]
+
+TOP_BARS, ROOF_POINTS, WATERFALL_STEPS = 12, 300, 8
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 _COLORS = {"critical": "#b00020", "warning": "#c77700", "info": "#2b6cb0"}
-_CSS = """body{font:14px system-ui,sans-serif;margin:2em;max-width:70em;color:#222}
+_CSS = """body{font:14px system-ui,sans-serif;margin:2em;max-width:76em;color:#222}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;
-text-align:left}td.n{text-align:right}h2{border-bottom:1px solid #ddd}
-.f{border-left:4px solid;padding:.3em .8em;margin:.8em 0;background:#fafafa}
-.sev{font-weight:bold;text-transform:uppercase}code{font-size:12px}"""
-
-
-def bar_chart(items: list[tuple[str, float]], unit: str, title: str) -> str:
-    """A horizontal bar chart as an inline ``<svg>`` (labels escaped)."""
-    if not items:
-        return ""
-    top = max(v for _, v in items) or 1.0
-    row, label_w, bar_w = 22, 260, 420
-    height = row * len(items) + 30
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 120}" '
-             f'height="{height}" role="img" aria-label="{escape(title)}">',
-             f'<text x="0" y="14" font-weight="bold">{escape(title)}</text>']
-    for i, (label, value) in enumerate(items):
-        y = 24 + i * row
-        w = max(1.0, bar_w * value / top)
-        short = label if len(label) <= 36 else label[:35] + "…"
-        parts.append(f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end">'
-                     f'<title>{escape(label)}</title>{escape(short)}</text>'
-                     f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" '
-                     f'fill="#2b6cb0"/><text x="{label_w + w + 6:.1f}" y="{y + 14}">'
-                     f'{value:.3f} {escape(unit)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+text-align:left}td.n{text-align:right}h2{border-bottom:1px solid #ddd;margin-top:1.4em}
+.card{border-left:6px solid;padding:.5em 1em;margin:.8em 0;background:#fafafa}
+.sev{font-weight:bold;text-transform:uppercase}code{font-size:12px}.warn{color:#b00020}
+.pics{display:flex;flex-wrap:wrap;gap:1em}.muted{color:#666}"""
 
 
 def _table(header: list[str], rows: Iterable[list[Any]]) -> str:
@@ -62,66 +49,142 @@ def _numeric(v: Any) -> bool:
     return isinstance(v, str) and v.replace(".", "", 1).lstrip("-").isdigit()
 
 
-def _op_types(db: JobDB) -> list[tuple[str, int, int]]:
-    """(op type, count, total ns) over all devices and executors, total time descending."""
-    sums: dict[str, tuple[int, int]] = {}
-    for s in tasks.op_statistic_rows(db):
-        n, t = sums.get(s.op_type, (0, 0))
-        sums[s.op_type] = (n + s.calls, t + s.total_ns)
-    return sorted(((k, n, t) for k, (n, t) in sums.items()), key=lambda r: -r[2])
+def _roofline(db: JobDB, cols: TaskColumns) -> list[str]:
+    ceil, doc = job_ceilings(db)
+    roofs = V.op_roofs(db, cols, ceil)
+    total = sum(r.total_ns for r in roofs) or 1
+    pts = []
+    for r in roofs[:ROOF_POINTS]:
+        gflops, _ = r.rates()
+        if r.cost.modelled and gflops and r.roof.intensity:
+            pts.append((f"{r.name} ({r.op_type})", r.roof.intensity, gflops,
+                        r.total_ns / total, r.roof.bound))
+    unmodelled = sum(1 for r in roofs if not r.cost.modelled)
+    no_flops = sum(1 for r in roofs if r.cost.modelled and not r.cost.flops)
+    out = ['<h2 id="roofline">Roofline</h2>',
+           roofline_svg(pts, ceil.bandwidth / 1e9, ceil.peak_flops / 1e9,
+                        f"Operators against the measured ceilings ({len(pts)} shown)"),
+           f'<p class="muted">Ceilings: peaks from {escape(ceil.source or "?")}; point size ='
+           f" share of device time; colour = bound class. {no_flops} data-movement op groups "
+           f"(no FLOPs) and {unmodelled} unmodelled op groups are not drawn.</p>"]
+    if ceil.loaded:
+        out.append(f'<p class="warn">Peaks measured on a loaded machine (CV above 10 %): '
+                   f"{escape(', '.join(ceil.loaded))}.</p>")
+    if doc.get("skipped"):
+        out.append(f'<p class="muted">Not measured (time budget): '
+                   f"{escape(', '.join(map(str, doc['skipped'])))}.</p>")
+    return out
 
 
-def _finding(f: dict[str, Any]) -> str:
+def _series(db: JobDB, cols: TaskColumns | None) -> list[str]:
+    if db.has("STEP_TIME"):
+        vals = [(e - s) / 1e3 for s, e in db.query(
+            "SELECT startNs, endNs FROM STEP_TIME ORDER BY startNs") if e is not None]
+        title = "Step time per step"
+    elif cols is not None:
+        vals = V.iteration_times(cols)
+        title = "Device time per iteration (execute)"
+    else:
+        return []
+    if len(vals) < 2:
+        return []
+    return ['<h2 id="steps">Iterations</h2>', series_svg(vals, title)]
+
+
+def _waterfall(db: JobDB, base: Path) -> list[str]:
+    from openmsprof.analysis.compare import OP_TYPE, compare_jobs
+
+    cmp = compare_jobs(base, db.job)
+    bi, ni = max(cmp.base_iterations, 1), max(cmp.new_iterations, 1)
+    rows = cmp.section(OP_TYPE)
+    deltas = sorted(((r.name, r.new_total_ns / ni / 1e3 - r.base_total_ns / bi / 1e3)
+                     for r in rows), key=lambda x: -abs(x[1]))
+    steps = deltas[:WATERFALL_STEPS]
+    rest = sum(d for _, d in deltas[WATERFALL_STEPS:])
+    if abs(rest) > 1e-9:
+        steps.append(("other op types", rest))
+    b_tot = sum(r.base_total_ns for r in rows) / bi / 1e3
+    n_tot = sum(r.new_total_ns for r in rows) / ni / 1e3
+    return ['<h2 id="compare">Compare with the base run</h2>',
+            waterfall_svg(b_tot, steps, n_tot, f"Device time per iteration: "
+                          f"{base.name} → {Path(db.job).name} ({cmp.verdict})")]
+
+
+def _card(i: int, f: dict[str, Any]) -> str:
     color = _COLORS.get(f["severity"], "#555")
     ev = _table(["Evidence", "Value"], [[k, "; ".join(map(str, v)) if isinstance(v, list)
                                           else v] for k, v in f["evidence"].items()])
     events = _table(["Table", "Id", "Name", "Timeline ts (us)", "Start (us)", "Duration (us)"],
                     [[e["table"], e["id"], e["name"], e["ts_us"], e["start_us"], e["dur_us"]]
                      for e in f["events"]]) if f["events"] else ""
-    return (f'<div class="f finding" style="border-color:{color}">'
+    chart = {"patterns": "#roofline", "top_ops": "#top-ops", "step_interval": "#steps",
+             "host_gaps": "#steps"}.get(f["rule"])
+    see = f' · <a href="{chart}">see chart</a>' if chart else ""
+    return (f'<div class="card finding" id="f{i}" style="border-color:{color}">'
             f'<span class="sev" style="color:{color}">{escape(f["severity"])}</span> '
-            f'<code>{escape(f["rule"])}</code> — {escape(f["summary"])}{ev}{events}</div>')
+            f'<code>{escape(f["rule"])}</code> — {escape(f["summary"])}'
+            f'<br><a href="#ev{i}">evidence ({len(f["evidence"])} figures, '
+            f'{len(f["events"])} events)</a>{see}'
+            f'<details id="ev{i}"><summary>Evidence</summary>{ev}{events}</details></div>')
 
 
-def build_html(db: JobDB, rules: Iterable[str] | str | None = None) -> str:
-    """The whole report for an open database."""
+def build_html(db: JobDB, rules: Iterable[str] | str | None = None,
+               base: Path | None = None) -> str:
+    """The whole report for an open database (``base``: a run to compare against)."""
     chosen = advisor.select_rules(rules)
-    found = advisor.run_rules(db, chosen)
+    found = [f.to_dict(db.base_ns) for f in advisor.run_rules(db, chosen)]
     summary = advisor.job_summary(db)
-    base = db.base_ns
-    ops = _op_types(db)
+    cols = V.columns(db)
+    ops = V.totals_by(db, cols.typ, cols) if cols is not None else []
     total = sum(t for _, _, t in ops)
     apis = host.api_statistic_rows(db)
+    job = escape(str(summary["job"]))
     out = ["<!DOCTYPE html><html><head><meta charset=\"utf-8\">",
-           f"<title>openmsprof analyze — {escape(str(summary['job']))}</title>",
+           f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+           f"<title>openmsprof analyze — {job}</title>",
            f"<style>{_CSS}</style></head><body>",
-           f"<h1>openmsprof analyze: {escape(str(summary['job']))}</h1>",
-           _table(["Job", "Value"], [[k, "" if v is None else v] for k, v in summary.items()]),
-           f"<h2>Findings ({len(found)})</h2>",
-           "".join(_finding(f.to_dict(base)) for f in found) or "<p>No findings.</p>"]
-    if ops:
-        out += ["<h2>Top operator types</h2>",
+           f"<h1>openmsprof analyze: {job}</h1>",
+           f'<p class="muted">{summary.get("tasks", 0)} tasks, {summary.get("api_calls", 0)} '
+           f"API calls, {summary.get('steps', 0)} steps; {len(found)} findings "
+           f'(<a href="#findings">below</a>).</p>']
+    if cols is not None:
+        out += _roofline(db, cols)
+    out += _series(db, cols)
+    if ops and cols is not None:
+        out += ['<h2 id="top-ops">Top operators</h2><div class="pics">',
                 bar_chart([(k, t / 1000.0) for k, _, t in ops[:TOP_BARS]], "us",
                           "Device time by op type"),
-                _table(["OP Type", "Count", "Total(us)", "Avg(us)", "Ratio(%)"],
-                       [[k, n, us(t), us_avg(t, n), f"{100.0 * t / total if total else 0:.3f}"]
-                        for k, n, t in ops[:TOP_BARS]])]
+                bar_chart([(k, t / 1e3) for k, _, t in V.totals_by(db, cols.name, cols)[:TOP_BARS]],
+                          "us", "Device time by operator"), "</div>"]
+    if base is not None:
+        out += _waterfall(db, base)
+    out += [f'<h2 id="findings">Findings ({len(found)})</h2>',
+            "".join(_card(i, f) for i, f in enumerate(found)) or "<p>No findings.</p>"]
+    tables = []
+    if ops:
+        tables.append(_table(["OP Type", "Count", "Total(us)", "Avg(us)", "Ratio(%)"],
+                             [[k, n, us(t), us_avg(t, n), f"{100.0 * t / total if total else 0:.3f}"]
+                              for k, n, t in ops[:TOP_BARS]]))
     if apis:
-        out += ["<h2>API statistics</h2>",
-                bar_chart([(f"{a.level} {a.name}", a.total_ns / 1000.0) for a in apis[:TOP_BARS]],
-                          "us", "Total time by API"),
-                _table(["Level", "API Name", "Count", "Total(us)", "Avg(us)", "Min(us)",
-                        "Max(us)"],
-                       [[a.level, a.name, a.calls, us(a.total_ns), us_avg(a.total_ns, a.calls),
-                         us(a.min_ns), us(a.max_ns)] for a in apis[:TOP_BARS * 2]])]
-    out.append("<p><small>Timeline ts is µs since the job's BASE_NS (the openmsprof timeline); "
-               "start is epoch µs (the summary files).</small></p></body></html>\n")
+        tables.append(bar_chart([(f"{a.level} {a.name}", a.total_ns / 1000.0)
+                                 for a in apis[:TOP_BARS]], "us", "Total time by API"))
+        tables.append(_table(["Level", "API Name", "Count", "Total(us)", "Avg(us)", "Min(us)",
+                              "Max(us)"],
+                             [[a.level, a.name, a.calls, us(a.total_ns), us_avg(a.total_ns, a.calls),
+                               us(a.min_ns), us(a.max_ns)] for a in apis[:TOP_BARS * 2]]))
+    out += ["<h2>Statistics</h2>", _table(["Job", "Value"], [[k, "" if v is None else v]
+                                                              for k, v in summary.items()]),
+            f"<details><summary>Op type and API statistics</summary>{''.join(tables)}</details>",
+            "<p><small>Timeline ts is µs since the job's BASE_NS (the openmsprof timeline); "
+            "start is epoch µs (the summary files).</small></p></body></html>\n"]
     return "\n".join(out)
 
 
-def write_html(job: Path | str, path: Path, rules: Iterable[str] | str | None = None) -> Path:
+def write_html(job: Path | str, path: Path, rules: Iterable[str] | str | None = None, *,
+               peaks: str | Path | None = None, base: Path | None = None) -> Path:
     """Write the report for ``job`` to ``path`` (0640, atomic); returns ``path``."""
     with open_job(advisor._one_job(job)) as db:
-        text = build_html(db, rules)
+        advisor.apply_peaks(db, peaks)
+        text = build_html(db, rules, base=advisor._one_job(base) if base is not None else None)
     fs.write_file_atomic(path, text.encode())
     return path

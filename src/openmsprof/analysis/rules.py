@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from openmsprof.analysis import job_views
 from openmsprof.analysis.findings import INFO, WARNING, EventRef, Finding, ms, pct
 from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import us, us_avg
@@ -34,10 +35,7 @@ def top_ops(db: JobDB) -> list[Finding]:
     """The op types with the most device time (share, count, avg), longest instances linked."""
     if not db.has("TASK"):
         return []
-    c = tasks._c
-    rows = db.query(f"SELECT {c(db, 'opType')}, COUNT(*), SUM(MAX(t.endNs - t.startNs, 0)),"
-                    f" MAX(t.endNs - t.startNs) FROM {tasks._from(db)}"
-                    f" GROUP BY {c(db, 'opType')} ORDER BY 3 DESC")
+    rows = _type_totals(db)
     total = sum(r[2] for r in rows)
     out: list[Finding] = []
     for rank, (type_id, n, tot, mx) in enumerate(rows[:TOP_TYPES], 1):
@@ -55,6 +53,24 @@ def top_ops(db: JobDB) -> list[Finding]:
              "device_total_us": us(total)},
             _longest_tasks(db, type_id)))
     return out
+
+
+def _type_totals(db: JobDB) -> list[tuple[int | None, int, int, int]]:
+    """(op type id, count, total ns, max ns) per op type, total descending — from the task
+    columns the pattern rules already read (one pass over the tasks for the whole advisor)."""
+    cols = job_views.columns(db)
+    if cols is None:
+        return []
+    uniq, inv = np.unique(cols.typ, return_inverse=True)
+    inv = inv.ravel()
+    count = np.bincount(inv, minlength=len(uniq))
+    total = np.zeros(len(uniq), dtype=np.int64)
+    np.add.at(total, inv, cols.dur)
+    mx = np.zeros(len(uniq), dtype=np.int64)
+    np.maximum.at(mx, inv, cols.dur)
+    order = np.lexsort((uniq, -total))
+    return [(None if uniq[k] < 0 else int(uniq[k]), int(count[k]), int(total[k]), int(mx[k]))
+            for k in order.tolist()]
 
 
 def _longest_tasks(db: JobDB, type_id: int | None) -> list[EventRef]:

@@ -8,6 +8,7 @@ application (pre/post-processing, sleeps, data loading).
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -39,13 +40,16 @@ def host_gaps(db: JobDB) -> list[Finding]:
 
 def _device_gaps(db: JobDB, dev: int) -> list[Finding]:
     c = tasks._c
-    rows = db.query(f"SELECT t.globalTaskId, t.connectionId, t.startNs, MAX(t.endNs, t.startNs),"
-                    f" COALESCE({c(db, 'name')}, -1) FROM {tasks._from(db)}"
-                    " WHERE t.deviceId = ? ORDER BY t.startNs, t.taskId", (dev,))
-    if len(rows) < 2:
+    sql = (f"SELECT t.globalTaskId, t.connectionId, t.startNs, MAX(t.endNs, t.startNs),"
+           f" COALESCE({c(db, 'name')}, -1), t.taskId FROM {tasks._from(db)}"
+           " WHERE t.deviceId = ?")
+    # rows stream flat into numpy and are ordered there (start, task id): no per-row tuples
+    flat = np.fromiter(itertools.chain.from_iterable(db.stream(sql, (dev,))), dtype=np.int64)
+    arr = flat.reshape(-1, 6)
+    if len(arr) < 2:
         return []
-    arr = np.array(rows, dtype=np.int64)
-    gid, conn, start, end, name = arr.T
+    arr = arr[np.lexsort((arr[:, 5], arr[:, 2]))]
+    gid, conn, start, end, name = (np.ascontiguousarray(arr[:, k]) for k in range(5))
     keys = _iteration_keys(db, conn, start)
     prev_end = np.maximum.accumulate(end)[:-1]
     gap = np.maximum(start[1:] - prev_end, 0)

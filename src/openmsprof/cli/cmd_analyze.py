@@ -27,6 +27,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    help="findings on stdout as text (default) or JSON")
     p.add_argument("--output", metavar="FILE", help="write the text/JSON to FILE, not stdout")
     p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
+    p.add_argument("--peaks", metavar="FILE",
+                   help="the target machine's peaks (JSON, as `openmsprof peaks --output`) "
+                        "instead of those stored in the job")
+    p.add_argument("--base", metavar="JOB",
+                   help="a base run: the HTML report adds the compare waterfall base → this job")
     p.set_defaults(func=run)
 
 
@@ -45,7 +50,10 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("analyze needs -dir JOB")
     out = _target(args.output, "--output") if args.output else None
     html = _target(args.html, "--html") if args.html else None
-    doc = advisor.report(Path(args.dir), rules)
+    base = Path(args.base) if args.base else None
+    if base is not None and not base.exists():
+        raise PathError(f"--base {args.base!r} does not exist")
+    doc = advisor.report(Path(args.dir), rules, args.peaks)
     text = (advisor.render_json if args.format == "json" else advisor.render_text)(doc)
     if out is None:
         sys.stdout.write(text)
@@ -53,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         fs.write_file_atomic(out, text)
         print(f"openmsprof analyze: {len(doc['findings'])} finding(s) written to {out}")
     if html is not None:
-        write_html(Path(args.dir), html, rules)
+        write_html(Path(args.dir), html, rules, peaks=args.peaks, base=base)
         print(f"openmsprof analyze: HTML report written to {html}",
               file=sys.stderr if out is None and args.format == "json" else sys.stdout)
     return 0

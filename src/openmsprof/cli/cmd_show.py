@@ -11,7 +11,13 @@ from rich.console import Console
 from openmsprof.cli import oneline
 from openmsprof.config.errors import ConfigError
 from openmsprof.export.db import find_jobs, open_job
-from openmsprof.export.msprof.show import render_rich, render_text, sections
+from openmsprof.export.msprof.show import (
+    render_rich,
+    render_text,
+    roofline_ceilings,
+    roofline_section,
+    sections,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -27,6 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--layout", choices=("msprof", "svp"), default="msprof",
                         help="svp: seed 002's four tables (AI Core metrics, op statistic, acl "
                              "statistic, frequency)")
+    parser.add_argument("--roofline", action="store_true",
+                        help="only the roofline: each operator's modelled FLOPs/bytes against "
+                             "the measured peaks (attainable time, efficiency, bound class)")
+    parser.add_argument("--peaks", metavar="FILE",
+                        help="with --roofline: a target machine's peaks file instead of the job's")
     parser.set_defaults(func=run)
 
 
@@ -40,6 +51,11 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
                 from openmsprof.export.msprof.svp_show import svp_sections
 
                 secs = svp_sections(db, args.top)
+            elif args.roofline:
+                sec = roofline_section(db, args.top, args.peaks)
+                secs = [sec] if sec is not None else []
+                if not args.format:
+                    console.print(roofline_ceilings(db, args.peaks))
             else:
                 secs = sections(db, args.top)
         if args.format:

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from openmsprof.config import capabilities
 from openmsprof.config.errors import (
     ACL_ERROR_PROF_ALREADY_RUN,
@@ -25,7 +27,7 @@ from openmsprof.config.errors import (
 )
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.paths import resolve_output
-from openmsprof.recorder import buffers, fs, jobdir
+from openmsprof.recorder import buffers, fs, jobdir, peaks
 from openmsprof.recorder.clock import ClockPair, read_pair
 from openmsprof.recorder.flusher import DataDir, Flusher
 
@@ -167,6 +169,20 @@ class Session:
             except Exception as exc:
                 self.note(f"a source failed to start: {exc}", warn=True)
 
+    def _write_peaks(self) -> None:
+        """``host/peaks.json``: this machine's peaks (cached once per machine; measured here,
+        after the application's work, when missing).  ``OPENMSPROF_PEAKS=off`` skips it, a
+        file path there is copied instead."""
+        choice = os.environ.get("OPENMSPROF_PEAKS", "")
+        if choice.lower() in ("off", "0", "no"):
+            return
+        try:
+            doc = peaks.load_peaks(choice) if choice else peaks.cached(measure_missing=True)
+            if doc:
+                fs.write_file_atomic(self.job.host / peaks.PEAKS_FILE, orjson.dumps(doc))
+        except Exception as exc:
+            self.note(f"machine peaks not stored: {exc}", warn=True)
+
     def _end(self) -> None:
         if self.collecting:
             for _on, off in list(_listeners):
@@ -192,6 +208,7 @@ class Session:
                 fs.write_file_atomic(path / f"end_info.{dev}", jobdir.dump(jobdir.end_info(self.end_pair)))
         except Exception as exc:
             log.warning("openmsprof: could not write end_info: %s", exc)
+        self._write_peaks()
         self.note(f"session stopped: {self.flusher.records} records, {self.bytes_written} bytes")
         os.close(self._log_fd)
         self._job_lock.release()

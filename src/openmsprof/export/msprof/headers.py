@@ -8,6 +8,9 @@ OP_SUMMARY = ["Device_id", "Model ID", "Task ID", "Stream ID", "Op Name", "OP Ty
 OP_SUMMARY_TENSOR = ["Block Num", "Mix Block Num", "HF32 Eligible", "Input Shapes",
                      "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
                      "Output Formats", "Context ID"]
+#: Appended after the tensor columns: the cost model's FLOPs and bytes (unfused) and the modelled
+#: memory-bound ratio (bytes/BW)/(compute time) against the job's peaks (docs/analyze.md).
+OP_SUMMARY_COST = ["FLOPs", "Bytes", "Memory Bound Ratio"]
 OP_STATISTIC = ["Device_id", "OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)",
                 "Avg Time(us)", "Max Time(us)", "Ratio(%)"]
 API_STATISTIC = ["Device_id", "Level", "API Name", "Time(us)", "Count", "Avg(us)", "Min(us)",

@@ -25,7 +25,7 @@ Section = tuple[str, list[str], list[list[Any]]]
 #: Columns right-aligned in the terminal view.
 _NUMERIC = {"Count", "Total(us)", "Avg(us)", "Max(us)", "Min(us)", "Ratio(%)", "Duration(us)",
             "Iteration Time(us)", "Value", "Iteration", "Dev", "Layer Id", "Time(us)", "Time Ratio",
-            "CPU Id", "Clock(Hz)"}
+            "CPU Id", "Clock(Hz)", "Attainable(us)", "Eff(%)", "MBR", "GFLOP/s", "GB/s"}
 
 
 def top_operators(db: JobDB, top: int) -> list[list[Any]]:
@@ -83,6 +83,40 @@ def sections(db: JobDB, top: int = 20) -> list[Section]:
 def _key(title: str) -> str:
     """``Op statistic (device 0, model m 1)`` → ``op_statistic_device_0_model_m_1``."""
     return re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_")
+
+
+def roofline_ceilings(db: JobDB, peaks: str | None = None) -> str:
+    """One line naming the roofline's ceilings and where they come from."""
+    from openmsprof.export.msprof import roofline as R
+
+    ceil = R.ceilings(R.job_peaks(db, peaks))
+    return (f"ceilings: DRAM {ceil.bandwidth / 1e9:.1f} GB/s, GEMM {ceil.peak_flops / 1e9:.1f} "
+            f"GFLOP/s, special functions {ceil.special / 1e9:.2f} G/s (peaks: {ceil.source})"
+            + (f"; CV above 10 %: {', '.join(ceil.loaded)}" if ceil.loaded else ""))
+
+
+def roofline_section(db: JobDB, top: int, peaks: str | None = None) -> Section | None:
+    """Operators against the roofline (``show --roofline``): the largest ``top`` by time."""
+    from openmsprof.export.msprof import roofline as R
+
+    if not db.has("TASK"):
+        return None
+    doc = R.job_peaks(db, peaks)
+    ceil = R.ceilings(doc)
+    rows = []
+    for r in R.op_roofs(db, ceil)[:top]:
+        gflops, gbs = r.rates()
+        eff = r.efficiency
+        m = r.cost.modelled
+        rows.append([r.name, r.op_type, r.count, f"{r.avg_ns / 1e3:.3f}",
+                     f"{r.roof.attainable_ns / 1e3:.3f}" if m else "N/A",
+                     "N/A" if eff is None else f"{100 * eff:.1f}", r.roof.bound,
+                     "N/A" if r.roof.memory_bound_ratio is None else
+                     f"{r.roof.memory_bound_ratio:.3g}",
+                     "N/A" if gflops is None else f"{gflops:.3g}",
+                     "N/A" if gbs is None else f"{gbs:.3g}"])
+    return ("Roofline", ["Op Name", "OP Type", "Count", "Avg(us)", "Attainable(us)", "Eff(%)",
+                    "Bound", "MBR", "GFLOP/s", "GB/s"], rows)
 
 
 def render_rich(title: str, secs: list[Section], console: Console) -> None:

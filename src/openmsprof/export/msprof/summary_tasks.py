@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import NA, id_or_na, ratio, us, us_avg
 from openmsprof.export.msprof import headers as H
+from openmsprof.export.msprof.op_cost_columns import cost_columns
 from openmsprof.export.msprof.tables import Num, Table
 
 _JOIN = "LEFT JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId"
@@ -38,7 +39,7 @@ def _from(db: JobDB) -> str:
 def op_summary(db: JobDB) -> Iterator[Table]:
     """One op_summary per device; tensor columns when COMPUTE_TASK_INFO has rows."""
     tensor = _has_info(db)
-    header = H.OP_SUMMARY + (H.OP_SUMMARY_TENSOR if tensor else [])
+    header = H.OP_SUMMARY + (H.OP_SUMMARY_TENSOR + H.OP_SUMMARY_COST if tensor else [])
     for dev in task_devices(db):
         yield Table("op_summary", dev, header, _op_summary_rows(db, dev, tensor))
 
@@ -52,6 +53,7 @@ def _op_summary_rows(db: JobDB, dev: int, tensor: bool) -> Iterator[list[Any]]:
            f" {c('outputFormats')}, t.contextId FROM {_from(db)} WHERE t.deviceId = ?"
            " ORDER BY t.startNs, t.taskId")
     text = db.text
+    cost = cost_columns(db) if tensor else None
     prev_end: int | None = None
     for row in db.conn.execute(sql, (dev,)):
         (model, task_id, stream, name, op_type, state, tt, s, e, block, mix, hf32,
@@ -67,6 +69,7 @@ def _op_summary_rows(db: JobDB, dev: int, tensor: bool) -> Iterator[list[Any]]:
             out += [NA if cpu else id_or_na(block), NA if cpu else id_or_na(mix), text(hf32),
                     text(ishape), text(idt), text(ifmt), text(oshape), text(odt), text(ofmt),
                     NA if cpu else id_or_na(ctx_id)]
+            out += cost(op_type, ishape, idt, oshape, odt)  # type: ignore[misc]
         yield out
 
 

@@ -1,0 +1,77 @@
+"""``openmsprof peaks``: measure this machine's memory bandwidth and GEMM/special-function rates
+(best and median of ≥ 5 runs with the CV, ≤ 5 s), cache them, and print or write them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.table import Table
+
+from openmsprof.config.paths import resolve_output
+from openmsprof.recorder import fs, peaks
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "peaks", help="measure this machine's peaks (bandwidth, GEMM) for the roofline",
+        description="Measure STREAM copy/add/triad (arrays ≥ 8x the last-level cache), GEMM "
+                    "n=2048 per dtype (numpy; torch when loaded) and special functions; best "
+                    "and median of 5 runs with the coefficient of variation.  The result is "
+                    "cached once per machine and stored in each job at collection.")
+    p.add_argument("--cached", action="store_true",
+                   help="print the cached figures (measure only when there are none)")
+    p.add_argument("--check", metavar="FILE", help="validate a peaks override file and print it")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--output", metavar="FILE",
+                   help="also write the JSON to FILE (an override file for analyze --peaks)")
+    p.set_defaults(func=run)
+
+
+def _table(doc: dict[str, Any]) -> Table:
+    t = Table(title=f"peaks of {doc.get('host', '?')} ({doc.get('source', '')}, "
+                    f"{doc.get('seconds', '?')} s, load {doc.get('load_avg', '?')})")
+    for col in ("Kernel", "Best", "Median", "CV", "Unit", "Runs"):
+        t.add_column(col, justify="left" if col in ("Kernel", "Unit") else "right")
+    for group in ("stream", "gemm", "special"):
+        for name, v in (doc.get(group) or {}).items():
+            if not isinstance(v, dict):
+                if name != "array_bytes":
+                    t.add_row(f"{group} {name}", str(v), "", "", "", "")
+                continue
+            cv = v.get("cv")
+            flag = " (loaded)" if isinstance(cv, (int, float)) and cv > peaks.CV_LOADED else ""
+            t.add_row(f"{group} {name}", f"{v.get('best')}", f"{v.get('median', '')}",
+                      f"{cv if cv is not None else ''}{flag}", str(v.get("unit", "")),
+                      str(v.get("runs", "")))
+    return t
+
+
+def run(args: argparse.Namespace) -> int:
+    out = resolve_output(args.output, "--output") if args.output else None
+    if args.check:
+        doc = peaks.load_peaks(args.check)
+    elif args.cached:
+        doc = peaks.cached(measure_missing=True) or {}
+    else:
+        doc = peaks.measure(import_torch=True)
+        path = peaks.cache_path()
+        fs.make_dir(path.parent)
+        fs.write_file_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+    data = orjson.dumps(doc, option=orjson.OPT_INDENT_2)
+    if out is not None:
+        fs.write_file_atomic(Path(out), data + b"\n")
+    if args.format == "json":
+        sys.stdout.write(data.decode() + "\n")
+    else:
+        Console().print(_table(doc))
+        if doc.get("loaded"):
+            print(f"warning: CV above {peaks.CV_LOADED:.0%} (a loaded machine?): "
+                  f"{', '.join(doc['loaded'])}")
+        if doc.get("skipped"):
+            print(f"skipped to stay within {peaks.BUDGET_S} s: {', '.join(doc['skipped'])}")
+    return 0

@@ -1,0 +1,59 @@
+"""op_summary's cost columns (``FLOPs``, ``Bytes``, ``Memory Bound Ratio``), one cached
+computation per distinct (op type, shapes, dtypes) signature.
+
+The ratio needs the machine's peaks: the job's own (``host/peaks.json``), else this machine's
+cached figures; export never measures, so without either it is ``N/A``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from openmsprof.config.errors import ConfigError
+from openmsprof.export.db import JobDB
+from openmsprof.export.fmt import NA
+from openmsprof.export.msprof.tables import Num
+from openmsprof.parse.costmodel import op_cost, roofline
+from openmsprof.recorder import peaks as P
+
+__all__ = ["cost_columns", "export_peaks"]
+
+Ids = int | None
+
+
+def export_peaks(db: JobDB) -> dict[str, Any] | None:
+    """The job's peaks, else this machine's cached ones, else None (never measured here)."""
+    own = Path(db.job) / "host" / P.PEAKS_FILE
+    try:
+        return P.validate(orjson.loads(own.read_bytes()), str(own))
+    except (OSError, orjson.JSONDecodeError, ConfigError):
+        return P.cached(measure_missing=False)
+
+
+def cost_columns(db: JobDB) -> Callable[[Ids, Ids, Ids, Ids, Ids], list[Any]]:
+    """A function of the row's string ids → [FLOPs, Bytes, Memory Bound Ratio]."""
+    doc = export_peaks(db)
+    bw, peak, special = ((P.bandwidth(doc), P.gemm_peak(doc), P.special_rate(doc))
+                         if doc else (0.0, 0.0, 0.0))
+    cache: dict[tuple[Ids, ...], list[Any]] = {}
+    text = db.text
+
+    def columns(typ: Ids, ish: Ids, idt: Ids, osh: Ids, odt: Ids) -> list[Any]:
+        key = (typ, ish, idt, osh, odt)
+        hit = cache.get(key)
+        if hit is None:
+            c = op_cost(text(typ), text(ish), text(idt), text(osh), text(odt))
+            if not c.modelled:
+                hit = [NA, NA, NA]
+            else:
+                ratio = roofline(c, bw, peak, special).memory_bound_ratio if doc else None
+                hit = [Num(f"{c.flops:.0f}"), Num(f"{c.bytes:.0f}"),
+                       NA if ratio is None else Num(f"{ratio:.3f}")]
+            cache[key] = hit
+        return hit
+
+    return columns

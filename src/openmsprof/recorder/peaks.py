@@ -1,0 +1,288 @@
+"""This machine's measured peaks (``openmsprof peaks``): memory bandwidth and GEMM rate.
+
+* STREAM copy/add/triad on float64 arrays of at least 8× the last-level cache, so they
+  measure DRAM, not cache.  Bandwidth counts the bytes really moved (numpy's triad is two
+  passes: ``c = s*b`` then ``c += a``, 5 arrays of traffic; torch's ``add(alpha=)`` is one).
+* GEMM ``n × n`` (n ≥ 2048) per dtype: numpy/BLAS float32 and float64, and torch float32 and
+  bfloat16 when torch is present (``openmsprof peaks`` imports it; collection uses it only when
+  the application already did).
+* Special functions: numpy ``exp``/``tanh``/``log1p`` on a cache-resident array (elements/s),
+  the ceiling for transcendental element-wise ops.
+
+Each figure is the best and the median of ≥ ``RUNS`` runs with the coefficient of variation
+(std/mean); a CV above 10 % flags a loaded machine.  The whole run keeps to ``BUDGET_S``:
+a kernel whose runs would not fit is skipped and listed in ``skipped``.  The result is cached
+once per machine (``~/.cache/openmsprof/peaks-{host}.json``) and written into each job
+(``host/peaks.json``) at the end of collection.  A JSON file of the same shape overrides it for
+a target machine that is not this one (:func:`load_peaks`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from openmsprof.config.errors import ConfigError
+from openmsprof.recorder import fs
+
+__all__ = [
+    "BUDGET_S",
+    "PEAKS_FILE",
+    "RUNS",
+    "bandwidth",
+    "cache_path",
+    "cached",
+    "gemm_peak",
+    "load_peaks",
+    "measure",
+    "special_rate",
+    "validate",
+]
+
+RUNS = 5
+BUDGET_S = 4.0
+GEMM_N = 2048
+CV_LOADED = 0.10
+PEAKS_FILE = "peaks.json"
+_LLC_FALLBACK = 32 << 20
+
+
+def llc_bytes() -> int:
+    """The largest cache of cpu0 (sysfs), else 32 MiB."""
+    best = 0
+    for d in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            text = (d / "size").read_text().strip().upper()
+        except OSError:
+            continue
+        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        try:
+            best = max(best, int(text.rstrip("KMG")) * mult)
+        except ValueError:
+            continue
+    return best or _LLC_FALLBACK
+
+
+def _stat(times: list[float], work: float, unit: str) -> dict[str, Any]:
+    """best/median rate (work/time) over the runs and the CV of the times."""
+    mean = statistics.fmean(times)
+    cv = statistics.pstdev(times) / mean if mean > 0 and len(times) > 1 else 0.0
+    return {"best": round(work / min(times), 3), "median": round(work / statistics.median(times), 3),
+            "cv": round(cv, 4), "runs": len(times), "unit": unit,
+            "loaded": cv > CV_LOADED}
+
+
+def _runs(fn: Callable[[], object], deadline: float, must: bool = False) -> list[float] | None:
+    """Time ``fn`` RUNS times (one warm-up); None if the runs would pass ``deadline`` (never
+    when ``must``: the first kernel of each group always runs)."""
+    t = time.perf_counter()
+    fn()
+    first = time.perf_counter() - t
+    if not must and time.perf_counter() + first * RUNS > deadline:
+        return None
+    times = []
+    for _ in range(RUNS):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def _stream(out: dict[str, Any], skipped: list[str], deadline: float) -> None:
+    n = max(8 * llc_bytes() // 8, 1 << 20)  # float64 elements: each array ≥ 8× LLC
+    a = np.full(n, 1.0)
+    b = np.full(n, 2.0)
+    c = np.full(n, 0.0)  # touched: no page faults in the timed runs
+    torch = sys.modules.get("torch")
+    nb = n * 8
+
+    def triad() -> None:
+        np.multiply(b, 3.0, out=c)
+        np.add(c, a, out=c)
+
+    kernels: list[tuple[str, Callable[[], object], int]] = [
+        ("copy", lambda: np.copyto(c, a), 2 * nb),
+        ("add", lambda: np.add(a, b, out=c), 3 * nb),
+        ("triad", triad, 5 * nb)]
+    if torch is not None:
+        ta, tb, tc = (torch.from_numpy(x) for x in (a, b, c))
+        kernels[2] = ("triad", lambda: torch.add(ta, tb, alpha=3.0, out=tc), 3 * nb)
+    for k, (name, fn, nbytes) in enumerate(kernels):
+        times = _runs(fn, deadline, must=k == 0)
+        if times is None:
+            skipped.append(f"stream {name}")
+            continue
+        out[name] = _stat(times, nbytes / 1e9, "GB/s")
+    out["array_bytes"] = nb
+
+
+def _torch(load: bool) -> Any:
+    """torch when the process already imported it, or (``load``) when it is installed."""
+    torch = sys.modules.get("torch")
+    if torch is None and load and importlib.util.find_spec("torch") is not None:
+        try:
+            import torch
+        except Exception:
+            return None
+    return torch
+
+
+def _gemm(out: dict[str, Any], skipped: list[str], deadline: float, torch: Any) -> None:
+    rng = np.random.default_rng(0)
+    base = rng.random((GEMM_N, GEMM_N))
+    flops = 2.0 * GEMM_N ** 3 / 1e9
+    jobs: list[tuple[str, Callable[[], object]]] = []
+    for dt in ("float32", "float64"):
+        m = base.astype(dt)
+        jobs.append((f"numpy {dt}", lambda m=m: m @ m))  # type: ignore[misc]
+    if torch is not None:  # order: numpy f32, torch f32, torch bf16, numpy f64
+        for k, dt in enumerate(("float32", "bfloat16")):
+            t = torch.from_numpy(base).to(getattr(torch, dt))
+            jobs.insert(1 + k, (f"torch {dt}", lambda t=t: t @ t))  # type: ignore[misc]
+    for k, (name, fn) in enumerate(jobs):
+        times = _runs(fn, deadline, must=k == 0)
+        if times is None:
+            skipped.append(f"gemm {name}")
+            continue
+        out[name] = _stat(times, flops, "GFLOP/s")
+
+
+def _special(out: dict[str, Any], skipped: list[str], deadline: float) -> None:
+    x = np.linspace(0.0, 4.0, 1 << 16, dtype=np.float32)
+    y = np.empty_like(x)
+    for name in ("exp", "tanh", "log1p"):
+        f = getattr(np, name)
+        times = _runs(lambda f=f: [f(x, out=y) for _ in range(20)], deadline,  # type: ignore[misc]
+                      must=True)
+        if times is None:
+            skipped.append(f"special {name}")
+            continue
+        out[name] = _stat(times, 20 * x.size / 1e9, "Gelem/s")
+
+
+def measure(budget_s: float = BUDGET_S, import_torch: bool = False) -> dict[str, Any]:
+    """Measure this machine now (≤ ``budget_s`` plus one warm-up call).  ``import_torch``:
+    also time torch's GEMM when torch is installed but not imported (``openmsprof peaks``;
+    collection only uses a torch the application already imported)."""
+    t0 = time.perf_counter()
+    torch = _torch(import_torch)
+    deadline = t0 + budget_s
+    skipped: list[str] = []
+    stream: dict[str, Any] = {}
+    gemm: dict[str, Any] = {}
+    special: dict[str, Any] = {}
+    _special(special, skipped, deadline)  # cheap (tens of ms): always all of it
+    _stream(stream, skipped, time.perf_counter() + budget_s * 0.4)
+    _gemm(gemm, skipped, deadline, torch)
+    loaded = [f"{k} {n}" for k, d in (("stream", stream), ("gemm", gemm), ("special", special))
+              for n, v in d.items() if isinstance(v, dict) and v.get("loaded")]
+    return {"host": socket.gethostname(), "source": "measured", "measured_at": time.time(),
+            "seconds": round(time.perf_counter() - t0, 3), "cpus": os.cpu_count() or 1,
+            "llc_bytes": llc_bytes(), "load_avg": [round(v, 2) for v in os.getloadavg()],
+            "stream": stream, "gemm": gemm, "special": special, "skipped": skipped,
+            "loaded": loaded}
+
+
+def cache_path() -> Path:
+    root = os.environ.get("OPENMSPROF_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "openmsprof")
+    return Path(root) / f"peaks-{socket.gethostname()}.json"
+
+
+def cached(measure_missing: bool = True) -> dict[str, Any] | None:
+    """This machine's peaks from the cache; measured and cached when missing (if allowed)."""
+    path = cache_path()
+    try:
+        return validate(orjson.loads(path.read_bytes()), str(path))
+    except (OSError, orjson.JSONDecodeError, ConfigError):
+        pass
+    if not measure_missing:
+        return None
+    doc = measure()
+    try:
+        fs.make_dir(path.parent)
+        fs.write_file_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+    except Exception:
+        pass
+    return doc
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+
+
+def validate(doc: Any, where: str) -> dict[str, Any]:
+    """Check a peaks document; wrong types → one-line :class:`ConfigError` naming the key."""
+    if not isinstance(doc, dict):
+        raise ConfigError(f"peaks file {where!r}: expected a JSON object, got {type(doc).__name__}")
+    for group in ("stream", "gemm", "special"):
+        sec = doc.get(group, {})
+        if not isinstance(sec, dict):
+            raise ConfigError(f"peaks file {where!r}: {group!r} must be an object")
+        for name, v in sec.items():
+            if name == "array_bytes":
+                continue
+            if isinstance(v, dict):
+                bad = [k for k in ("best", "median") if k in v and not _num(v[k])]
+                if bad or "best" not in v:
+                    raise ConfigError(f"peaks file {where!r}: {group}.{name}.best must be a "
+                                      f"positive number")
+            elif not _num(v):
+                raise ConfigError(f"peaks file {where!r}: {group}.{name} must be a positive "
+                                  f"number or {{\"best\": number}}, got {v!r}")
+    if not any(k != "array_bytes" for k in doc.get("stream", {})) or not doc.get("gemm"):
+        raise ConfigError(f"peaks file {where!r}: needs 'stream' and 'gemm' figures")
+    return doc
+
+
+def load_peaks(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """An override file (same shape as :func:`measure`; a figure may be a bare number)."""
+    p = Path(path)
+    try:
+        doc = orjson.loads(p.read_bytes())
+    except OSError as exc:
+        raise ConfigError(f"peaks file {str(p)!r} cannot be read: {exc.strerror}") from None
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"peaks file {str(p)!r} is not JSON: {exc}") from None
+    out = validate(doc, str(p))
+    out.setdefault("source", f"override {p.name}")
+    return out
+
+
+def _best(sec: Any, names: tuple[str, ...]) -> float:
+    vals = []
+    for n in names:
+        v = sec.get(n) if isinstance(sec, dict) else None
+        vals.append(v.get("best", 0.0) if isinstance(v, dict) else (v or 0.0))
+    return float(max(vals, default=0.0))
+
+
+def bandwidth(doc: dict[str, Any]) -> float:
+    """Memory bandwidth, bytes/s: the best STREAM figure (copy, add, triad)."""
+    return _best(doc.get("stream", {}), ("copy", "add", "triad")) * 1e9
+
+
+def gemm_peak(doc: dict[str, Any], dtype: str = "float32") -> float:
+    """GEMM FLOP/s for ``dtype`` (numpy or torch, the best); float32's when missing."""
+    sec = doc.get("gemm", {})
+    key = dtype.lower()
+    names = tuple(n for n in sec if n.split()[-1] == key) or tuple(
+        n for n in sec if n.split()[-1] == "float32") or tuple(sec)
+    return _best(sec, names) * 1e9
+
+
+def special_rate(doc: dict[str, Any]) -> float:
+    """Transcendental evaluations per second (the median of exp/tanh/log1p bests), else 0."""
+    sec = doc.get("special", {})
+    vals = sorted(_best(sec, (n,)) for n in sec)
+    return float(vals[len(vals) // 2]) * 1e9 if vals else 0.0
