@@ -188,7 +188,11 @@ def test_svp_summary_files_and_columns(job: Path, tmp_path: Path, seed_text: dic
                       "DDR Write(byte)", "DDR Total(byte)"]
     assert all(h in seed for h in header)
     assert rows[-1][0] == "-" and float(rows[-1][5]) == 100.0  # "-" is the total row
-    assert all(v == "N/A" for row in rows for v in row[6:])  # PMU ratios / DDR: not measured here
+    assert all(v == "N/A" for row in rows for v in row[6:14] + row[15:])  # PMU ratios, DDR: unmeasured
+    # Memory Bound is the cost model's ratio: Mul is a memory pass, Softplus costs transcendentals
+    bound = {r[3]: r[14] for r in rows[:-1]}
+    assert float(bound["Mul"]) > 1 and float(bound["Softplus"]) < float(bound["Mul"])  # exp+log1p vs a pass
+    assert rows[-1][14] == "N/A"
     assert abs(sum(float(r[4]) for r in rows[:-1]) - float(rows[-1][4])) < 0.01 * len(rows)
     header, rows = _rows(stat)
     assert header == ["Task ID", "Stream ID", "OP Name", "Task Type", "Total Time Ratio(%)", "Total Time(us)",

@@ -3,7 +3,9 @@
 op_summary has one row per layer (operator) of the model, in first-execution order, its time
 averaged over the profiled executions, then the ``-`` total row the seed describes.  The PMU
 ratios (Mac/Vec busy, Dstr, Dtrans, DLD, WLD) need the NPU's counters: ``N/A`` here, as are
-``Memory Bound`` and the DDR byte counts (no cost model fills them yet; docs/conformance.md).
+the DDR byte counts.  ``Memory Bound`` carries the cost model's *modelled* ratio
+(bytes/bandwidth)/(compute time) against the job's measured peaks (> 1 = memory-bound, as the
+seed defines it), ``N/A`` for operators the model does not cover (docs/conformance.md).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from openmsprof.export.db import JobDB, open_job
 from openmsprof.export.fmt import NA, ratio, us, us_avg
 from openmsprof.export.msprof import headers as H
+from openmsprof.export.msprof import roofline as R
 from openmsprof.export.msprof import summary_host as host
 from openmsprof.export.msprof import summary_tasks as tasks
 from openmsprof.export.msprof.naming import SUMMARY_DIR
@@ -28,7 +31,19 @@ OP_SUMMARY_SVP = ["Layer Id", "Ori Layer Name", "Layer Name", "Layer Type", "Tim
                   "Mac Busy Ratio", "Mac Ppen Ratio", "Vec Busy Ratio", "Vec Ppen Ratio", "Dstr Ratio",
                   "Dtrans Ratio", "DLD Ratio", "WLD Ratio", "Memory Bound", "DDR Read(byte)",
                   "DDR Write(byte)", "DDR Total(byte)"]
-_UNMEASURED = [NA] * 12  # 8 PMU ratios, Memory Bound, 3 DDR columns
+_PMU = [NA] * 8  # Mac/Vec busy and ppen, Dstr, Dtrans, DLD, WLD
+_DDR = [NA] * 3
+
+
+def _memory_bound(db: JobDB) -> dict[tuple[str, str], str]:
+    """(layer name, type) → the modelled memory-bound ratio, three significant digits."""
+    ceil = R.ceilings(R.job_peaks(db))
+    out: dict[tuple[str, str], str] = {}
+    for r in R.op_roofs(db, ceil):
+        mbr = r.roof.memory_bound_ratio
+        if mbr is not None:
+            out.setdefault((r.name, r.op_type), f"{mbr:.3g}")
+    return out
 
 
 def layer_rows(db: JobDB, m: SvpModel) -> list[list[Any]]:
@@ -40,9 +55,11 @@ def layer_rows(db: JobDB, m: SvpModel) -> list[list[Any]]:
     rows = db.query(sql, (m.dev, m.model_id))
     per_exec = [(db.text(name), db.text(op), (tot + m.batch_num // 2) // m.batch_num) for name, op, tot, _ in rows]
     total = sum(t for *_, t in per_exec)
-    out: list[list[Any]] = [[i, name, name, op, Num(us(t)), Num(ratio(t, total)), *_UNMEASURED]
+    bound = _memory_bound(db) if per_exec else {}
+    out: list[list[Any]] = [[i, name, name, op, Num(us(t)), Num(ratio(t, total)), *_PMU,
+                             Num(bound[(name, op)]) if (name, op) in bound else NA, *_DDR]
                             for i, (name, op, t) in enumerate(per_exec)]
-    out.append(["-", "-", "-", "-", Num(us(total)), Num(ratio(total, total)), *_UNMEASURED])
+    out.append(["-", "-", "-", "-", Num(us(total)), Num(ratio(total, total)), *_PMU, NA, *_DDR])
     return out
 
 
