@@ -71,7 +71,7 @@ def begin(cfg: ProfileConfig, owner: object, mode: str) -> bool:
             return False
         try:
             s = session.start(cfg)
-        except ProfilingError as exc:
+        except (ProfilingError, OSError) as exc:
             log.warning("openmsprof: profiling not started for %s: %s; training goes on", mode, exc)
             return False
         s.extra_info["framework"] = "tensorflow"
