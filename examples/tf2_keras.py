@@ -12,19 +12,19 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np
-import tensorflow as tf
 
+import tensorflow as tf
 from openmsprof.tensorflow import npu_device
 
 output = sys.argv[1] if len(sys.argv) > 1 else "/home/profiling"
 epochs = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 # profiling
 npu_device.global_options().profiling_config.enable_profiling = True
-profiling_options = '{"output":"%s", \
-			"training_trace":"on", \
-			"task_trace":"on", \
-			"fp_point":"", \
-			"bp_point":""}' % output
+profiling_options = '{"output":"/home/profiling", \
+                    "training_trace":"on", \
+                    "task_trace":"on", \
+                    "fp_point":"", \
+                    "bp_point":""}'.replace("/home/profiling", output)
 npu_device.global_options().profiling_config.profiling_options = profiling_options
 npu_device.open().as_default()
 

@@ -13,10 +13,9 @@ import tempfile
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np
-import tensorflow as tf
 
-from openmsprof.tensorflow.npu_bridge.estimator.npu.npu_config import NPURunConfig
-from openmsprof.tensorflow.npu_bridge.estimator.npu.npu_config import ProfilingConfig
+import tensorflow as tf
+from openmsprof.tensorflow.npu_bridge.estimator.npu.npu_config import NPURunConfig, ProfilingConfig
 from openmsprof.tensorflow.npu_bridge.estimator.npu.npu_estimator import NPUEstimator
 
 output = sys.argv[1] if len(sys.argv) > 1 else "/tmp/profiling"
@@ -38,7 +37,8 @@ def input_fn():
     return tf.data.Dataset.from_tensor_slices(data).repeat().batch(16)
 
 
-profiling_options = '{"output":"%s","training_trace":"on","task_trace":"on","fp_point":"","bp_point":"","aic_metrics":"PipeUtilization"}' % output
+profiling_options = '{"output":"/tmp/profiling","training_trace":"on","task_trace":"on","fp_point":"","bp_point":"","aic_metrics":"PipeUtilization"}'
+profiling_options = profiling_options.replace("/tmp/profiling", output)
 profiling_config = ProfilingConfig(enable_profiling=True, profiling_options = profiling_options)
 session_config=tf1.ConfigProto()
 config = NPURunConfig(profiling_config=profiling_config, session_config=session_config,

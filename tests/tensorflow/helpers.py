@@ -57,9 +57,7 @@ def tf_own_op_count(job: Path) -> int:
             continue
         kinds = {}
         for mid, md in plane.event_metadata.items():
-            if md.display_name and md.name.endswith(":" + md.display_name):
-                kinds[mid] = 1
-            elif md.name.startswith("EagerLocalExecute: ") and "__inference" not in md.name:
+            if (md.display_name and md.name.endswith(":" + md.display_name)) or (md.name.startswith("EagerLocalExecute: ") and "__inference" not in md.name):
                 kinds[mid] = 1
             elif md.name == "ExecutorState::ProcessAsync::Done":
                 kinds[mid] = 2

@@ -15,8 +15,9 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np
-import tensorflow as tf
+import orjson
 
+import tensorflow as tf
 from openmsprof.tensorflow import npu_device
 
 
@@ -33,8 +34,9 @@ def main() -> None:
     pc = npu_device.global_options().profiling_config
     if mode != "env":
         pc.enable_profiling = True
-        pc.profiling_options = arg or ('{"output":"%s","training_trace":"on","task_trace":"on",'
-                                       '"fp_point":"","bp_point":""}' % out)
+        pc.profiling_options = arg or orjson.dumps({"output": out, "training_trace": "on",
+                                                     "task_trace": "on", "fp_point": "",
+                                                     "bp_point": ""}).decode()
     npu_device.open().as_default()
     if mode == "twice":
         npu_device.open().as_default()

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import orjson
+
 from openmsprof.parse.importer import import_job
 from tests.tensorflow.helpers import PROGRAMS, QUIET, export, jobs, rows, run_py, tf_own_op_count
 
@@ -45,7 +47,7 @@ def test_keras_fit_job_and_export(tmp_path):
 
 def test_env_route_defaults_and_unsupported_reported_once(tmp_path):
     r = run_py([str(PROGRAMS), "env", str(tmp_path)],
-               env={"PROFILING_MODE": "true", "PROFILING_OPTIONS": '{"output":"%s"}' % tmp_path})
+               env={"PROFILING_MODE": "true", "PROFILING_OPTIONS": orjson.dumps({"output": str(tmp_path)}).decode()})
     assert r.returncode == 0, r.stderr
     (job,) = jobs(tmp_path)
     log = (job / "host" / "collection.log").read_text()
@@ -92,7 +94,7 @@ def test_not_stopped_is_closed_at_exit(tmp_path):
 def test_unwritable_output_warns_and_trains(tmp_path):
     blocker = tmp_path / "not_a_dir"
     blocker.write_text("x")  # tests run as root too: a file in the path blocks even root
-    r = run_py([str(PROGRAMS), "keras", str(tmp_path), '{"output":"%s"}' % (blocker / "prof")])
+    r = run_py([str(PROGRAMS), "keras", str(tmp_path), orjson.dumps({"output": str(blocker / "prof")}).decode()])
     assert r.returncode == 0, r.stderr
     assert "loss" in r.stdout and "job None" in r.stdout
     (line,) = [ln for ln in r.stderr.splitlines() if "profiling not started" in ln]

@@ -1,0 +1,42 @@
+"""Estimator mode on TensorFlow 2.15 + tensorflow-estimator 2.15 (the ``.venv-tf215`` the Makefile
+builds): seed 003's NPURunConfig/ProfilingConfig sample, driven in that venv's Python."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.tensorflow.helpers import EXAMPLES, TF215_PYTHON, export, jobs, rows, run_py
+
+pytestmark = pytest.mark.skipif(
+    not TF215_PYTHON.exists(),
+    reason="the TensorFlow 2.15 venv is missing: `make .venv-tf215/.installed` builds it (make test does)")
+
+
+def test_estimator_sample_gives_a_job(tmp_path):
+    r = run_py([str(EXAMPLES / "tf_estimator.py"), str(tmp_path), "6"], python=TF215_PYTHON,
+               timeout=240)
+    assert r.returncode == 0, r.stderr
+    (job,) = jobs(tmp_path)
+    log = (job / "host" / "collection.log").read_text()
+    assert "enabled by NPUEstimator (train)" in log
+    export(job)  # the job is framework neutral: exported by this (TF 2.21) venv's openmsprof
+    s = job / "summary"
+    steps = rows(s / "step_trace_host.csv")
+    assert len(steps) == 6  # one per training step
+    assert all(r["FP Start(us)"] and r["BP End(us)"] for r in steps)
+    ops = rows(s / "op_summary_0.csv")
+    assert any(r["Op Name"].startswith("gradients/") for r in ops)
+    assert rows(s / "api_statistic_host.csv")[0]["API Name"] == "sess.run"
+
+
+def test_estimator_env_route(tmp_path):
+    r = run_py([str(Path(__file__).with_name("estimator_env.py")), "3"], python=TF215_PYTHON,
+               timeout=240, env={"PROFILING_MODE": "true",
+                                 "PROFILING_OPTIONS": orjson.dumps({"output": str(tmp_path)}).decode()})
+    assert r.returncode == 0, r.stderr
+    (job,) = jobs(tmp_path)
+    export(job)
+    assert len(rows(job / "summary" / "step_trace_host.csv")) == 3
