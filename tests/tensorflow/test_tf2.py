@@ -10,7 +10,16 @@ import time
 import orjson
 
 from openmsprof.parse.importer import import_job
-from tests.tensorflow.helpers import PROGRAMS, QUIET, export, jobs, rows, run_py, tf_own_op_count
+from tests.tensorflow.helpers import (
+    EXAMPLES,
+    PROGRAMS,
+    QUIET,
+    export,
+    jobs,
+    rows,
+    run_py,
+    tf_own_op_count,
+)
 
 
 def test_keras_fit_job_and_export(tmp_path):
@@ -121,3 +130,22 @@ def test_sigkill_mid_step_job_imports(tmp_path):
     res = import_job(job)
     assert res.db_path.exists()
     export(job)  # a killed job still exports; TensorFlow's in-memory trace is lost (documented)
+
+
+def test_seed_tf2_sample_with_host_sys(tmp_path):
+    """examples/tf2_keras.py (seed 003's TF2 sample) and host_sys cpu,mem through PROFILING_OPTIONS."""
+    r = run_py([str(EXAMPLES / "tf2_keras.py"), str(tmp_path)])
+    assert r.returncode == 0, r.stderr
+    (job,) = jobs(tmp_path)
+    log = (job / "host" / "collection.log").read_text()
+    assert "fusion_op: not produced" in log
+    export(job)
+    assert len(rows(job / "summary" / "step_trace_host.csv")) == 4  # 128 samples / batch 32
+    opts = orjson.dumps({"output": str(tmp_path / "sys"), "host_sys": "cpu,mem"}).decode()
+    r = run_py([str(PROGRAMS), "keras", str(tmp_path), opts])
+    assert r.returncode == 0, r.stderr
+    (job,) = jobs(tmp_path / "sys")
+    export(job)
+    for name in ("host_cpu_usage_host.csv", "host_mem_usage_host.csv"):
+        (row,) = rows(job / "summary" / name)
+        assert int(next(iter(v for k, v in row.items() if k.startswith("Total")))) > 0

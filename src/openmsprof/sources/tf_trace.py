@@ -27,6 +27,9 @@ from openmsprof.sources.tf_xplane import TfTrace, parse_xspace
 __all__ = ["TfTracer", "emit_trace", "find_point", "newest_xplane"]
 
 HOST_TRACER_LEVEL = 3
+FUSION_NOTE = ("fusion_op: not produced; TensorFlow's trace names each fused kernel (op types such "
+               "as _FusedMatMul, _MklNativeFusedMatMul appear in op_summary) but not the ops "
+               "grappler fused into it")
 
 
 def newest_xplane(logdir: Path) -> Path | None:
@@ -120,6 +123,8 @@ class TfTracer:
         tasks, steps = emit_trace(trace, self.steps)
         self.steps += steps
         self._check_points(trace)
+        if self.steps == steps:  # first harvest of the session
+            self.session.note(FUSION_NOTE)
         self.session.note(f"TensorFlow trace {path.name}: {tasks} ops, {len(trace.calls)} calls, "
                           f"{steps} iterations")
         return tasks, steps
