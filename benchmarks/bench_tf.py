@@ -96,7 +96,7 @@ print(json.dumps({"job": job, "harvest_s": t1 - t0, "log": [l for l in log.split
 
 
 def load() -> str:
-    return "load %.2f %.2f %.2f" % os.getloadavg()
+    return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
 def child(side: str, steps: int, out: str) -> dict[str, float]:
