@@ -54,3 +54,33 @@ def test_take_npu_optimizer_keeps_other_optimizers():
     assert len(cfg.graph_options.rewrite_options.custom_optimizers) == 2  # the caller's is untouched
     assert params is not None and params["profiling_mode"].b
     assert take_npu_optimizer(tf.compat.v1.ConfigProto())[1] is None
+
+
+MALFORMED = r'''
+import sys
+import tensorflow.compat.v1 as tf
+from openmsprof.tensorflow.npu_bridge.npu_init import *  # noqa: F403
+tf.disable_eager_execution()
+a = tf.placeholder(tf.float32, [4, 4])
+out = tf.reduce_sum(tf.matmul(a, a))
+config = tf.ConfigProto()
+custom_op = config.graph_options.rewrite_options.custom_optimizers.add()
+custom_op.name = "NpuOptimizer"
+custom_op.parameter_map["profiling_mode"].b = True
+custom_op.parameter_map["profiling_options"].s = b'{"training_trace": 1}'
+with tf.Session(config=config) as sess:
+    for _ in range(3):
+        v = sess.run(out, {a: [[1.0] * 4] * 4})
+print("result", v)
+'''
+
+
+def test_malformed_parameter_map_options_warn_once_and_run(tmp_path):
+    r = run_py(["-c", MALFORMED], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "result 64.0" in r.stdout
+    (line,) = [ln for ln in r.stderr.splitlines() if "training_trace" in ln]
+    assert "default options" in line and "1" in line
+    (job,) = jobs(tmp_path)  # the defaults: output is the current directory
+    export(job)
+    assert len(rows(job / "summary" / "step_trace_host.csv")) == 3
