@@ -71,6 +71,42 @@ t2 = time.perf_counter()
 print(json.dumps({"step_us": (t1 - t0) / steps * 1e6, "start_s": t0 - t_start, "stop_s": t2 - t1}))
 '''
 
+PAIRED = r'''
+import os, sys, time, json
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+rounds, steps, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+import numpy as np, tensorflow as tf
+from openmsprof.tensorflow import npu_device
+pc = npu_device.global_options().profiling_config
+rng = np.random.default_rng(0)
+x = rng.random((64 * steps, 64), np.float32); y = rng.random((64 * steps, 10), np.float32)
+m = tf.keras.Sequential([tf.keras.Input((64,)), tf.keras.layers.Dense(128, activation="relu"),
+                         tf.keras.layers.Dense(128, activation="relu"), tf.keras.layers.Dense(10)])
+m.compile(optimizer="sgd", loss="mse")
+m.fit(x[:640], y[:640], batch_size=64, epochs=1, verbose=0)
+opts = tf.profiler.experimental.ProfilerOptions(host_tracer_level=3, python_tracer_level=0,
+                                                device_tracer_level=0)
+def fit():
+    t0 = time.perf_counter(); m.fit(x, y, batch_size=64, epochs=1, verbose=0)
+    return (time.perf_counter() - t0) / steps * 1e6
+res = {"plain": [], "bare": [], "omsp": []}
+for r in range(rounds):
+    for side in (("plain", "bare", "omsp") if r % 2 == 0 else ("omsp", "bare", "plain")):
+        if side == "plain":
+            res[side].append(fit())
+        elif side == "bare":
+            tf.profiler.experimental.start(os.path.join(out, f"bare{r}"), options=opts)
+            res[side].append(fit())
+            tf.profiler.experimental.stop()
+        else:
+            pc.enable_profiling = True
+            pc.profiling_options = json.dumps({"output": out, "training_trace": "on"})
+            npu_device.open().as_default()
+            res[side].append(fit())
+            npu_device.close()
+print(json.dumps(res))
+'''
+
 BIG = r'''
 import os, sys, json, time
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
@@ -140,6 +176,23 @@ def per_step(rounds: int, steps: int) -> None:
     print(f"load average (1 min) during rounds: {min(loads):.2f}-{max(loads):.2f}")
 
 
+def paired(rounds: int, steps: int) -> None:
+    """bare and omsp windows alternating in one warm process (paired ratios, less noise)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+        l0 = load()
+        r = subprocess.run([sys.executable, "-c", PAIRED, str(rounds), str(steps), tmp],
+                           capture_output=True, text=True, env=env, timeout=1200)
+        if r.returncode != 0:
+            raise SystemExit(f"paired failed: {r.stderr[-2000:]}")
+        res = orjson.loads(r.stdout.strip().splitlines()[-1])
+    for side in ("plain", "bare", "omsp"):
+        print(f"in-process {side:5s} per step (us): {fmt(res[side])}")
+    ratio = [o / b for o, b in zip(res["omsp"], res["bare"], strict=True)]
+    print(f"in-process omsp / bare: median {statistics.median(ratio):.3f} (min {min(ratio):.3f}, "
+          f"max {max(ratio):.3f}) [goal <= 1.10]  [{l0} -> {load()}]")
+
+
 def export_big(ops: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -166,6 +219,7 @@ def main() -> None:
     ap.add_argument("--skip-export", action="store_true")
     a = ap.parse_args()
     per_step(a.rounds, a.steps)
+    paired(a.rounds * 2, a.steps)
     if not a.skip_export:
         export_big(a.ops)
 
