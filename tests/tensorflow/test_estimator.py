@@ -37,6 +37,7 @@ def test_estimator_env_route(tmp_path):
                timeout=240, env={"PROFILING_MODE": "true",
                                  "PROFILING_OPTIONS": orjson.dumps({"output": str(tmp_path)}).decode()})
     assert r.returncode == 0, r.stderr
+    assert "already enabled" not in r.stderr
     (job,) = jobs(tmp_path)
     export(job)
     assert len(rows(job / "summary" / "step_trace_host.csv")) == 3

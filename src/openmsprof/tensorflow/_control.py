@@ -58,11 +58,13 @@ def owner() -> Any:
     return _state["owner"]
 
 
-def begin(cfg: ProfileConfig, owner: object, mode: str) -> bool:
-    """Open the profiled window for ``owner``; False when not started (reason logged once)."""
+def begin(cfg: ProfileConfig, owner: object, mode: str, *, adopt: bool = False) -> bool:
+    """Open the profiled window for ``owner``; False when not started (reason logged once).
+    ``adopt``: a window already open (the Estimator's own session, opened by the environment
+    route) is not a second enable, so no warning."""
     with _lock:
         if _state["owner"] is not None:
-            if _state["owner"] is not owner and not _state["warned_twice"]:
+            if not adopt and _state["owner"] is not owner and not _state["warned_twice"]:
                 _state["warned_twice"] = True
                 s = session.current()
                 where = f" (job {str(s.root)!r})" if s is not None else ""

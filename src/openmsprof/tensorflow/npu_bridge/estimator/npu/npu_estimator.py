@@ -34,7 +34,7 @@ class ProfilingHook(_est.SessionRunHook):  # type: ignore[misc, name-defined]
         self.cfg, self.what, self.started = cfg, what, False
 
     def after_create_session(self, session: Any, coord: Any) -> None:
-        self.started = _control.begin(self.cfg, self, f"NPUEstimator ({self.what})")
+        self.started = _control.begin(self.cfg, self, f"NPUEstimator ({self.what})", adopt=True)
 
     def end(self, session: Any) -> None:
         if self.started:
