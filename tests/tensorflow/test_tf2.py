@@ -149,3 +149,29 @@ def test_seed_tf2_sample_with_host_sys(tmp_path):
     for name in ("host_cpu_usage_host.csv", "host_mem_usage_host.csv"):
         (row,) = rows(job / "summary" / name)
         assert int(next(iter(v for k, v in row.items() if k.startswith("Total")))) > 0
+
+
+OTHER_PROFILER = r'''
+import json, os, sys
+import tensorflow as tf
+from openmsprof.tensorflow import npu_device
+out = sys.argv[1]
+tf.profiler.experimental.start(os.path.join(out, "tb"))
+pc = npu_device.global_options().profiling_config
+pc.enable_profiling = True
+pc.profiling_options = json.dumps({"output": out})
+npu_device.open().as_default()
+print("sum", float(tf.reduce_sum(tf.ones((3, 3)))))
+print("job", npu_device.close())
+tf.profiler.experimental.stop()
+'''
+
+
+def test_another_tf_profiler_running_is_noted(tmp_path):
+    r = run_py(["-c", OTHER_PROFILER, str(tmp_path)])
+    assert r.returncode == 0, r.stderr
+    assert "sum 9.0" in r.stdout
+    (job,) = jobs(tmp_path)
+    log = (job / "host" / "collection.log").read_text()
+    assert "TensorFlow's profiler could not start (AlreadyExistsError" in log
+    assert list((tmp_path / "tb").glob("plugins/profile/*/*.xplane.pb"))  # the user's profiler unharmed
