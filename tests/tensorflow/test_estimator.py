@@ -41,3 +41,15 @@ def test_estimator_env_route(tmp_path):
     (job,) = jobs(tmp_path)
     export(job)
     assert len(rows(job / "summary" / "step_trace_host.csv")) == 3
+
+
+def test_tf2_mode_on_tf215(tmp_path):
+    """npu_device with tf-keras 2.15 (step function ``train_function``) in the same venv."""
+    r = run_py([str(Path(__file__).with_name("programs.py")), "keras", str(tmp_path)],
+               python=TF215_PYTHON, timeout=240)
+    assert r.returncode == 0, r.stderr
+    (job,) = jobs(tmp_path)
+    export(job)
+    steps = rows(job / "summary" / "step_trace_host.csv")
+    assert len(steps) == 5  # 4 fit steps + 1 evaluate step
+    assert all(r["BP End(us)"] for r in steps[:4])
