@@ -10,7 +10,7 @@ Keras MLP (a warm-up fit first, so tracing is outside the timer):
                profiling disabled, the sess.run shim installed (what a ported script runs when
                profiling is off);
 * ``bare``   — ``tf.profiler.experimental.start``/``stop`` around the timed fit, with the same
-               options openmsprof uses (host tracer level 3, no Python tracer);
+               options openmsprof uses (TensorFlow's defaults: host tracer level 2, no Python tracer);
 * ``omsp``   — the seed 003 TF2 sample's switches (``enable_profiling`` + options),
                ``as_default()`` before and ``close()`` after the timed fit.
 
@@ -57,7 +57,7 @@ m.fit(x[:640], y[:640], batch_size=64, epochs=1, verbose=0)  # warm-up: tracing 
 t_start = time.perf_counter()
 if side == "bare":
     tf.profiler.experimental.start(out, options=tf.profiler.experimental.ProfilerOptions(
-        host_tracer_level=3, python_tracer_level=0, device_tracer_level=0))
+        host_tracer_level=2, python_tracer_level=0))
 elif side == "omsp":
     npu_device.open().as_default()
 t0 = time.perf_counter(); c0 = time.process_time()
@@ -85,8 +85,7 @@ m = tf.keras.Sequential([tf.keras.Input((64,)), tf.keras.layers.Dense(128, activ
                          tf.keras.layers.Dense(128, activation="relu"), tf.keras.layers.Dense(10)])
 m.compile(optimizer="sgd", loss="mse")
 m.fit(x[:640], y[:640], batch_size=64, epochs=1, verbose=0)
-opts = tf.profiler.experimental.ProfilerOptions(host_tracer_level=3, python_tracer_level=0,
-                                                device_tracer_level=0)
+opts = tf.profiler.experimental.ProfilerOptions(host_tracer_level=2, python_tracer_level=0)
 def fit():
     t0 = time.perf_counter(); c0 = time.process_time()
     m.fit(x, y, batch_size=64, epochs=1, verbose=0)

@@ -1,7 +1,8 @@
 """Collect TensorFlow's own host trace for a session and turn it into openmsprof records.
 
-:class:`TfTracer` runs ``tf.profiler.experimental`` (host tracer level 3, so that cheap ops are
-traced too; no Python tracer) for the profiled window.  At :meth:`TfTracer.stop` it reads the
+:class:`TfTracer` runs ``tf.profiler.experimental`` with TensorFlow's default options (host
+tracer level 2 — every executed op is traced at levels 1–3 alike — no Python tracer) for the
+profiled window.  At :meth:`TfTracer.stop` it reads the
 ``XSpace`` TensorFlow wrote under ``JOB/host/tf_xplane/`` (kept: TensorBoard reads it too) and
 records every op as a task, ``sess.run``/``tf.function`` calls as API spans and iterations as
 steps through :mod:`openmsprof.sources.emit`.  Nothing is recorded per step while training runs,
@@ -26,7 +27,7 @@ from openmsprof.sources.tf_xplane import TfTrace, parse_xspace
 
 __all__ = ["TfTracer", "emit_trace", "find_point", "newest_xplane"]
 
-HOST_TRACER_LEVEL = 3
+HOST_TRACER_LEVEL = 2
 FUSION_NOTE = ("fusion_op: not produced; TensorFlow's trace names each fused kernel (op types such "
                "as _FusedMatMul, _MklNativeFusedMatMul appear in op_summary) but not the ops "
                "grappler fused into it")
@@ -89,8 +90,8 @@ class TfTracer:
         import tensorflow as tf
 
         fs.make_dir(self.logdir)
-        opts = tf.profiler.experimental.ProfilerOptions(
-            host_tracer_level=HOST_TRACER_LEVEL, python_tracer_level=0, device_tracer_level=0)
+        opts = tf.profiler.experimental.ProfilerOptions(host_tracer_level=HOST_TRACER_LEVEL,
+                                                        python_tracer_level=0)
         self.start_wall = time.time_ns()
         try:
             tf.profiler.experimental.start(str(self.logdir), options=opts)
