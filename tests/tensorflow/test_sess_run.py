@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import tensorflow as tf
 from openmsprof.tensorflow._session_patch import take_npu_optimizer
 from tests.tensorflow.helpers import EXAMPLES, export, jobs, rows, run_py, tf_own_op_count
@@ -25,6 +27,11 @@ def test_seed_sample_profiled_with_fp_point(tmp_path):
         assert r["FP Start(us)"] and r["BP End(us)"] and r["FP to BP Time(us)"], r
         assert float(r["Iteration Refresh(us)"]) >= 0 and float(r["Data Aug Bound(us)"]) >= 0
     assert rows(s / "api_statistic_host.csv")[0]["API Name"] == "sess.run"
+    with sqlite3.connect(job / "sqlite" / "msprof.db") as db:  # every op linked to its sess.run
+        (linked,), = db.execute("SELECT COUNT(*) FROM TASK t JOIN CANN_API a ON a.connectionId ="
+                                " t.connectionId JOIN STRING_IDS s ON s.id = a.name"
+                                " WHERE s.value = 'sess.run'").fetchall()
+    assert linked == len(rows(s / "op_summary_0.csv"))
 
 
 def test_fp_point_naming_no_op_leaves_columns_empty(tmp_path):

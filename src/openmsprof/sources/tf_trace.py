@@ -53,13 +53,34 @@ def _protect(root: Path) -> None:
             os.chmod(os.path.join(dirpath, f), fs.FILE_MODE)
 
 
+def _call_links(trace: TfTrace, t0: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """A connection id per call, and per op the id of the top-level call whose span holds its
+    start (0 = none): the flow from a sess.run / tf.function call to the ops it ran."""
+    conns = [emit.new_connection_id() for _ in trace.calls]
+    top: list[tuple[int, int, int]] = []  # (t0, t1, conn) of calls not nested in an earlier one
+    for (_n, c0, c1, _tid), conn in sorted(zip(trace.calls, conns, strict=True), key=lambda x: x[0][1]):
+        if not top or c0 >= top[-1][1]:
+            top.append((c0, c1, conn))
+    link = np.zeros(len(t0), np.int64)
+    if top and len(t0):
+        starts = np.array([c[0] for c in top], np.int64)
+        ends = np.array([c[1] for c in top], np.int64)
+        ids = np.array([c[2] for c in top], np.int64)
+        k = np.searchsorted(starts, t0, side="right") - 1
+        ok = (k >= 0) & (t0 <= ends[np.maximum(k, 0)])
+        link[ok] = ids[k[ok]]
+    return conns, link
+
+
 def emit_trace(trace: TfTrace, step_offset: int = 0) -> tuple[int, int]:
-    """Record ``trace`` (tasks on device 0, calls as Model-level API spans, steps).
-    Returns (tasks, steps)."""
+    """Record ``trace`` (tasks on device 0 linked to their call, calls as Model-level API spans,
+    steps).  Returns (tasks, steps)."""
     shift = emit.epoch_to_mono(0)
     n = len(trace.t0)
+    raw_t0 = np.asarray(trace.t0, np.int64)
+    conns, link = _call_links(trace, raw_t0)
     if n and emit.task_on():
-        t0 = np.asarray(trace.t0, np.int64) + shift
+        t0 = raw_t0 + shift
         t1 = np.maximum(np.asarray(trace.t1, np.int64) + shift, t0)
         tids = np.asarray(trace.tid, np.int64)
         uniq, inv = np.unique(tids, return_inverse=True)
@@ -68,9 +89,9 @@ def emit_trace(trace: TfTrace, step_offset: int = 0) -> tuple[int, int]:
         strings = [(name, typ, "", "", "", "") for name, typ in trace.nodes]
         emit.record_tasks(0, NO_MODEL, strings, [int(Executor.CPU)] * len(strings),
                           np.asarray(trace.node, np.int64), stream, t0, t1,
-                          np.arange(first, first + n, dtype=np.int64), np.zeros(n, np.int64))
-    for name, c0, c1, _tid in trace.calls:
-        emit.record_api(name, ApiLevel.MODEL, c0 + shift, c1 + shift)
+                          np.arange(first, first + n, dtype=np.int64), link)
+    for (name, c0, c1, _tid), conn in zip(trace.calls, conns, strict=True):
+        emit.record_api(name, ApiLevel.MODEL, c0 + shift, c1 + shift, conn)
     for s0, s1, num in trace.steps:
         emit.record_step_range(s0 + shift, s1 + shift, num + step_offset)
     return n, len(trace.steps)
