@@ -1,4 +1,5 @@
-"""Estimator mode enabled only by PROFILING_MODE/PROFILING_OPTIONS: ``python estimator_env.py STEPS``."""
+"""Estimator mode enabled only by PROFILING_MODE/PROFILING_OPTIONS:
+``python estimator_env.py STEPS [EVAL_STEPS]`` (train, then evaluate when EVAL_STEPS is given)."""
 
 from __future__ import annotations
 
@@ -31,5 +32,8 @@ def input_fn():
 
 
 config = NPURunConfig(model_dir=tempfile.mkdtemp(prefix="omsp_est_"), log_step_count_steps=None)
-NPUEstimator(model_fn=model_fn, config=config).train(input_fn, steps=int(sys.argv[1]))
+est = NPUEstimator(model_fn=model_fn, config=config)
+est.train(input_fn, steps=int(sys.argv[1]))
+if len(sys.argv) > 2:
+    print("eval", est.evaluate(input_fn, steps=int(sys.argv[2])))
 print("done")

@@ -33,14 +33,19 @@ def test_estimator_sample_gives_a_job(tmp_path):
 
 
 def test_estimator_env_route(tmp_path):
-    r = run_py([str(Path(__file__).with_name("estimator_env.py")), "3"], python=TF215_PYTHON,
+    r = run_py([str(Path(__file__).with_name("estimator_env.py")), "3", "2"], python=TF215_PYTHON,
                timeout=240, env={"PROFILING_MODE": "true",
                                  "PROFILING_OPTIONS": orjson.dumps({"output": str(tmp_path)}).decode()})
     assert r.returncode == 0, r.stderr
     assert "already enabled" not in r.stderr
-    (job,) = jobs(tmp_path)
-    export(job)
-    assert len(rows(job / "summary" / "step_trace_host.csv")) == 3
+    train, evaluate = jobs(tmp_path)  # one window per Estimator session: train, then evaluate
+    export(train)
+    assert len(rows(train / "summary" / "step_trace_host.csv")) == 3
+    export(evaluate)
+    steps = rows(evaluate / "summary" / "step_trace_host.csv")
+    assert len(steps) >= 2  # each sess.run of the evaluation (initializers, steps, final metrics)
+    assert not any(r["Op Name"].startswith("gradients/")
+                   for r in rows(evaluate / "summary" / "op_summary_0.csv"))
 
 
 def test_tf2_mode_on_tf215(tmp_path):
