@@ -32,6 +32,10 @@ def test_seed_sample_profiled_with_fp_point(tmp_path):
                                 " t.connectionId JOIN STRING_IDS s ON s.id = a.name"
                                 " WHERE s.value = 'sess.run'").fetchall()
     assert linked == len(rows(s / "op_summary_0.csv"))
+    log = (job / "host" / "collection.log").read_text()
+    streams = {r["Stream ID"] for r in rows(s / "op_summary_0.csv")}
+    (line,) = [ln for ln in log.splitlines() if "TensorFlow threads by Stream ID" in ln]
+    assert all(f"{sid} = " in line for sid in streams)
 
 
 def test_fp_point_naming_no_op_leaves_columns_empty(tmp_path):

@@ -145,6 +145,7 @@ class TfTracer:
         tasks, steps = emit_trace(trace, self.steps)
         self.steps += steps
         self._check_points(trace)
+        self._note_threads(trace)
         if self.steps == steps:  # first harvest of the session
             self.session.note(FUSION_NOTE)
         self.session.note(f"TensorFlow trace {path.name}: {tasks} ops, {len(trace.calls)} calls, "
@@ -161,6 +162,13 @@ class TfTracer:
             if point and not find_point(point, names):
                 self.session.note(f"{key} {point!r} names no op TensorFlow ran; the FP/BP columns "
                                   "of step_trace stay empty", warn=True)
+
+    def _note_threads(self, trace: TfTrace) -> None:
+        """Which TensorFlow thread each Stream ID of the ops is (thread names are not records)."""
+        used = sorted({stream_index(t): trace.thread_names.get(t, str(t)) for t in set(trace.tid)}.items())
+        if used:
+            self.session.note("TensorFlow threads by Stream ID: "
+                              + ", ".join(f"{i} = {name}" for i, name in used))
 
     def describe(self) -> dict[str, Any]:
         return {"logdir": str(self.logdir), "host_tracer_level": HOST_TRACER_LEVEL}
