@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -205,6 +206,11 @@ def paired(rounds: int, steps: int) -> None:
               f"{min(res['omsp']) / min(res['bare']):.3f} [goal <= 1.10]  [{l0} -> {load()}]")
 
 
+def _child_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def export_big(ops: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -217,10 +223,11 @@ def export_big(ops: int) -> None:
         print(f"{ops} ops asked: {info['log']}; harvest at stop {info['harvest_s']:.2f} s  [{load()}]")
         for what in ("import", "summary", "timeline"):
             args = ["import", "-dir", str(job)] if what == "import" else ["export", what, "-dir", str(job)]
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), _child_cpu()
             subprocess.run([sys.executable, "-m", "openmsprof", *args], check=True,
                            capture_output=True, timeout=1200)
-            print(f"  {what}: {time.perf_counter() - t0:.2f} s  [{load()}]", flush=True)
+            print(f"  {what}: {time.perf_counter() - t0:.2f} s wall, {_child_cpu() - c0:.2f} s CPU"
+                  f"  [{load()}]", flush=True)
 
 
 def main() -> None:
