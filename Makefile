@@ -13,6 +13,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+# The Estimator mode of seed 003 needs TensorFlow <= 2.15 + tensorflow-estimator: a second venv.
+PY311 ?= python3.11
+TF215 := .venv-tf215
+$(TF215)/.installed: pyproject.toml
+	$(PY311) -m venv $(TF215)
+	$(TF215)/bin/pip install -q 'tensorflow-cpu==2.15.1' 'tensorflow-estimator==2.15.0' 'numpy<2'
+	$(TF215)/bin/pip install -q -e .
+	touch $(TF215)/.installed
+
 demo: $(STAMP)
 	$(BIN)/python -m openmsprof demo
 
@@ -22,7 +31,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: $(STAMP)
+test: $(STAMP) $(TF215)/.installed
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider

@@ -11,6 +11,7 @@ from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import INVALID, NA, id_or_na, ratio, us, us_avg
 from openmsprof.export.msprof import headers as H
 from openmsprof.export.msprof.naming import HOST
+from openmsprof.export.msprof.step_points import step_points, training_points
 from openmsprof.export.msprof.tables import Num, Table
 from openmsprof.recorder.records import API_LEVEL_NAMES, ApiLevel, Series
 
@@ -107,14 +108,39 @@ def _step_rows(db: JobDB, dev: int) -> Iterator[list[Any]]:
     sql = ("SELECT id, startNs, endNs, modelId FROM STEP_TIME WHERE deviceId = ?"
            " ORDER BY modelId, startNs, id")
     prev_end: dict[int, int] = {}
-    for step, s, e, model in db.query(sql, (dev,)):
+    rows = db.query(sql, (dev,))
+    points = training_points(db)
+    fpbp = step_points(db, [(s, s, max(e, s)) for _i, s, e, m in rows if m in (None, INVALID)],
+                       points) if points is not None else {}
+    for step, s, e, model in rows:
         e = max(e, s)
         if model is None or model == INVALID:
             it = e - s
         else:
             it = e - prev_end.get(model, s)
             prev_end[model] = e
+        if s in fpbp:  # training_trace: FP/BP columns, empty where a point was not found
+            yield [dev, step, *_fpbp_cells(fpbp[s], s, e, prev_end.get(-1, s)), Num(us(it)),
+                   *_fpbp_spans(fpbp[s], s, e, prev_end.get(-1, s)), id_or_na(model)]
+            prev_end[-1] = e
+            continue
         yield [dev, step, NA, NA, us(e), Num(us(it)), NA, NA, NA, id_or_na(model)]
+
+
+def _fpbp_cells(p: tuple[int | None, int | None], s: int, e: int, prev: int) -> list[str]:
+    """FP Start, BP End, Iteration End ("" for a point not found, seed 003)."""
+    fp, bp = p
+    return ["" if fp is None else us(fp), "" if bp is None else us(bp), us(e)]
+
+
+def _fpbp_spans(p: tuple[int | None, int | None], s: int, e: int, prev: int) -> list[Any]:
+    """FP to BP Time, Iteration Refresh (BP End → Iteration End), Data Aug Bound (previous
+    iteration end, or this one's start, → FP Start)."""
+    fp, bp = p
+    fp_bp = "" if fp is None or bp is None else Num(us(max(bp - fp, 0)))
+    refresh = "" if bp is None else Num(us(max(e - bp, 0)))
+    aug = "" if fp is None else Num(us(max(fp - prev, 0)))
+    return [fp_bp, refresh, aug]
 
 
 def _counter_max(db: JobDB, series: Series) -> float | None:

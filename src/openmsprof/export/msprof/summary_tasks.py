@@ -55,22 +55,30 @@ def _op_summary_rows(db: JobDB, dev: int, tensor: bool) -> Iterator[list[Any]]:
     text = db.text
     cost = cost_columns(db) if tensor else None
     prev_end: int | None = None
+    # The string columns of a row depend only on its ids, which repeat (one set per op of a
+    # model / graph): resolved once per distinct set.
+    named: dict[tuple[Any, ...], tuple[list[Any], list[Any]]] = {}
     for row in db.conn.execute(sql, (dev,)):
         (model, task_id, stream, name, op_type, state, tt, s, e, block, mix, hf32,
          ishape, idt, ifmt, oshape, odt, ofmt, ctx_id) = row
         e = max(e, s)
         wait = 0 if prev_end is None else max(0, s - prev_end)
         prev_end = e  # FORMATS §4: start_i - start_{i-1} - dur_{i-1}
-        executor = text(tt)
-        out: list[Any] = [dev, id_or_na(model), task_id, stream, text(name), text(op_type),
-                          text(state), executor, us(s), Num(us(e - s)), Num(us(wait))]
-        if tensor:
-            cpu = executor == "CPU"  # decision 9: no CPU analogue
-            out += [NA if cpu else id_or_na(block), NA if cpu else id_or_na(mix), text(hf32),
-                    text(ishape), text(idt), text(ifmt), text(oshape), text(odt), text(ofmt),
-                    NA if cpu else id_or_na(ctx_id)]
-            out += cost(op_type, ishape, idt, oshape, odt)  # type: ignore[misc]
-        yield out
+        key = (name, op_type, state, tt, block, mix, hf32, ishape, idt, ifmt, oshape, odt,
+               ofmt, ctx_id)
+        parts = named.get(key)
+        if parts is None:
+            executor = text(tt)
+            tail: list[Any] = []
+            if tensor:
+                cpu = executor == "CPU"  # decision 9: no CPU analogue
+                tail = [NA if cpu else id_or_na(block), NA if cpu else id_or_na(mix), text(hf32),
+                        text(ishape), text(idt), text(ifmt), text(oshape), text(odt), text(ofmt),
+                        NA if cpu else id_or_na(ctx_id)]
+                tail += cost(op_type, ishape, idt, oshape, odt)  # type: ignore[misc]
+            parts = named[key] = ([text(name), text(op_type), text(state), executor], tail)
+        yield [dev, id_or_na(model), task_id, stream, *parts[0], us(s), Num(us(e - s)),
+               Num(us(wait)), *parts[1]]
 
 
 def task_time(db: JobDB) -> Iterator[Table]:
@@ -82,9 +90,13 @@ def _task_time_rows(db: JobDB, dev: int) -> Iterator[list[Any]]:
     sql = (f"SELECT {_c(db, 'name')}, t.taskType, t.streamId, t.taskId, t.startNs, t.endNs"
            f" FROM {_from(db)} WHERE t.deviceId = ? ORDER BY t.startNs, t.taskId")
     text = db.text
+    named: dict[tuple[Any, Any], tuple[str, str]] = {}
     for name, tt, stream, task_id, s, e in db.conn.execute(sql, (dev,)):
         e = max(e, s)
-        yield [dev, text(name), text(tt), stream, task_id, Num(us(e - s)), us(s), us(e)]
+        pair = named.get((name, tt))
+        if pair is None:
+            pair = named[(name, tt)] = (text(name), text(tt))
+        yield [dev, pair[0], pair[1], stream, task_id, Num(us(e - s)), us(s), us(e)]
 
 
 class OpStat(NamedTuple):

@@ -1,0 +1,249 @@
+"""TensorFlow profiling cost (issue 10): per-step time of a small Keras model.
+
+    python benchmarks/bench_tf.py [--rounds 5] [--steps 200] [--ops 1000000]
+
+Sides, interleaved round by round, each a fresh Python process doing the same ``fit`` of a small
+Keras MLP (a warm-up fit first, so tracing is outside the timer):
+
+* ``plain``  — TensorFlow alone;
+* ``off``    — openmsprof's TF2 facade imported, ``npu_device.open().as_default()`` called with
+               profiling disabled, the sess.run shim installed (what a ported script runs when
+               profiling is off);
+* ``bare``   — ``tf.profiler.experimental.start``/``stop`` around the timed fit, with the same
+               options openmsprof uses (TensorFlow's defaults: host tracer level 2, no Python tracer);
+* ``omsp``   — the seed 003 TF2 sample's switches (``enable_profiling`` + options),
+               ``as_default()`` before and ``close()`` after the timed fit.
+
+The window (start → timed fit → stop) is the same for bare and omsp; stop/harvest time is
+reported apart.  Last: a tf.function of many tiny ops called until ~``--ops`` ops ran under
+openmsprof; time to harvest (at stop), then ``openmsprof export summary`` + ``timeline``.
+Prints the load average beside every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+CHILD = r'''
+import os, sys, time, json
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+side, steps, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+import numpy as np, tensorflow as tf
+if side == "off":
+    from openmsprof.tensorflow import npu_device
+    from openmsprof.tensorflow.npu_bridge import npu_init  # noqa: F401 - installs the shim
+    npu_device.open().as_default()
+if side == "omsp":
+    from openmsprof.tensorflow import npu_device
+    pc = npu_device.global_options().profiling_config
+    pc.enable_profiling = True
+    pc.profiling_options = json.dumps({"output": out, "training_trace": "on", "task_trace": "on",
+                                       "fp_point": "", "bp_point": ""})
+rng = np.random.default_rng(0)
+x = rng.random((64 * steps, 64), np.float32); y = rng.random((64 * steps, 10), np.float32)
+m = tf.keras.Sequential([tf.keras.Input((64,)), tf.keras.layers.Dense(128, activation="relu"),
+                         tf.keras.layers.Dense(128, activation="relu"), tf.keras.layers.Dense(10)])
+m.compile(optimizer="sgd", loss="mse")
+m.fit(x[:640], y[:640], batch_size=64, epochs=1, verbose=0)  # warm-up: tracing outside the timer
+t_start = time.perf_counter()
+if side == "bare":
+    tf.profiler.experimental.start(out, options=tf.profiler.experimental.ProfilerOptions(
+        host_tracer_level=2, python_tracer_level=0))
+elif side == "omsp":
+    npu_device.open().as_default()
+t0 = time.perf_counter(); c0 = time.process_time()
+m.fit(x, y, batch_size=64, epochs=1, verbose=0)
+t1 = time.perf_counter(); c1 = time.process_time()
+if side == "bare":
+    tf.profiler.experimental.stop()
+elif side == "omsp":
+    npu_device.close()
+t2 = time.perf_counter()
+print(json.dumps({"step_us": (t1 - t0) / steps * 1e6, "cpu_us": (c1 - c0) / steps * 1e6,
+                  "start_s": t0 - t_start, "stop_s": t2 - t1}))
+'''
+
+PAIRED = r'''
+import os, sys, time, json
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+rounds, steps, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+import numpy as np, tensorflow as tf
+from openmsprof.tensorflow import npu_device
+pc = npu_device.global_options().profiling_config
+rng = np.random.default_rng(0)
+x = rng.random((64 * steps, 64), np.float32); y = rng.random((64 * steps, 10), np.float32)
+m = tf.keras.Sequential([tf.keras.Input((64,)), tf.keras.layers.Dense(128, activation="relu"),
+                         tf.keras.layers.Dense(128, activation="relu"), tf.keras.layers.Dense(10)])
+m.compile(optimizer="sgd", loss="mse")
+m.fit(x[:640], y[:640], batch_size=64, epochs=1, verbose=0)
+opts = tf.profiler.experimental.ProfilerOptions(host_tracer_level=2, python_tracer_level=0)
+def fit():
+    t0 = time.perf_counter(); c0 = time.process_time()
+    m.fit(x, y, batch_size=64, epochs=1, verbose=0)
+    cpu[side].append((time.process_time() - c0) / steps * 1e6)
+    return (time.perf_counter() - t0) / steps * 1e6
+res = {"plain": [], "bare": [], "omsp": []}
+cpu = {"plain": [], "bare": [], "omsp": []}
+for r in range(rounds):
+    for side in (("plain", "bare", "omsp") if r % 2 == 0 else ("omsp", "bare", "plain")):
+        if side == "plain":
+            res[side].append(fit())
+        elif side == "bare":
+            tf.profiler.experimental.start(os.path.join(out, f"bare{r}"), options=opts)
+            res[side].append(fit())
+            tf.profiler.experimental.stop()
+        else:
+            pc.enable_profiling = True
+            pc.profiling_options = json.dumps({"output": out, "training_trace": "on"})
+            npu_device.open().as_default()
+            res[side].append(fit())
+            npu_device.close()
+print(json.dumps({"wall": res, "cpu": cpu}))
+'''
+
+BIG = r'''
+import os, sys, json, time
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+ops, out = int(sys.argv[1]), sys.argv[2]
+import tensorflow as tf
+from openmsprof.tensorflow import npu_device
+pc = npu_device.global_options().profiling_config
+pc.enable_profiling = True
+pc.profiling_options = json.dumps({"output": out, "training_trace": "on"})
+@tf.function
+def many(a):
+    for _ in range(250):  # sin + add: 500 ops grappler cannot fold
+        a = tf.sin(a) + a
+    return a
+v = tf.constant(0.0); many(v)
+npu_device.open().as_default()
+for _ in range(ops // 500):
+    v = many(v)
+t0 = time.perf_counter(); job = npu_device.close(); t1 = time.perf_counter()
+log = open(os.path.join(job, "host", "collection.log")).read()
+print(json.dumps({"job": job, "harvest_s": t1 - t0, "log": [l for l in log.splitlines() if "TensorFlow trace" in l]}))
+'''
+
+
+def load() -> str:
+    return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
+def child(side: str, steps: int, out: str) -> dict[str, float]:
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env.pop("PROFILING_MODE", None)
+    r = subprocess.run([sys.executable, "-c", CHILD, side, str(steps), out], capture_output=True,
+                       text=True, env=env, timeout=600)
+    if r.returncode != 0:
+        raise SystemExit(f"{side} failed: {r.stderr[-2000:]}")
+    return orjson.loads(r.stdout.strip().splitlines()[-1])
+
+
+def fmt(xs: list[float]) -> str:
+    return f"median {statistics.median(xs):.1f} (min {min(xs):.1f}, max {max(xs):.1f})"
+
+
+def per_step(rounds: int, steps: int) -> None:
+    sides = ("plain", "off", "bare", "omsp")
+    res: dict[str, list[dict[str, float]]] = {s: [] for s in sides}
+    loads = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            order = sides if r % 2 == 0 else tuple(reversed(sides))
+            for s in order:
+                res[s].append(child(s, steps, os.path.join(tmp, f"{s}{r}")))
+            loads.append(os.getloadavg()[0])
+            print(f"round {r + 1}: " + ", ".join(f"{s} {res[s][-1]['step_us']:.0f} us" for s in sides)
+                  + f"  [{load()}]", flush=True)
+    step = {s: [d["step_us"] for d in res[s]] for s in sides}
+    for s in sides:
+        print(f"{s:6s} per step (us): {fmt(step[s])}")
+    ratio = [o / b for o, b in zip(step["omsp"], step["bare"], strict=True)]
+    off = [(o / p - 1) * 100 for o, p in zip(step["off"], step["plain"], strict=True)]
+    print(f"omsp / bare tf.profiler per step: median {statistics.median(ratio):.3f} "
+          f"(min {min(ratio):.3f}, max {max(ratio):.3f}) [goal <= 1.10]")
+    print(f"  ratios: {', '.join(f'{x:.3f}' for x in ratio)}; best vs best "
+          f"{min(step['omsp']) / min(step['bare']):.3f}")
+    print(f"off vs plain: {', '.join(f'{x:+.1f}%' for x in off)} (median {statistics.median(off):+.1f}%) "
+          f"[goal <= 1 %]; best vs best {(min(step['off']) / min(step['plain']) - 1) * 100:+.1f}%")
+    cpu = {s: [d["cpu_us"] for d in res[s]] for s in sides}
+    for s in sides:
+        print(f"{s:6s} CPU per step (us, all threads): {fmt(cpu[s])}")
+    print(f"CPU omsp / bare: median {statistics.median(cpu['omsp']) / statistics.median(cpu['bare']):.3f}; "
+          f"off vs plain: {(statistics.median(cpu['off']) / statistics.median(cpu['plain']) - 1) * 100:+.1f}%")
+    print(f"stop time (s): bare {fmt([d['stop_s'] for d in res['bare']])}, "
+          f"omsp (stop + harvest) {fmt([d['stop_s'] for d in res['omsp']])}")
+    print(f"load average (1 min) during rounds: {min(loads):.2f}-{max(loads):.2f}")
+
+
+def paired(rounds: int, steps: int) -> None:
+    """bare and omsp windows alternating in one warm process (paired ratios, less noise)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+        l0 = load()
+        r = subprocess.run([sys.executable, "-c", PAIRED, str(rounds), str(steps), tmp],
+                           capture_output=True, text=True, env=env, timeout=1200)
+        if r.returncode != 0:
+            raise SystemExit(f"paired failed: {r.stderr[-2000:]}")
+        both = orjson.loads(r.stdout.strip().splitlines()[-1])
+    for kind in ("wall", "cpu"):
+        res = both[kind]
+        for side in ("plain", "bare", "omsp"):
+            print(f"in-process {side:5s} {kind} per step (us): {fmt(res[side])}")
+        ratio = [o / b for o, b in zip(res["omsp"], res["bare"], strict=True)]
+        print(f"in-process omsp / bare ({kind}): median {statistics.median(ratio):.3f} "
+              f"(min {min(ratio):.3f}, max {max(ratio):.3f}), best vs best "
+              f"{min(res['omsp']) / min(res['bare']):.3f} [goal <= 1.10]  [{l0} -> {load()}]")
+
+
+def _child_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def export_big(ops: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+        r = subprocess.run([sys.executable, "-c", BIG, str(ops), tmp], capture_output=True,
+                           text=True, env=env, timeout=1200)
+        if r.returncode != 0:
+            raise SystemExit(f"big trace failed: {r.stderr[-2000:]}")
+        info = orjson.loads(r.stdout.strip().splitlines()[-1])
+        job = Path(info["job"])
+        print(f"{ops} ops asked: {info['log']}; harvest at stop {info['harvest_s']:.2f} s  [{load()}]")
+        for what in ("import", "summary", "timeline"):
+            args = ["import", "-dir", str(job)] if what == "import" else ["export", what, "-dir", str(job)]
+            t0, c0 = time.perf_counter(), _child_cpu()
+            subprocess.run([sys.executable, "-m", "openmsprof", *args], check=True,
+                           capture_output=True, timeout=1200)
+            print(f"  {what}: {time.perf_counter() - t0:.2f} s wall, {_child_cpu() - c0:.2f} s CPU"
+                  f"  [{load()}]", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--ops", type=int, default=1_000_000)
+    ap.add_argument("--skip-export", action="store_true")
+    ap.add_argument("--only-paired", action="store_true")
+    a = ap.parse_args()
+    if not a.only_paired:
+        per_step(a.rounds, a.steps)
+    paired(a.rounds * 2, a.steps)
+    if not a.skip_export:
+        export_big(a.ops)
+
+
+if __name__ == "__main__":
+    main()

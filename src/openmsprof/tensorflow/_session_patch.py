@@ -1,0 +1,80 @@
+"""sess.run mode: a ``tf.compat.v1.Session`` configured with the ``NpuOptimizer`` custom optimizer.
+
+:func:`install` wraps ``Session.__init__`` and ``Session.close`` once.  At construction the
+``NpuOptimizer`` entries are taken out of a copy of the ``ConfigProto`` (TensorFlow never sees an
+optimizer name it does not know, so grappler logs no error); when one of them has
+``parameter_map["profiling_mode"].b`` (or ``PROFILING_MODE`` is set) the session opens the profiled
+window, and ``close()`` (also via ``with``) ends it.  A session never closed is ended at exit.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from openmsprof.tensorflow import _control
+
+__all__ = ["NPU_OPTIMIZER", "install", "take_npu_optimizer"]
+
+NPU_OPTIMIZER = "NpuOptimizer"
+_installed: list[bool] = []
+
+
+def take_npu_optimizer(config: Any) -> tuple[Any, dict[str, Any] | None]:
+    """(``config`` without NpuOptimizer entries, those entries' parameters or None)."""
+    if config is None:
+        return None, None
+    opts = config.graph_options.rewrite_options.custom_optimizers
+    if not any(o.name == NPU_OPTIMIZER for o in opts):
+        return config, None
+    clean = type(config)()
+    clean.CopyFrom(config)
+    params: dict[str, Any] = {}
+    kept = [o for o in clean.graph_options.rewrite_options.custom_optimizers if o.name != NPU_OPTIMIZER]
+    for o in opts:
+        if o.name == NPU_OPTIMIZER:
+            for key, value in o.parameter_map.items():
+                params[key] = value
+    del clean.graph_options.rewrite_options.custom_optimizers[:]
+    for o in kept:
+        clean.graph_options.rewrite_options.custom_optimizers.add().CopyFrom(o)
+    return clean, params
+
+
+def _session_config(params: dict[str, Any] | None) -> Any:
+    where = 'Session parameter_map["profiling_options"]'
+    if params is not None and "profiling_mode" in params and params["profiling_mode"].b:
+        opts = params["profiling_options"].s if "profiling_options" in params else None
+        return _control.config_from(opts or None, where)
+    return _control.env_config("environment PROFILING_OPTIONS")
+
+
+def install() -> None:
+    """Wrap ``tf.compat.v1.Session`` (idempotent)."""
+    if _installed:
+        return
+    from tensorflow.python.client import session as tf_session
+
+    cls = tf_session.Session
+    orig_init, orig_close = cls.__init__, cls.close
+
+    @functools.wraps(orig_init)
+    def __init__(self: Any, target: str = "", graph: Any = None, config: Any = None) -> None:
+        config, params = take_npu_optimizer(config)
+        orig_init(self, target, graph, config)
+        if _control.active():
+            return
+        cfg = _session_config(params)
+        if cfg is not None:
+            _control.begin(cfg, self, "tf.compat.v1.Session (profiling_mode)")
+
+    @functools.wraps(orig_close)
+    def close(self: Any) -> None:
+        try:
+            orig_close(self)
+        finally:
+            _control.end(self)
+
+    cls.__init__ = __init__  # type: ignore[method-assign]
+    cls.close = close  # type: ignore[method-assign]
+    _installed.append(True)

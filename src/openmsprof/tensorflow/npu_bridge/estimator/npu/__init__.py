@@ -1,0 +1,1 @@
+"""``npu_bridge.estimator.npu``: ``npu_config`` and ``npu_estimator`` (TensorFlow ≤ 2.15)."""

@@ -1,0 +1,73 @@
+"""TF2 mode (seed 003): ``npu_device.global_options().profiling_config`` and
+``npu_device.open().as_default()``.
+
+``as_default()`` opens the profiled window when ``profiling_config.enable_profiling`` is True (or
+``PROFILING_MODE`` is set); it covers eager ops, ``tf.function`` calls and Keras ``fit`` until
+:func:`close` or the end of the program.  The ops still run on TensorFlow's own CPU device.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openmsprof.config.model import ProfileConfig
+from openmsprof.tensorflow import _control
+from openmsprof.tensorflow._profiling_config import ProfilingConfig
+
+__all__ = ["NpuDevice", "ProfilingConfig", "close", "global_options", "open"]
+
+
+class _GlobalOptions:
+    """The process-wide options object of ``npu_device.global_options()``."""
+
+    def __init__(self) -> None:
+        self.profiling_config = ProfilingConfig()
+
+    def __repr__(self) -> str:
+        return f"GlobalOptions(profiling_config={self.profiling_config!r})"
+
+
+_options = _GlobalOptions()
+_MODE = "npu_device.open().as_default()"
+
+
+def global_options() -> _GlobalOptions:
+    return _options
+
+
+class NpuDevice:
+    """What ``open()`` returns; ``as_default()`` starts profiling as configured."""
+
+    def __init__(self, device_id: int = 0) -> None:
+        self.device_id = device_id
+        self.name = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+    def as_default(self) -> NpuDevice:
+        pc = _options.profiling_config
+        cfg: ProfileConfig | None
+        if pc.enable_profiling:
+            cfg = _control.config_from(pc.profiling_options, "npu_device profiling_config.profiling_options")
+        else:
+            cfg = _control.env_config("environment PROFILING_OPTIONS")
+        if cfg is not None:
+            _control.begin(cfg, self, _MODE)
+        return self
+
+    def __enter__(self) -> NpuDevice:
+        return self.as_default()
+
+    def __exit__(self, *exc: Any) -> None:
+        _control.end(self)
+
+    def __repr__(self) -> str:
+        return f"NpuDevice({self.device_id})"
+
+
+def open(device_id: int = 0, *args: Any, **kwargs: Any) -> NpuDevice:
+    """The device object (extra arguments of the Ascend call are accepted and unused)."""
+    return NpuDevice(device_id)
+
+
+def close() -> str | None:
+    """Stop profiling now (it also stops at exit).  Returns the job dir, or None."""
+    return _control.end()

@@ -1,0 +1,97 @@
+"""sess.run mode (npu_bridge.npu_init) on real TensorFlow: seed 003's sample, only imports changed."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import tensorflow as tf
+from openmsprof.tensorflow._session_patch import take_npu_optimizer
+from tests.tensorflow.helpers import EXAMPLES, export, jobs, rows, run_py, tf_own_op_count
+
+
+def test_seed_sample_profiled_with_fp_point(tmp_path):
+    r = run_py([str(EXAMPLES / "tf_sess_run.py"), str(tmp_path), "5", "dense/MatMul"])
+    assert r.returncode == 0, r.stderr
+    assert "NpuOptimizer" not in r.stderr and "not registered" not in r.stderr  # grappler never saw it
+    (job,) = jobs(tmp_path)
+    export(job)
+    s = job / "summary"
+    stat = rows(s / "op_statistic_0.csv")
+    assert sum(int(r["Count"]) for r in stat) == tf_own_op_count(job) > 10
+    names = {r["Op Name"] for r in rows(s / "op_summary_0.csv")}
+    assert "dense/MatMul" in names and any(n.startswith("gradients/") for n in names)
+    steps = rows(s / "step_trace_host.csv")
+    # the initializer run and the five train runs: one iteration per sess.run
+    assert len(steps) == 6
+    for r in steps[1:]:
+        assert r["FP Start(us)"] and r["BP End(us)"] and r["FP to BP Time(us)"], r
+        assert float(r["Iteration Refresh(us)"]) >= 0 and float(r["Data Aug Bound(us)"]) >= 0
+    assert rows(s / "api_statistic_host.csv")[0]["API Name"] == "sess.run"
+    with sqlite3.connect(job / "sqlite" / "msprof.db") as db:  # every op linked to its sess.run
+        (linked,), = db.execute("SELECT COUNT(*) FROM TASK t JOIN CANN_API a ON a.connectionId ="
+                                " t.connectionId JOIN STRING_IDS s ON s.id = a.name"
+                                " WHERE s.value = 'sess.run'").fetchall()
+    assert linked == len(rows(s / "op_summary_0.csv"))
+    log = (job / "host" / "collection.log").read_text()
+    streams = {r["Stream ID"] for r in rows(s / "op_summary_0.csv")}
+    (line,) = [ln for ln in log.splitlines() if "TensorFlow threads by Stream ID" in ln]
+    assert all(f"{sid} = " in line for sid in streams)
+
+
+def test_fp_point_naming_no_op_leaves_columns_empty(tmp_path):
+    r = run_py([str(EXAMPLES / "tf_sess_run.py"), str(tmp_path), "3", "no/such/op"])
+    assert r.returncode == 0, r.stderr
+    (job,) = jobs(tmp_path)
+    assert "fp_point 'no/such/op' names no op" in (job / "host" / "collection.log").read_text()
+    export(job)
+    steps = rows(job / "summary" / "step_trace_host.csv")
+    assert len(steps) == 4
+    for r in steps:
+        assert r["FP Start(us)"] == r["FP to BP Time(us)"] == r["Data Aug Bound(us)"] == ""
+        assert r["Iteration End(us)"]
+    assert all(r["BP End(us)"] for r in steps[1:])  # bp_point "" still found automatically
+
+
+def test_take_npu_optimizer_keeps_other_optimizers():
+    cfg = tf.compat.v1.ConfigProto()
+    other = cfg.graph_options.rewrite_options.custom_optimizers.add()
+    other.name = "pruning"
+    npu = cfg.graph_options.rewrite_options.custom_optimizers.add()
+    npu.name = "NpuOptimizer"
+    npu.parameter_map["profiling_mode"].b = True
+    npu.parameter_map["profiling_options"].s = b'{"output":"/tmp/x"}'
+    clean, params = take_npu_optimizer(cfg)
+    assert [o.name for o in clean.graph_options.rewrite_options.custom_optimizers] == ["pruning"]
+    assert len(cfg.graph_options.rewrite_options.custom_optimizers) == 2  # the caller's is untouched
+    assert params is not None and params["profiling_mode"].b
+    assert take_npu_optimizer(tf.compat.v1.ConfigProto())[1] is None
+
+
+MALFORMED = r'''
+import sys
+import tensorflow.compat.v1 as tf
+from openmsprof.tensorflow.npu_bridge.npu_init import *  # noqa: F403
+tf.disable_eager_execution()
+a = tf.placeholder(tf.float32, [4, 4])
+out = tf.reduce_sum(tf.matmul(a, a))
+config = tf.ConfigProto()
+custom_op = config.graph_options.rewrite_options.custom_optimizers.add()
+custom_op.name = "NpuOptimizer"
+custom_op.parameter_map["profiling_mode"].b = True
+custom_op.parameter_map["profiling_options"].s = b'{"training_trace": 1}'
+with tf.Session(config=config) as sess:
+    for _ in range(3):
+        v = sess.run(out, {a: [[1.0] * 4] * 4})
+print("result", v)
+'''
+
+
+def test_malformed_parameter_map_options_warn_once_and_run(tmp_path):
+    r = run_py(["-c", MALFORMED], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "result 64.0" in r.stdout
+    (line,) = [ln for ln in r.stderr.splitlines() if "training_trace" in ln]
+    assert "default options" in line and "1" in line
+    (job,) = jobs(tmp_path)  # the defaults: output is the current directory
+    export(job)
+    assert len(rows(job / "summary" / "step_trace_host.csv")) == 3

@@ -1,0 +1,169 @@
+"""TF2 mode (npu_device) end to end on real TensorFlow: Keras fit, tf.function, eager ops."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import orjson
+
+from openmsprof.parse.importer import import_job
+from tests.tensorflow.helpers import (
+    EXAMPLES,
+    PROGRAMS,
+    QUIET,
+    export,
+    jobs,
+    rows,
+    run_py,
+    tf_own_op_count,
+)
+
+
+def test_keras_fit_job_and_export(tmp_path):
+    r = run_py([str(PROGRAMS), "keras", str(tmp_path)])
+    assert r.returncode == 0, r.stderr
+    (job,) = jobs(tmp_path)
+    assert f"job {job}" in r.stdout
+    export(job, "summary")
+    export(job, "summary", "--format", "json")
+    export(job, "timeline")
+    s = job / "summary"
+    ops = rows(s / "op_summary_0.csv")
+    stat = rows(s / "op_statistic_0.csv")
+    # every op of TensorFlow's own trace is one task, and op_statistic counts them all
+    assert len(ops) == sum(int(r["Count"]) for r in stat) == tf_own_op_count(job) > 20
+    assert {r["Task Type"] for r in ops} == {"CPU"}
+    assert any("gradient_tape" in r["Op Name"] for r in ops)
+    assert {"MatMul", "Mul"} & {r["OP Type"] for r in stat} or any("MatMul" in r["OP Type"] for r in stat)
+    # Keras fit: 4 train steps + 1 evaluate step, one step_trace row each, FP/BP found automatically
+    steps = rows(s / "step_trace_host.csv")
+    assert [r["Iteration ID"] for r in steps] == ["1", "2", "3", "4", "5"]
+    for r in steps[:4]:
+        assert r["FP Start(us)"] and r["BP End(us)"], r
+        assert float(r["FP Start(us)"]) <= float(r["BP End(us)"]) <= float(r["Iteration End(us)"])
+        assert float(r["FP to BP Time(us)"]) >= 0
+    assert steps[4]["BP End(us)"] == ""  # evaluate has no gradient op: empty, not invented
+    api = {r["API Name"]: int(r["Count"]) for r in rows(s / "api_statistic_host.csv")}
+    assert api.get("multi_step_on_iterator", 0) + api.get("one_step_on_iterator", 0) >= 5
+    assert (s / "step_trace_host.json").exists()
+    assert (job / "timeline" / "msprof_0.json").stat().st_size > 1000
+    log = (job / "host" / "collection.log").read_text()
+    assert "TensorFlow profiling enabled by npu_device.open().as_default()" in log
+
+
+def test_enabled_without_options_uses_seed_defaults(tmp_path):
+    r = run_py([str(PROGRAMS), "env", str(tmp_path)], env={"PROFILING_MODE": "true"}, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (job,) = jobs(tmp_path)  # no options: output is the current directory
+    log = (job / "host" / "collection.log").read_text()
+    for name in ("hccl=on", "aicpu=on", "aic_metrics=PipeUtilization"):
+        assert log.count(name) == 1, name  # what the CPU cannot honour: said once
+    assert "env:PROFILING_MODE=true" in (job / "host" / "sample.json").read_text()
+    export(job)
+    assert rows(job / "summary" / "op_statistic_0.csv")
+
+
+def test_malformed_env_options_warn_once_and_train(tmp_path):
+    r = run_py([str(PROGRAMS), "env", str(tmp_path)], cwd=tmp_path,
+               env={"PROFILING_MODE": "true", "PROFILING_OPTIONS": '{"task_trace": "maybe"}'})
+    assert r.returncode == 0, r.stderr
+    assert "loss" in r.stdout
+    assert r.stderr.count("task_trace") == 1 and "default options" in r.stderr
+    (job,) = jobs(tmp_path)  # profiled with the defaults
+    assert "ignored malformed environment" in (job / "host" / "collection.log").read_text()
+
+
+def test_enabled_twice_one_job_one_warning(tmp_path):
+    r = run_py([str(PROGRAMS), "twice", str(tmp_path)])
+    assert r.returncode == 0, r.stderr
+    assert len(jobs(tmp_path)) == 1
+    assert r.stderr.count("already enabled") == 1
+
+
+def test_not_stopped_is_closed_at_exit(tmp_path):
+    r = run_py([str(PROGRAMS), "keras-noclose", str(tmp_path)])
+    assert r.returncode == 0, r.stderr
+    (job,) = jobs(tmp_path)
+    assert (job / "host" / "end_info").exists()
+    export(job)
+    assert len(rows(job / "summary" / "step_trace_host.csv")) == 5
+
+
+def test_unwritable_output_warns_and_trains(tmp_path):
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("x")  # tests run as root too: a file in the path blocks even root
+    r = run_py([str(PROGRAMS), "keras", str(tmp_path), orjson.dumps({"output": str(blocker / "prof")}).decode()])
+    assert r.returncode == 0, r.stderr
+    assert "loss" in r.stdout and "job None" in r.stdout
+    (line,) = [ln for ln in r.stderr.splitlines() if "profiling not started" in ln]
+    assert str(blocker) in line
+
+
+def test_sigkill_mid_step_job_imports(tmp_path):
+    env = {**QUIET}
+    import os
+
+    p = subprocess.Popen([sys.executable, str(PROGRAMS), "sleep", str(tmp_path)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, **env})
+    try:
+        assert p.stdout is not None
+        assert p.stdout.readline().strip() == "stepping"
+        time.sleep(1.0)
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    (job,) = jobs(tmp_path)
+    res = import_job(job)
+    assert res.db_path.exists()
+    export(job)  # a killed job still exports; TensorFlow's in-memory trace is lost (documented)
+
+
+def test_seed_tf2_sample_with_host_sys(tmp_path):
+    """examples/tf2_keras.py (seed 003's TF2 sample) and host_sys cpu,mem through PROFILING_OPTIONS."""
+    r = run_py([str(EXAMPLES / "tf2_keras.py"), str(tmp_path)])
+    assert r.returncode == 0, r.stderr
+    (job,) = jobs(tmp_path)
+    log = (job / "host" / "collection.log").read_text()
+    assert "fusion_op: not produced" in log
+    export(job)
+    assert len(rows(job / "summary" / "step_trace_host.csv")) == 4  # 128 samples / batch 32
+    opts = orjson.dumps({"output": str(tmp_path / "sys"), "host_sys": "cpu,mem"}).decode()
+    r = run_py([str(PROGRAMS), "keras", str(tmp_path), opts])
+    assert r.returncode == 0, r.stderr
+    (job,) = jobs(tmp_path / "sys")
+    export(job)
+    for name in ("host_cpu_usage_host.csv", "host_mem_usage_host.csv"):
+        (row,) = rows(job / "summary" / name)
+        assert int(next(iter(v for k, v in row.items() if k.startswith("Total")))) > 0
+
+
+OTHER_PROFILER = r'''
+import json, os, sys
+import tensorflow as tf
+from openmsprof.tensorflow import npu_device
+out = sys.argv[1]
+tf.profiler.experimental.start(os.path.join(out, "tb"))
+pc = npu_device.global_options().profiling_config
+pc.enable_profiling = True
+pc.profiling_options = json.dumps({"output": out})
+npu_device.open().as_default()
+print("sum", float(tf.reduce_sum(tf.ones((3, 3)))))
+print("job", npu_device.close())
+tf.profiler.experimental.stop()
+'''
+
+
+def test_another_tf_profiler_running_is_noted(tmp_path):
+    r = run_py(["-c", OTHER_PROFILER, str(tmp_path)])
+    assert r.returncode == 0, r.stderr
+    assert "sum 9.0" in r.stdout
+    (job,) = jobs(tmp_path)
+    log = (job / "host" / "collection.log").read_text()
+    assert "TensorFlow's profiler could not start (AlreadyExistsError" in log
+    assert list((tmp_path / "tb").glob("plugins/profile/*/*.xplane.pb"))  # the user's profiler unharmed
