@@ -186,3 +186,24 @@ def collect(fw: Framework, group: Group) -> list[CommOp]:
                           ts=int(fw.op_ts[i]), dur=int(fw.op_dur[i]), size=size, count=count,
                           dtype=dtype or "N/A", step=step, event=i))
     return ops
+
+
+def kernel_ops(fw: Framework, group: Group) -> list[tuple[int, CommOp]]:
+    """(kernel index, operation) for every communication kernel, those outside steps included
+    (step ``""``): what the db's COMMUNICATION_OP / COMMUNICATION_TASK_INFO hold."""
+    k = fw.kernels
+    if not len(k) or not k.comm.any() or not len(k.event) or int(k.event.min()) < 0:
+        return []
+    named = {i: (name, op_type, backend) for i, name, op_type, backend in _named(fw, group)}
+    shapes = fw.cols.shapes.items
+    out = []
+    for j in np.flatnonzero(k.comm).tolist():
+        i = int(k.event[j])
+        if i not in named:
+            continue
+        name, op_type, backend = named[i]
+        size, count, dtype = _payload(*shapes[int(fw.cols.op_shape[i])])
+        out.append((j, CommOp(name=name, op_type=op_type, backend=backend,
+                              kind="p2p" if op_type.lower() in P2P_TYPES else "collective", ts=int(k.ts[j]),
+                              dur=int(k.dur[j]), size=size, count=count, dtype=dtype or "N/A", step="", event=i)))
+    return out

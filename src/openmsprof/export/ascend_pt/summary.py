@@ -37,7 +37,12 @@ API_STATISTIC = ["Device_id", "Level", "API Name", "Time(us)", "Count", "Avg(us)
 EXECUTOR = "Executor"
 _KD_L0 = b"%b{dev},%b,%b,%b,%d.%03d\t,%d.%03d,%d.%03d,N/A,%b,%b,N/A,N/A,N/A,N/A,%b\n"
 _KD_FULL = (b"%b{dev},4294967295,%d,%d,%b,%b,N/A,%b,%d.%03d\t,%d.%03d,%d.%03d,N/A,N/A,N/A,%b,%b,N/A,N/A,N/A,N/A,N/A,"
-            b"%b\n")
+            b"%b,%b,%b\n")
+#: engine-class time columns (Level1+): the task's whole duration booked to the engine class of
+#: ``classify`` — ``aicore_time(us)`` for AI_CORE (matrix) tasks, ``aiv_vec_time(us)`` for
+#: AI_VECTOR_CORE tasks, 0 for the other class, N/A for communication / memory copies.  Not a
+#: hardware counter (docs/formats.md); msprof-analyze needs them to split Cube/Vector time.
+ENGINE_COLS = ["aicore_time(us)", "aiv_vec_time(us)"]
 _OPD = b"%b,%b,%b,%d.%03d,%d.%03d,%d.%03d,%d.%03d,0.000,0.000\n"
 
 
@@ -67,7 +72,7 @@ def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> Non
         wait[0] = 0
     header = (["Step Id"] if fw.steps else []) + (KD_FULL if full else KD_L0) + SHAPE_COLS
     if full:
-        header.append("Context ID")
+        header += ["Context ID", *ENGINE_COLS]
     header.append(EXECUTOR)
     names, cores = csv_texts(k.names), csv_texts(CORES)
     types = csv_texts([classify.op_type(n) for n in k.names])
@@ -84,6 +89,8 @@ def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> Non
             nm = [names[c] for c in codes]
             ty_ = [types[c] for c in codes]
             exs = [ex] * (b - a)
+            if full:
+                cube, vec = _engine_texts(k.core[a:b], k.dur[a:b])
             co = [cores[c] for c in k.core[a:b].tolist()]
             sh = shape[a:b].tolist()
             sp, ty = [shp_t[c] for c in sh], [typ_t[c] for c in sh]
@@ -93,12 +100,22 @@ def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> Non
             pre = _step_prefix(fw, k.ts[a:b])
             if full:
                 yield b"".join([kd_full % x for x in zip(pre, range(a, b), k.stream[a:b].tolist(), nm, ty_, co,
-                                                          tq, tr, dq, dr, wq, wr, sp, ty, exs, strict=True)])
+                                                          tq, tr, dq, dr, wq, wr, sp, ty, cube, vec, exs,
+                                                          strict=True)])
             else:
                 yield b"".join([kd_l0 % x for x in zip(pre, nm, ty_, co, tq, tr, dq, dr, wq, wr, sp, ty,
                                                         exs, strict=True)])
 
     text.write_stream(path, rows())
+
+
+def _engine_texts(core: np.ndarray, dur: np.ndarray) -> tuple[list[bytes], list[bytes]]:
+    """``aicore_time(us)`` / ``aiv_vec_time(us)`` texts per task (see ``ENGINE_COLS``)."""
+    us = [text.ts_text(d).encode() for d in dur.tolist()]
+    cube_k, vec_k = int(classify.Kind.CUBE), int(classify.Kind.VECTOR)
+    cube = [u if c == cube_k else b"0" if c == vec_k else b"N/A" for c, u in zip(core.tolist(), us, strict=True)]
+    vec = [u if c == vec_k else b"0" if c == cube_k else b"N/A" for c, u in zip(core.tolist(), us, strict=True)]
+    return cube, vec
 
 
 def operator_details(path: Path, fw: Framework) -> None:

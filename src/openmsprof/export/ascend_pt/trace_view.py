@@ -142,13 +142,29 @@ def _python(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
                    [[names[c] for c in cols.py_name[a:b].tolist()], cols.py_tid[a:b].tolist(), q, r, *durs])
 
 
+def _cross_thread(cols: Any) -> np.ndarray:
+    """Indices of the fwdbwd flow events whose pair spans two threads (FORMATS §5: a flow only
+    when backward runs on another thread; msprof-analyze takes any ``f`` thread as the backward
+    thread, so a same-thread pair would mark forward operators as backward)."""
+    n = len(cols.flow_ts)
+    if not n:
+        return np.zeros(0, np.int64)
+    ids, start, tid = cols.flow_id, cols.flow_start, cols.flow_tid
+    s_tid: dict[int, int] = dict(zip(ids[start].tolist(), tid[start].tolist(), strict=True))
+    f_tid: dict[int, int] = dict(zip(ids[~start].tolist(), tid[~start].tolist(), strict=True))
+    cross = {i for i, t in s_tid.items() if i in f_tid and f_tid[i] != t}
+    return np.asarray([j for j, i in enumerate(ids.tolist()) if i in cross], np.int64)
+
+
 def _flows(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
     cols = fw.cols
     tmpl = _template(_FLOW, pid=lay.python)
-    for a, b in chunks(len(cols.flow_ts)):
-        q, r = split_us(cols.flow_ts[a:b])
-        yield fill(tmpl, [[b'"s"' if s else b'"f"' for s in cols.flow_start[a:b].tolist()],
-                          cols.flow_id[a:b].tolist(), cols.flow_tid[a:b].tolist(), q, r])
+    keep = _cross_thread(cols)
+    for a, b in chunks(len(keep)):
+        j = keep[a:b]
+        q, r = split_us(cols.flow_ts[j])
+        yield fill(tmpl, [[b'"s"' if s else b'"f"' for s in cols.flow_start[j].tolist()],
+                          cols.flow_id[j].tolist(), cols.flow_tid[j].tolist(), q, r])
 
 
 def flow_ids(ts: np.ndarray) -> list[bytes]:
