@@ -122,7 +122,7 @@ def _intern(fw: Framework, s: _Strings) -> None:
         s[fw.names[name]], s[typ or NA], s[shp or NA]
 
 
-def _infos(fw: Framework, s: _Strings) -> Iterator[tuple[int, ...]]:
+def _infos(fw: Framework, s: _Strings) -> Iterator[tuple[int | None, ...]]:
     """COMPUTE_TASK_INFO rows of the computing (not communication) kernels; string ids are taken in
     the order the columns are listed.  Block Num / Mix Block Num have no CPU analogue: NULL."""
     k = fw.kernels
@@ -182,8 +182,8 @@ def write(out: Path, fw: Framework, ov: Overlap, info: dict[str, Any], rank: int
         con.execute("INSERT INTO RANK_DEVICE_MAP VALUES (?,?)", (rank if rank is not None else -1, device_id))
         con.execute("INSERT INTO NPU_INFO VALUES (?,?)", (device_id, fw.kernels.executor))
         con.execute("INSERT INTO HOST_INFO VALUES (?,?)", (hostinfo.host_uid(info), hostinfo.host_name(info)))
-        for table, rows in comm_db.ENUMS.items():
-            con.executemany(f"INSERT INTO {table} VALUES (?,?)", rows)
+        for table, enum_rows in comm_db.ENUMS.items():
+            con.executemany(f"INSERT INTO {table} VALUES (?,?)", enum_rows)
         span = (int(fw.op_ts.min()), int((fw.op_ts + fw.op_dur).max())) if fw.n_ops else (0, 0)
         con.execute("INSERT INTO SESSION_TIME_INFO VALUES (?,?)", span)
         mhz = hostinfo.nominal_mhz(info)
