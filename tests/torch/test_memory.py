@@ -43,9 +43,9 @@ def _kineto_memory(rank_dir: Path) -> list[dict]:
 
 
 def _us(cell: str) -> int:
-    """A µs cell (3 decimals + the Excel-guard TAB torch_npu writes) as integer ns."""
-    assert cell.endswith("\t"), cell
-    whole, frac = cell[:-1].split(".")
+    """A µs cell (3 decimals, no trailing whitespace: issue 11) as integer ns."""
+    assert cell == cell.strip(), repr(cell)
+    whole, frac = cell.split(".")
     assert len(frac) == 3
     return int(whole) * 1000 + int(frac)
 
