@@ -11,6 +11,7 @@ from openmsprof.config.errors import ConfigError, ProfilingError
 from openmsprof.export.db import find_jobs
 from openmsprof.export.msprof.summary import FORMATS, export_summary
 from openmsprof.export.msprof.timeline import export_timeline
+from openmsprof.export.msprof.tool_facing import export_tool_facing
 
 
 def _add_dir(p: argparse.ArgumentParser) -> None:
@@ -35,12 +36,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                     help="only events starting before this time (µs from the trace base)")
     tl.add_argument("--max-size-mb", type=float, default=None, metavar="MB",
                     help="split into msprof_{dev}_slice_{k}.json files of about this size")
+    tl.add_argument("--no-tool-facing", action="store_true",
+                    help="skip mindstudio_profiler_output/ and msprof_{ts}.db (written by default)")
     tl.set_defaults(func=run_timeline)
     sm = sub.add_parser("summary", help="CSV/JSON summaries -> JOB/summary/{name}_{dev}.csv")
     _add_dir(sm)
     sm.add_argument("--format", choices=FORMATS, default="csv", help="file format (default csv)")
     sm.add_argument("--s2", action="store_true",
                     help="also write the S2 (SVP) op_statistic layout as op_statistic_s2_*")
+    sm.add_argument("--no-tool-facing", action="store_true",
+                    help="skip mindstudio_profiler_output/ and msprof_{ts}.db (written by default)")
     sm.set_defaults(func=run_summary)
 
 
@@ -73,9 +78,15 @@ def run_timeline(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-size-mb must be > 0, got {args.max_size_mb}")
     return for_each_job(args.collection_dir, lambda job: export_timeline(
         job, ascend_compat=args.ascend_compat, start_us=args.start_us, end_us=args.end_us,
-        max_size_mb=args.max_size_mb), "timeline")
+        max_size_mb=args.max_size_mb) + _tool_facing(job, args), "timeline")
 
 
 def run_summary(args: argparse.Namespace) -> int:
     return for_each_job(args.collection_dir,
-                        lambda job: export_summary(job, fmt=args.format, s2=args.s2), "summary")
+                        lambda job: export_summary(job, fmt=args.format, s2=args.s2) + _tool_facing(job, args),
+                        "summary")
+
+
+def _tool_facing(job: Path, args: argparse.Namespace) -> list[Path]:
+    """mindstudio_profiler_output/ + msprof_{ts}.db (FORMATS §2), unless --no-tool-facing."""
+    return [] if getattr(args, "no_tool_facing", False) else export_tool_facing(job)
