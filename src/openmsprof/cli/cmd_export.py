@@ -88,5 +88,10 @@ def run_summary(args: argparse.Namespace) -> int:
 
 
 def _tool_facing(job: Path, args: argparse.Namespace) -> list[Path]:
-    """mindstudio_profiler_output/ + msprof_{ts}.db (FORMATS §2), unless --no-tool-facing."""
-    return [] if getattr(args, "no_tool_facing", False) else export_tool_facing(job)
+    """mindstudio_profiler_output/ + msprof_{ts}.db (FORMATS §2), unless --no-tool-facing; reported
+    on its own line, so the verb's file count stays its own."""
+    if not getattr(args, "no_tool_facing", False):
+        paths = export_tool_facing(job)
+        print(f"{job.name}: tool-facing layout ({len(paths)} file(s)) in {job / 'mindstudio_profiler_output'} "
+              f"and {paths[0].name}")
+    return []
