@@ -328,3 +328,30 @@ def test_cluster_reads_a_pyacl_job(pyacl_job: Path, tmp_path: Path) -> None:
         end = max(end, e)
     assert computing == pytest.approx(busy / 1000, rel=0.01)
     assert free >= 0
+
+
+def test_overhead_figures_in_trace_view_and_db(one: dict[str, Path], tmp_path: Path) -> None:
+    """profiler_info's ``openmsprof_overhead`` (filled by the torch facade) is shown next to the data."""
+    from openmsprof.torch.profiler.analysis import analyse_dir
+
+    (src,) = rank_dirs(one["text"])
+    d = tmp_path / src.name
+    shutil.copytree(src, d)
+    info_path = next(d.glob("profiler_info_*.json"))
+    info = orjson.loads(info_path.read_bytes())
+    info["openmsprof_overhead"] = {"records_written": 321, "analysis_cpu_ns": 7_000_000}
+    info["config"]["experimental_config"]["_export_type"] = ["text", "db"]
+    info_path.write_bytes(orjson.dumps(info))
+    out = analyse_dir(d, parallel=False)
+    events = orjson.loads((out / "trace_view.json").read_bytes())
+    (pid,) = [e["pid"] for e in events if e.get("name") == "process_name"
+              and e["args"]["name"] == "Profiling Overhead"]
+    counters = {e["name"]: e["args"][e["name"]] for e in events if e.get("ph") == "C" and e["pid"] == pid}
+    assert counters == {"records_written": 321, "analysis_cpu_ns": 7_000_000}
+    assert not [e for e in events if e["pid"] == pid and e.get("ph") == "X"]  # never counted as work
+    con = sqlite3.connect(out / "ascend_pytorch_profiler_0.db")
+    try:
+        (value,) = con.execute("SELECT value FROM META_DATA WHERE name = 'openmsprof_overhead'").fetchone()
+    finally:
+        con.close()
+    assert orjson.loads(value) == {"records_written": 321, "analysis_cpu_ns": 7_000_000}

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
-from openmsprof.export import classify, hostinfo
+from openmsprof.export import classify, hostinfo, overhead
 from openmsprof.export.ascend_pt import cann, comm_db, communication
 from openmsprof.export.ascend_pt.framework import CORES, Framework
 from openmsprof.export.ascend_pt.overlap import Overlap, step_rows
@@ -178,6 +178,8 @@ def write(out: Path, fw: Framework, ov: Overlap, info: dict[str, Any], rank: int
         md = rank_dir / "profiler_metadata.json"
         if md.is_file():
             meta += [(k, orjson.dumps(v).decode()) for k, v in orjson.loads(md.read_bytes()).items()]
+        if extra is not None and extra.overhead:
+            meta.append((overhead.KEY, orjson.dumps(extra.overhead).decode()))
         con.executemany("INSERT INTO META_DATA VALUES (?,?)", meta)
         con.execute("INSERT INTO RANK_DEVICE_MAP VALUES (?,?)", (rank if rank is not None else -1, device_id))
         con.execute("INSERT INTO NPU_INFO VALUES (?,?)", (device_id, fw.kernels.executor))
