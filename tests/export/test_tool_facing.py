@@ -63,6 +63,8 @@ def test_layout_and_classified_task_types(tmp_path: Path) -> None:
     assert counters == {"records_written": 1234, "flusher_cpu_ns": 4_000_000}
     readme = (out / "README.txt").read_text()
     assert "executor (real hardware of every task): CPU" in readme and "records_written: 1234" in readme
+    host = orjson.loads((job / "host" / "info.json").read_bytes())
+    assert host[overhead.KEY]["bytes_written"] == 56789
     for info in job.glob("device_*/info.json.*"):
         dev = orjson.loads(info.read_bytes())["DeviceInfo"][0]
         assert dev["ai_core_num"] >= 1 and "aic_frequency" in dev

@@ -11,6 +11,7 @@ PROF_…/mindstudio_profiler_output/
     README.txt                               what is here, the executor, the overhead figures
 PROF_…/analyze/communication_analyzer.db     (msprof-analyze needs the folder and the db)
 device_*/info.json.*                         + DeviceInfo ai_core_num / aiv_num / aic_frequency
+host/info.json                               + openmsprof_overhead (the recorder's figures)
 ```
 Everything is produced from the job's sqlite db alone (through the tool-facing db copy), so it
 is framework-neutral.  The task type columns use ``export.classify``'s engine classes; README.txt
@@ -151,6 +152,20 @@ def _device_info(job: Path) -> None:
         fs.write_file_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
 
 
+def _host_overhead(job: Path, figures: dict[str, float | int]) -> None:
+    """host/info.json gains ``openmsprof_overhead`` (the recorder's figures) when it lacks them."""
+    path = job / "host" / "info.json"
+    if not figures or path.is_symlink():
+        return
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return
+    if isinstance(doc, dict) and doc.get(overhead.KEY) != figures:
+        doc[overhead.KEY] = figures
+        fs.write_file_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+
+
 def _analysis_db(job: Path) -> Path:
     """``analyze/communication_analyzer.db``: the CommAnalyzer*/StepTraceTime tables msprof-analyze's
     cluster recipes open for every msprof rank (empty: the job has no collectives)."""
@@ -180,6 +195,7 @@ def export_tool_facing(job: Path) -> list[Path]:
     analysis = _analysis_db(job)
     _device_info(job)
     figures = overhead.read_job(job)
+    _host_overhead(job, figures)
     with JobDB(db_path, job) as db:
         written: list[Path] = []
         for table in _merged_tables(db, stamp):
