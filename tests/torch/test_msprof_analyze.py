@@ -355,3 +355,31 @@ def test_overhead_figures_in_trace_view_and_db(one: dict[str, Path], tmp_path: P
     finally:
         con.close()
     assert orjson.loads(value) == {"records_written": 321, "analysis_cpu_ns": 7_000_000}
+
+
+def test_viewer_safety_of_trace_view_and_csvs(two: dict[str, Path]) -> None:
+    for d in rank_dirs(two["text"]):
+        events = orjson.loads((d / OUT / "trace_view.json").read_bytes())
+        procs = {e["args"]["name"]: e["pid"] for e in events if e.get("name") == "process_name"}
+        kernels = {(e["pid"], e["tid"], e["ts"]) for e in events
+                   if e.get("ph") == "X" and e["pid"] == procs["Ascend Hardware"]}
+        cann = [e for e in events if e.get("ph") == "X" and e["pid"] == procs["CANN"]]
+        assert cann and {e["name"].split("@")[0] for e in cann} == {"Node", "Communication"}
+        starts = [e for e in events if e.get("ph") == "s"]
+        ends = [e for e in events if e.get("ph") == "f"]
+        for e in starts + ends:  # strings (as torch_npu writes them) or integers JavaScript keeps exact
+            assert isinstance(e["id"], str) or (isinstance(e["id"], int) and abs(e["id"]) < 2**53), e
+        keys = [(e["cat"], e["id"]) for e in starts]
+        assert len(keys) == len(set(keys)) and sorted(keys) == sorted((e["cat"], e["id"]) for e in ends)
+        h2d = [e for e in ends if e["cat"] == "HostToDevice"]
+        assert len(h2d) == len(kernels) and all((e["pid"], e["tid"], e["ts"]) in kernels for e in h2d)
+        _h, api = read_csv(d / OUT / "api_statistic.csv")
+        assert {r["Level"] for r in api} == {"Node", "Communication"}
+        for csv_path in (d / OUT).glob("*.csv"):
+            _header, rows = read_csv(csv_path)
+            for r in rows:
+                for col, v in r.items():
+                    if csv_path.name == "kernel_details.csv" and col == "Start Time(us)":
+                        assert v.endswith("\t")  # the Ascend Excel guard (FORMATS §1), stripped by readers
+                        v = v[:-1]
+                    assert v == v.strip(), (csv_path.name, col, v)
