@@ -70,6 +70,19 @@ def test_layout_and_classified_task_types(tmp_path: Path) -> None:
         assert dev["ai_core_num"] >= 1 and "aic_frequency" in dev
 
 
+def test_own_timeline_carries_the_overhead_track(tmp_path: Path) -> None:
+    from openmsprof.export.msprof.timeline import export_timeline
+
+    job = make_real_job(tmp_path / "out")
+    (job / "host" / overhead.FILE).write_bytes(orjson.dumps({"records_written": 77, "flusher_cpu_ns": 5}))
+    (path,) = export_timeline(job)
+    doc = orjson.loads(path.read_bytes())
+    procs = {e["args"]["name"]: e["pid"] for e in doc["traceEvents"] if e.get("name") == "process_name"}
+    counters = {e["name"]: e["args"][e["name"]] for e in doc["traceEvents"]
+                if e.get("ph") == "C" and e["pid"] == procs[overhead.PROCESS]}
+    assert counters == {"records_written": 77, "flusher_cpu_ns": 5}
+
+
 def test_reexport_replaces_stale_stamps(tmp_path: Path) -> None:
     job = make_real_job(tmp_path / "out")
     export_tool_facing(job)

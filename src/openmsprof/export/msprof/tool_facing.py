@@ -77,9 +77,9 @@ def _rename_slices(paths: list[Path], stamp: str) -> list[Path]:
     return out
 
 
-def _timeline(db: JobDB, out: Path, stamp: str, figures: dict[str, float | int]) -> list[Path]:
-    """``msprof_{ts}.json``: the devices' Ascend-spelling timelines as one bare array, plus the
-    Profiling Overhead process."""
+def _timeline(db: JobDB, out: Path, stamp: str) -> list[Path]:
+    """``msprof_{ts}.json``: the devices' Ascend-spelling timelines (each with the Profiling
+    Overhead track when the recorder left figures) as one bare array."""
     tmp = out / f".timeline.{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     fs.make_dir(tmp)
@@ -87,7 +87,6 @@ def _timeline(db: JobDB, out: Path, stamp: str, figures: dict[str, float | int])
         parts = write_timeline(db, tmp, ascend_compat=True, parallel=False)
         if not parts:
             return []
-        extra = overhead.trace_events(figures, (db.pid & 0x3FFFFF) << 10 | 8 << 5 | 31, db.base_ns)
         target = out / f"msprof_{stamp}.json"
 
         def body() -> object:
@@ -98,9 +97,6 @@ def _timeline(db: JobDB, out: Path, stamp: str, figures: dict[str, float | int])
                 if inner:
                     yield inner if first else b"," + inner
                     first = False
-            for e in extra:
-                yield e if first else b"," + e
-                first = False
 
         fs.write_stream_atomic(target, [b"[", *body(), b"]"])  # type: ignore[misc]
         return [target]
@@ -200,7 +196,7 @@ def export_tool_facing(job: Path) -> list[Path]:
         written: list[Path] = []
         for table in _merged_tables(db, stamp):
             written += _rename_slices(write_table(out, table, "csv"), stamp)
-        written += _timeline(db, out, stamp, figures)
+        written += _timeline(db, out, stamp)
         executor = next((v for (v,) in db.query("SELECT value FROM META_DATA WHERE name = 'EXECUTOR'")), "CPU")
     written.append(_readme(out, stamp, written, str(executor), figures))
     keep = {p.name for p in written}
