@@ -6,7 +6,9 @@ plane 0, ``LOCAL`` transport from this rank to itself (per-peer traffic is not i
 communication_matrix.json), its payload bytes and bandwidth.  ``opId`` is the operation's index;
 ``connectionId`` the launching API's (``cann``), so CANN_API joins both ways.  dataType,
 transportType, linkType and rdmaType are ids into the ENUM_HCCL_* tables; names and types are
-STRING_IDS ids.
+STRING_IDS ids.  ``groupName`` is the group id itself (the ``parallel_group_info`` key), as in
+msprof's db: msprof-analyze derives the hashed name of the text files from it (hccl_sum's GroupId,
+computational_op_masking's join); analysis.db keeps the hashed name.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def op_rows(ops: list[tuple[int, CommOp]], group: Group, conn: np.ndarray, devic
     """COMMUNICATION_OP(opName, startNs, endNs, connectionId, groupName, opId, relay, retry, dataType,
     algType, count, opType, deviceId)."""
     for n, (j, op) in enumerate(ops):
-        yield (s(op.name), op.ts, op.ts + op.dur, int(conn[j]), s(group.hashed), n, 0, 0,
+        yield (s(op.name), op.ts, op.ts + op.dur, int(conn[j]), s(group.gid), n, 0, 0,
                enum_id("ENUM_HCCL_DATA_TYPE", op.dtype), s("N/A"),
                op.count, s(op.name.split("__", 1)[0] + "_"), device_id)
 
@@ -41,6 +43,6 @@ def task_rows(ops: list[tuple[int, CommOp]], group: Group,
     me = group.local_rank
     for n, (j, op) in enumerate(ops):
         bw = op.size / op.dur if op.dur > 0 else 0.0  # bytes/ns = GB/s
-        yield (s(op.name), j, s(TASK_NAME), 0, s(group.hashed), 4294967295, enum_id("ENUM_HCCL_RDMA_TYPE", "N/A"),
+        yield (s(op.name), j, s(TASK_NAME), 0, s(group.gid), 4294967295, enum_id("ENUM_HCCL_RDMA_TYPE", "N/A"),
                me, me, enum_id("ENUM_HCCL_TRANSPORT_TYPE", TRANSPORT), op.size,
                enum_id("ENUM_HCCL_DATA_TYPE", op.dtype), enum_id("ENUM_HCCL_LINK_TYPE", LINK), n, 1, bw)
