@@ -365,6 +365,9 @@ def test_viewer_safety_of_trace_view_and_csvs(two: dict[str, Path]) -> None:
                    if e.get("ph") == "X" and e["pid"] == procs["Ascend Hardware"]}
         cann = [e for e in events if e.get("ph") == "X" and e["pid"] == procs["CANN"]]
         assert cann and {e["name"].split("@")[0] for e in cann} == {"Node", "Communication"}
+        launches = {e["args"]["connection_id"] for e in cann if e["name"].startswith("Communication@c10d::")}
+        comm_ops = [e for e in events if e.get("ph") == "X" and e["pid"] == procs["Communication"]]
+        assert comm_ops and all(e["args"]["connection_id"] in launches for e in comm_ops)
         starts = [e for e in events if e.get("ph") == "s"]
         ends = [e for e in events if e.get("ph") == "f"]
         for e in starts + ends:  # strings (as torch_npu writes them) or integers JavaScript keeps exact

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 
 from openmsprof.config.errors import RawDataError
@@ -85,7 +86,10 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
     files: list[str] = []
     if "text" in types or not types:
         lay = trace_view.Layout(fw, device_id)
-        lay.comm = comm_views.trace_events(extra.comm, extra.group, lay.communication, device_id)
+        k = fw.kernels
+        conn = {int(k.event[j]): int(extra.apis.conn[j]) for j in np.flatnonzero(k.comm).tolist()} \
+            if len(k.event) else {}
+        lay.comm = comm_views.trace_events(extra.comm, extra.group, lay.communication, device_id, conn)
         lay.apis = extra.apis if level >= 1 else None
         lay.extra = overhead.trace_events(extra.overhead, trace_view.enc_pid(fw.pid, 8, trace_view.HOST_DEV),
                                           int(fw.op_ts.min()) if fw.n_ops else None)
