@@ -219,3 +219,5 @@ def test_acl_sample_collected_with_api_and_task_data(tmp_path: Path) -> None:
         tasks = db.execute("SELECT COUNT(*) FROM TASK").fetchone()[0]
     assert apis > 0 and tasks > 0
     assert (job / "timeline").is_dir() and (job / "summary").is_dir()
+    assert list((job / "mindstudio_profiler_output").glob("op_summary_*.csv"))  # tool-facing layout (issue 11)
+    assert len(list(job.glob("msprof_[0-9]*.db"))) == 1

@@ -89,6 +89,10 @@ def test_ascend_compat_spelling(job: Path) -> None:
     assert tasks[0]["args"]["Physic Stream Id"] == 0
     flows = [e for e in events if e["ph"] == "s"]
     assert flows[0]["id"] == str(1 << 32) and flows[0]["name"] == f"HostToDevice{1 << 32}"
+    ends = [e for e in events if e["ph"] == "f"]
+    assert len({e["id"] for e in flows}) == len(flows) == len(ends)  # unique ids (issue 11)
+    assert {e["id"] for e in ends} == {e["id"] for e in flows}
+    assert all(isinstance(e["id"], str) for e in flows + ends)
     labels = {e["args"]["labels"] for e in events if e["name"] == "process_labels"}
     assert "NPU 0" in labels
 

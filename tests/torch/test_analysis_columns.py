@@ -84,7 +84,7 @@ def test_forked_half_gives_the_same_trace_view(rank_dir: Path, tmp_path: Path,
     assert (forked / OUT / "trace_view.json").read_bytes() == (serial / OUT / "trace_view.json").read_bytes()
     assert not [p.name for p in (forked / OUT).iterdir() if p.name.startswith(".")]
     events = orjson.loads((forked / OUT / "trace_view.json").read_bytes())
-    kernels = [e for e in events if e.get("args", {}).get("Task Type") == "CPU"]
+    kernels = [e for e in events if e.get("args", {}).get("Executor") == "CPU"]
     _h, rows = read_csv(forked / OUT / "kernel_details.csv")
     assert len(kernels) == len(rows) > 0
 

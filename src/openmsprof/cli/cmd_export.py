@@ -12,6 +12,7 @@ from openmsprof.config.errors import ConfigError, ProfilingError
 from openmsprof.export.db import find_jobs
 from openmsprof.export.msprof.summary import FORMATS, export_summary
 from openmsprof.export.msprof.timeline import export_timeline
+from openmsprof.export.msprof.tool_facing import export_tool_facing
 
 
 def _add_dir(p: argparse.ArgumentParser) -> None:
@@ -47,11 +48,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     tl.add_argument("--max-size-mb", type=float, default=None, metavar="MB",
                     help="split into msprof_{dev}_slice_{k}.json files of about this size")
     _add_layout(tl)
+    tl.add_argument("--no-tool-facing", action="store_true",
+                    help="skip mindstudio_profiler_output/ and msprof_{ts}.db (written by default)")
     tl.set_defaults(func=run_timeline)
     sm = sub.add_parser("summary", help="CSV/JSON summaries -> JOB/summary/{name}_{dev}.csv")
     _add_dir(sm)
     sm.add_argument("--format", choices=FORMATS, default="csv", help="file format (default csv)")
     _add_layout(sm)
+    sm.add_argument("--no-tool-facing", action="store_true",
+                    help="skip mindstudio_profiler_output/ and msprof_{ts}.db (written by default)")
     sm.set_defaults(func=run_summary)
 
 
@@ -88,7 +93,7 @@ def run_timeline(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-size-mb must be > 0, got {args.max_size_mb}")
     return for_each_job(args.collection_dir, lambda job: export_timeline(
         job, ascend_compat=args.ascend_compat, start_us=args.start_us, end_us=args.end_us,
-        max_size_mb=args.max_size_mb), "timeline")
+        max_size_mb=args.max_size_mb) + _tool_facing(job, args), "timeline")
 
 
 def run_summary(args: argparse.Namespace) -> int:
@@ -96,4 +101,16 @@ def run_summary(args: argparse.Namespace) -> int:
         from openmsprof.export.msprof.svp_summary import export_svp_summary
 
         return for_each_job(args.collection_dir, lambda job: export_svp_summary(job, args.format), "summary")
-    return for_each_job(args.collection_dir, lambda job: export_summary(job, fmt=args.format), "summary")
+    return for_each_job(args.collection_dir,
+                        lambda job: export_summary(job, fmt=args.format) + _tool_facing(job, args),
+                        "summary")
+
+
+def _tool_facing(job: Path, args: argparse.Namespace) -> list[Path]:
+    """mindstudio_profiler_output/ + msprof_{ts}.db (FORMATS §2), unless --no-tool-facing; reported
+    on its own line, so the verb's file count stays its own."""
+    if not getattr(args, "no_tool_facing", False):
+        paths = export_tool_facing(job)
+        print(f"{job.name}: tool-facing layout ({len(paths)} file(s)) in {job / 'mindstudio_profiler_output'} "
+              f"and {paths[0].name}")
+    return []

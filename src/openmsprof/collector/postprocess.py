@@ -13,6 +13,7 @@ from typing import Any
 from openmsprof.config.errors import ProfilingError
 from openmsprof.export.msprof.summary import export_summary
 from openmsprof.export.msprof.timeline import export_timeline
+from openmsprof.export.msprof.tool_facing import OUTPUT_DIR, export_tool_facing
 from openmsprof.parse.importer import ensure_imported
 
 
@@ -36,6 +37,8 @@ def process(job: Path) -> Processed:
     done.db = Path(ensure_imported(job))
     done.outputs["timeline"] = _output_dir(export_timeline(job), job, "timeline")
     done.outputs["summary"] = _output_dir(export_summary(job), job, "summary")
+    export_tool_facing(job)  # mindstudio_profiler_output/ + msprof_{ts}.db for msprof-analyze
+    done.outputs["tools"] = job / OUTPUT_DIR
     if not done.db.is_file():
         raise ProfilingError(f"--all: job {str(job)!r} was exported but has no {str(done.db)!r}")
     return done

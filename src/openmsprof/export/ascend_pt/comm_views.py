@@ -133,8 +133,10 @@ def write_json(out: Path, ops: list[CommOp], group: Group) -> list[str]:
     return ["communication.json", "communication_matrix.json"]
 
 
-def trace_events(ops: list[CommOp], group: Group, pid: int, device_id: int) -> list[bytes]:
-    """The ``Communication`` process: one ``Group {id} Communication`` thread with the operations."""
+def trace_events(ops: list[CommOp], group: Group, pid: int, device_id: int,
+                 conn: dict[int, int] | None = None) -> list[bytes]:
+    """The ``Communication`` process: one ``Group {id} Communication`` thread with the operations;
+    ``conn`` maps an operation's event to the connection id of its launching API (``cann``)."""
     if not ops:
         return []
     evs: list[dict[str, Any]] = [
@@ -145,7 +147,7 @@ def trace_events(ops: list[CommOp], group: Group, pid: int, device_id: int) -> l
         {"name": "thread_sort_index", "pid": pid, "tid": 0, "ph": "M", "args": {"sort_index": 0}}]
     for op in ops:
         evs.append({"name": op.name, "pid": pid, "tid": 0, "ts": ts_text(op.ts), "dur": op.dur / 1000, "ph": "X",
-                    "args": {"connection_id": -1, "model id": 4294967295, "data_type": op.dtype, "count": op.count,
+                    "args": {"connection_id": (conn or {}).get(op.event, -1), "model id": 4294967295, "data_type": op.dtype, "count": op.count,
                              "size(Byte)": op.size, "backend": op.backend, "group_name": group.hashed}})
     return [orjson.dumps(e) for e in evs]
 

@@ -79,6 +79,7 @@ class CommOp:
     count: int          # elements
     dtype: str          # HCCL spelling when known
     step: str           # step{N} | step
+    event: int = -1     # index of the framework operator event
 
 
 def group_of(rank_dir: Path, rank: int | None) -> Group:
@@ -132,30 +133,77 @@ def _steps(fw: Framework, ts: np.ndarray) -> list[str | None]:
     return [ids[p] if p >= 0 else None for p in pos.tolist()]
 
 
-def collect(fw: Framework, group: Group) -> list[CommOp]:
-    """Every communication operation of the trace in start order (those before the first step dropped)."""
+def _named(fw: Framework, group: Group) -> list[tuple[int, str, str, str]]:
+    """(event, hcom name, op type, backend) of every communication event in start order."""
     names = fw.names
     is_comm = np.asarray([n.startswith(COMM_PREFIXES) for n in names] or [False], bool)
     sel = np.flatnonzero(is_comm[fw.cols.op_name]) if fw.n_ops else np.zeros(0, np.int64)
-    if not len(sel):
-        return []
     sel = sel[np.argsort(fw.op_ts[sel], kind="stable")]
-    steps = _steps(fw, fw.op_ts[sel])
-    shapes = fw.cols.shapes.items
     tag = int(group.hashed) % 1000
     counters: dict[str, int] = {}
-    ops = []
-    for i, step in zip(sel.tolist(), steps, strict=True):
+    out = []
+    for i in sel.tolist():
         backend, _, raw = names[int(fw.cols.op_name[i])].partition(":")
         raw = raw.strip()
         op_type = HCCL_TYPES.get(raw.lower(), raw.replace("_", "") or "unknown")
         n = counters.get(op_type, 0)
         counters[op_type] = n + 1
+        out.append((i, f"hcom_{op_type}__{tag:03d}_{n}_1", op_type, backend))
+    return out
+
+
+def rename_kernels(fw: Framework, group: Group) -> None:
+    """Give the communication kernels their HCCL name (one name per collective in every file)."""
+    k = fw.kernels
+    if not len(k) or not k.comm.any() or not len(k.event) or int(k.event.min()) < 0:
+        return
+    by_event = {i: name for i, name, _t, _b in _named(fw, group)}
+    names = list(k.names)
+    code = k.name.copy()
+    for j in np.flatnonzero(k.comm).tolist():
+        new = by_event.get(int(k.event[j]))
+        if new is not None:
+            code[j] = len(names)
+            names.append(new)
+    k.names, k.name = names, code
+
+
+def collect(fw: Framework, group: Group) -> list[CommOp]:
+    """Every communication operation of the trace in start order (those before the first step dropped)."""
+    named = _named(fw, group)
+    if not named:
+        return []
+    sel = np.asarray([e for e, _n, _t, _b in named], np.int64)
+    steps = _steps(fw, fw.op_ts[sel])
+    shapes = fw.cols.shapes.items
+    ops = []
+    for (i, name, op_type, backend), step in zip(named, steps, strict=True):
         if step is None:
             continue
         size, count, dtype = _payload(*shapes[int(fw.cols.op_shape[i])])
-        ops.append(CommOp(name=f"hcom_{op_type}__{tag:03d}_{n}_1", op_type=op_type, backend=backend,
+        ops.append(CommOp(name=name, op_type=op_type, backend=backend,
                           kind="p2p" if op_type.lower() in P2P_TYPES else "collective",
                           ts=int(fw.op_ts[i]), dur=int(fw.op_dur[i]), size=size, count=count,
-                          dtype=dtype or "N/A", step=step))
+                          dtype=dtype or "N/A", step=step, event=i))
     return ops
+
+
+def kernel_ops(fw: Framework, group: Group) -> list[tuple[int, CommOp]]:
+    """(kernel index, operation) for every communication kernel, those outside steps included
+    (step ``""``): what the db's COMMUNICATION_OP / COMMUNICATION_TASK_INFO hold."""
+    k = fw.kernels
+    if not len(k) or not k.comm.any() or not len(k.event) or int(k.event.min()) < 0:
+        return []
+    named = {i: (name, op_type, backend) for i, name, op_type, backend in _named(fw, group)}
+    shapes = fw.cols.shapes.items
+    out = []
+    for j in np.flatnonzero(k.comm).tolist():
+        i = int(k.event[j])
+        if i not in named:
+            continue
+        name, op_type, backend = named[i]
+        size, count, dtype = _payload(*shapes[int(fw.cols.op_shape[i])])
+        out.append((j, CommOp(name=name, op_type=op_type, backend=backend,
+                              kind="p2p" if op_type.lower() in P2P_TYPES else "collective", ts=int(k.ts[j]),
+                              dur=int(k.dur[j]), size=size, count=count, dtype=dtype or "N/A", step="", event=i)))
+    return out

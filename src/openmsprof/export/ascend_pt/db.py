@@ -10,8 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import orjson
 
+from openmsprof.export import classify, hostinfo, overhead
+from openmsprof.export.ascend_pt import cann, comm_db, communication
 from openmsprof.export.ascend_pt.framework import CORES, Framework
 from openmsprof.export.ascend_pt.overlap import Overlap, step_rows
 from openmsprof.recorder import fs
@@ -97,11 +100,11 @@ def _new_db(path: Path) -> tuple[sqlite3.Connection, Path]:
     return sqlite3.connect(tmp), tmp
 
 
-def _tasks(fw: Framework, device_id: int, s: _Strings) -> Iterator[tuple[int, ...]]:
+def _tasks(fw: Framework, device_id: int, s: _Strings, conn: np.ndarray) -> Iterator[tuple[int, ...]]:
     k = fw.kernels
-    for j, (ts, end, o, st, core) in enumerate(zip(k.ts.tolist(), (k.ts + k.dur).tolist(), k.op.tolist(),
+    for j, (ts, end, c, st, core) in enumerate(zip(k.ts.tolist(), (k.ts + k.dur).tolist(), conn.tolist(),
                                                    k.stream.tolist(), k.core.tolist(), strict=True)):
-        yield ts, end, device_id, o, j, fw.pid, s[CORES[core]], 0, st, j, NO_MODEL
+        yield ts, end, device_id, c, j, fw.pid, s[CORES[core]], 0, st, j, NO_MODEL
 
 
 def _intern(fw: Framework, s: _Strings) -> None:
@@ -119,16 +122,28 @@ def _intern(fw: Framework, s: _Strings) -> None:
         s[fw.names[name]], s[typ or NA], s[shp or NA]
 
 
-def _infos(fw: Framework, s: _Strings) -> Iterator[tuple[int, ...]]:
-    """COMPUTE_TASK_INFO rows; string ids are taken in the order the columns are listed."""
+def _infos(fw: Framework, s: _Strings) -> Iterator[tuple[int | None, ...]]:
+    """COMPUTE_TASK_INFO rows of the computing (not communication) kernels; string ids are taken in
+    the order the columns are listed.  Block Num / Mix Block Num have no CPU analogue: NULL."""
     k = fw.kernels
     shapes = fw.cols.shapes.items
     op_shape = fw.cols.op_shape
     for j, (name, core, o) in enumerate(zip(k.name.tolist(), k.core.tolist(), k.op.tolist(), strict=True)):
+        if core == classify.Kind.COMMUNICATION:
+            continue
         shp, typ = shapes[int(op_shape[o])] if o >= 0 else ("", "")
         nm, cr = k.names[name], CORES[core]
-        yield (s[nm], j, s[NA], s[NA], s[cr], s[nm], s[NA], s[typ or NA], s[shp or NA], s[NA], s[NA], s[NA],
-               s[NA], s[NA], s[NA])
+        yield (s[nm], j, None, None, s[cr], s[classify.op_type(nm)], s[NA], s[typ or NA], s[shp or NA], s[NA],
+               s[NA], s[NA], s[NA], s[NA], s[NA])
+
+
+def _cann_api(fw: Framework, apis: cann.Apis, s: _Strings) -> Iterator[tuple[int, ...]]:
+    """CANN_API rows: the dispatch layer (``cann``), connectionId = the API's operator event."""
+    types = [t for _lv, t in cann.LEVELS]
+    for e, lv in zip(apis.event.tolist(), apis.level.tolist(), strict=True):
+        ts = int(fw.op_ts[e])
+        yield (ts, ts + int(fw.op_dur[e]), types[lv], (fw.pid << 32) | int(fw.op_tid[e]), e,
+               s[fw.names[int(fw.cols.op_name[e])]])
 
 
 def _api(fw: Framework, s: _Strings, chains: list[tuple[int, int, int]]) -> Iterator[tuple[Any, ...]]:
@@ -159,24 +174,38 @@ def write(out: Path, fw: Framework, ov: Overlap, info: dict[str, Any], rank: int
         con.executemany("INSERT INTO ENUM_API_TYPE VALUES (?,?)", API_TYPES)
         con.executemany("INSERT INTO ENUM_MSTX_EVENT_TYPE VALUES (?,?)", MSTX_TYPES)
         meta = [("SCHEMA_VERSION", "1.2.0"), ("SCHEMA_VERSION_MAJOR", "1"), ("SCHEMA_VERSION_MINOR", "2"),
-                ("SCHEMA_VERSION_MICRO", "0")]
+                ("SCHEMA_VERSION_MICRO", "0"), ("EXECUTOR", fw.kernels.executor)]
         md = rank_dir / "profiler_metadata.json"
         if md.is_file():
             meta += [(k, orjson.dumps(v).decode()) for k, v in orjson.loads(md.read_bytes()).items()]
+        if extra is not None and extra.overhead:
+            meta.append((overhead.KEY, orjson.dumps(extra.overhead).decode()))
         con.executemany("INSERT INTO META_DATA VALUES (?,?)", meta)
         con.execute("INSERT INTO RANK_DEVICE_MAP VALUES (?,?)", (rank if rank is not None else -1, device_id))
-        con.execute("INSERT INTO NPU_INFO VALUES (?,?)", (device_id, fw.backend))
-        k = fw.kernels
+        con.execute("INSERT INTO NPU_INFO VALUES (?,?)", (device_id, fw.kernels.executor))
+        con.execute("INSERT INTO HOST_INFO VALUES (?,?)", (hostinfo.host_uid(info), hostinfo.host_name(info)))
+        for table, enum_rows in comm_db.ENUMS.items():
+            con.executemany(f"INSERT INTO {table} VALUES (?,?)", enum_rows)
         span = (int(fw.op_ts.min()), int((fw.op_ts + fw.op_dur).max())) if fw.n_ops else (0, 0)
         con.execute("INSERT INTO SESSION_TIME_INFO VALUES (?,?)", span)
+        mhz = hostinfo.nominal_mhz(info)
+        if mhz > 0:
+            con.execute("INSERT INTO AICORE_FREQ VALUES (?,?,?)", (device_id, span[0], mhz))
+        apis = extra.apis if extra is not None else cann.build(fw)
+        group = extra.group if extra is not None else communication.group_of(rank_dir, rank)
         _intern(fw, s)
-        con.executemany("INSERT INTO TASK VALUES (?,?,?,?,?,?,?,?,?,?,?)", _tasks(fw, device_id, s))
+        con.executemany("INSERT INTO TASK VALUES (?,?,?,?,?,?,?,?,?,?,?)", _tasks(fw, device_id, s, apis.conn))
         con.executemany("INSERT INTO COMPUTE_TASK_INFO VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", _infos(fw, s))
         chains: list[tuple[int, int, int]] = []
         con.executemany("INSERT INTO PYTORCH_API VALUES (?,?,?,?,?,?,?,?,?,?,?)", _api(fw, s, chains))
         con.executemany("INSERT INTO PYTORCH_CALLCHAINS VALUES (?,?,?)", chains)
-        valid = [(o, o) for o in k.op[k.op >= 0].tolist()]
-        con.executemany("INSERT INTO CONNECTION_IDS VALUES (?,?)", valid)
+        con.executemany("INSERT INTO CANN_API VALUES (?,?,?,?,?,?)", _cann_api(fw, apis, s))
+        con.executemany("INSERT INTO CONNECTION_IDS VALUES (?,?)", [(c, c) for c in apis.event.tolist()])
+        ops = communication.kernel_ops(fw, group)
+        con.executemany("INSERT INTO COMMUNICATION_OP VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        comm_db.op_rows(ops, group, apis.conn, device_id, s.__getitem__))
+        con.executemany("INSERT INTO COMMUNICATION_TASK_INFO VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        comm_db.task_rows(ops, group, s.__getitem__))
         con.executemany("INSERT INTO STEP_TIME VALUES (?,?,?)", fw.steps)
         if extra is not None and extra.memory is not None:
             from openmsprof.export.ascend_pt.memory import db_rows
@@ -184,6 +213,9 @@ def write(out: Path, fw: Framework, ov: Overlap, info: dict[str, Any], rank: int
             records, op_mem = db_rows(extra.memory, s)
             con.executemany("INSERT INTO MEMORY_RECORD VALUES (?,?,?,?,?,?,?)", records)
             con.executemany("INSERT INTO OP_MEMORY VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", op_mem)
+        for table in ("MEMORY_RECORD", "OP_MEMORY"):  # an empty MEMORY_RECORD crashes msprof-analyze compare
+            if con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == 0:
+                con.execute(f"DROP TABLE {table}")
         con.executemany("INSERT INTO STRING_IDS VALUES (?,?)", [(v, key) for key, v in s.items()])
         con.execute("CREATE INDEX TaskIndex ON TASK(startNs, globalTaskId)")
     con.close()

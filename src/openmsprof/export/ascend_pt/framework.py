@@ -20,17 +20,18 @@ from typing import Any
 import numpy as np
 
 from openmsprof.config.errors import RawDataError
-from openmsprof.export.ascend_pt import nesting, split_read
+from openmsprof.export import classify
+from openmsprof.export.ascend_pt import footprint, nesting, split_read
 from openmsprof.export.ascend_pt.columns import NO_EXT, Columns, Vocab
 from openmsprof.export.ascend_pt.kineto_reader import Restart, TraceReader
 
 FRAMEWORK_TRACE = "torch.kineto_trace.json"
 _STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
-COMM_PREFIXES = ("gloo:", "nccl:", "hccl:", "mpi:", "ucc:")
+COMM_PREFIXES = classify.COMM_PREFIXES
 LAUNCH_PREFIXES = ("c10d::",)
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 MAX_JSON_BYTES = 10 * 1024**3
-CORES = ["CPU", "COMMUNICATION", "CUDA"]
+CORES = classify.CORE_NAMES
 TRIVIAL = nesting.TRIVIAL
 
 
@@ -41,8 +42,9 @@ def to_ns(ts: Any, offset_ns: int) -> np.ndarray:
 
 @dataclass
 class Kernels:
-    """Device tasks in start order: name (code into ``names``), ts/dur ns, stream, executor (code
-    into ``CORES``), source op index (-1 none), communication flag."""
+    """Device tasks in start order: name (code into ``names``), ts/dur ns, stream, kind (code into
+    ``CORES``, ``classify.Kind``), source op index (-1 none), communication flag, the operator event
+    the task is (-1: a GPU kernel).  ``executor`` is the real hardware (``CPU``, ``CUDA``)."""
 
     names: list[str] = field(default_factory=list)
     name: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -52,6 +54,8 @@ class Kernels:
     core: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     op: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     comm: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    event: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    executor: str = "CPU"
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -152,6 +156,7 @@ def load(rank_dir: Path, info: dict[str, Any], parallel: bool = False) -> Framew
     cols, base = _read(path, parallel)
     offset = base if base is not None else clock_offset(info)
     cols.finish(offset)
+    footprint.drop_own(cols)
     ts, dur, tid, annot = cols.op_ts, cols.op_dur, cols.op_tid, cols.op_annot
     names = cols.names.items
     prefix = np.asarray([(2 if n.startswith(COMM_PREFIXES) else 1 if n.startswith(LAUNCH_PREFIXES) else 0)
@@ -174,9 +179,10 @@ def load(rank_dir: Path, info: dict[str, Any], parallel: bool = False) -> Framew
         sel = np.flatnonzero((leaf & ~launch) | comm)
         sel = sel[np.argsort(ts[sel], kind="stable")]
         stream = np.searchsorted(np.asarray(tids, np.int64), tid[sel]).astype(np.int64)
+        kind = np.asarray(classify.kinds(names) or [0], np.int64)[cols.op_name[sel]]
         kernels = Kernels(names=names, name=cols.op_name[sel].astype(np.int64), ts=ts[sel], dur=dur[sel],
-                          stream=stream, core=comm[sel].astype(np.int64),
-                          op=np.where(comm[sel], -1, sel).astype(np.int64), comm=comm[sel])
+                          stream=stream, core=kind,
+                          op=np.where(comm[sel], -1, sel).astype(np.int64), comm=comm[sel], event=sel.astype(np.int64))
         backend = "CPU"
     return Framework(pid=cols.pid, offset_ns=offset, cols=cols, op_leaf=leaf, op_parent=parent, op_depth=depth,
                      op_stack=stack_code, stacks=stacks, steps=steps, kernels=kernels, backend=backend, tids=tids)
@@ -195,13 +201,18 @@ def _gpu_kernels(cols: Columns, offset: int) -> Kernels:
                        for e in gpu], np.int64)
     pos = np.minimum(np.searchsorted(ext, want), max(len(ext) - 1, 0))
     found = (ext[pos] == want) & (want != NO_EXT) if len(ext) else np.zeros(len(gpu), bool)
+    op = np.where(found, src[pos] if len(ext) else -1, -1).astype(np.int64)
+    comm = np.asarray(["nccl" in e.get("name", "").lower() for e in gpu], bool)
+    op_names = cols.names.items
+    kind = [classify.Kind.COMMUNICATION if c else
+            classify.classify(op_names[int(cols.op_name[o])] if o >= 0 else e.get("name", ""))
+            for e, o, c in zip(gpu, op.tolist(), comm.tolist(), strict=True)]
     return Kernels(names=names.items, name=np.asarray([names.code(e.get("name", "")) for e in gpu], np.int64),
                    ts=ts, dur=dur,
                    stream=np.asarray([int(e.get("tid", 0)) if isinstance(e.get("tid"), int) else 0
                                       for e in gpu], np.int64),
-                   core=np.full(len(gpu), 2, np.int64),
-                   op=np.where(found, src[pos] if len(ext) else -1, -1).astype(np.int64),
-                   comm=np.asarray(["nccl" in e.get("name", "").lower() for e in gpu], bool))
+                   core=np.asarray(kind, np.int64).reshape(-1), op=op, comm=comm,
+                   event=np.full(len(gpu), -1, np.int64), executor="CUDA")
 
 
 def shapes_text(args: dict[str, Any]) -> tuple[str, str]:

@@ -132,7 +132,8 @@ def load(fw: Framework) -> Memory | None:
 
 
 def _us(ns: int) -> str:
-    return text.ts_text(ns) + "\t"
+    """µs text without the Excel-guard TAB: no CSV field of the memory views ends in whitespace."""
+    return text.ts_text(ns)
 
 
 def _tags(m: Memory) -> list[str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from openmsprof.export import classify
 from openmsprof.export.ascend_pt import text
 from openmsprof.export.ascend_pt.framework import CORES, Framework
 from openmsprof.export.ascend_pt.overlap import STEP_TRACE_HEADER, Overlap, step_rows
@@ -32,8 +33,16 @@ OP_STATISTIC = ["Device_id", "OP Type", "Core Type", "Count", "Total Time(us)", 
                 "Max Time(us)", "Ratio(%)"]
 API_STATISTIC = ["Device_id", "Level", "API Name", "Time(us)", "Count", "Avg(us)", "Min(us)", "Max(us)",
                  "Variance"]
-_KD_L0 = b"%b{dev},%b,%b,%b,%d.%03d\t,%d.%03d,%d.%03d,N/A,%b,%b,N/A,N/A,N/A,N/A\n"
-_KD_FULL = b"%b{dev},4294967295,%d,%d,%b,%b,N/A,%b,%d.%03d\t,%d.%03d,%d.%03d,N/A,N/A,N/A,%b,%b,N/A,N/A,N/A,N/A,N/A\n"
+#: the real hardware beside the Ascend engine class (``classify``; docs/formats.md)
+EXECUTOR = "Executor"
+_KD_L0 = b"%b{dev},%b,%b,%b,%d.%03d\t,%d.%03d,%d.%03d,N/A,%b,%b,N/A,N/A,N/A,N/A,%b\n"
+_KD_FULL = (b"%b{dev},4294967295,%d,%d,%b,%b,N/A,%b,%d.%03d\t,%d.%03d,%d.%03d,N/A,N/A,N/A,%b,%b,N/A,N/A,N/A,N/A,N/A,"
+            b"%b,%b,%b\n")
+#: engine-class time columns (Level1+): the task's whole duration booked to the engine class of
+#: ``classify`` — ``aicore_time(us)`` for AI_CORE (matrix) tasks, ``aiv_vec_time(us)`` for
+#: AI_VECTOR_CORE tasks, 0 for the other class, N/A for communication / memory copies.  Not a
+#: hardware counter (docs/formats.md); msprof-analyze needs them to split Cube/Vector time.
+ENGINE_COLS = ["aicore_time(us)", "aiv_vec_time(us)"]
 _OPD = b"%b,%b,%b,%d.%03d,%d.%03d,%d.%03d,%d.%03d,0.000,0.000\n"
 
 
@@ -63,8 +72,11 @@ def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> Non
         wait[0] = 0
     header = (["Step Id"] if fw.steps else []) + (KD_FULL if full else KD_L0) + SHAPE_COLS
     if full:
-        header.append("Context ID")
+        header += ["Context ID", *ENGINE_COLS]
+    header.append(EXECUTOR)
     names, cores = csv_texts(k.names), csv_texts(CORES)
+    types = csv_texts([classify.op_type(n) for n in k.names])
+    ex = csv_texts([k.executor])[0]
     shp_t, typ_t = _shape_texts(fw)
     shape = np.where(k.op >= 0, fw.cols.op_shape[np.maximum(k.op, 0)], 0) if len(k) else np.zeros(0, np.int64)
 
@@ -73,7 +85,12 @@ def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> Non
     def rows() -> Iterator[bytes]:
         yield csv_line(header)
         for a, b in chunks(len(k)):
-            nm = [names[c] for c in k.name[a:b].tolist()]
+            codes = k.name[a:b].tolist()
+            nm = [names[c] for c in codes]
+            ty_ = [types[c] for c in codes]
+            exs = [ex] * (b - a)
+            if full:
+                cube, vec = _engine_texts(k.core[a:b], k.dur[a:b])
             co = [cores[c] for c in k.core[a:b].tolist()]
             sh = shape[a:b].tolist()
             sp, ty = [shp_t[c] for c in sh], [typ_t[c] for c in sh]
@@ -82,13 +99,23 @@ def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> Non
             wq, wr = split_us(wait[a:b])
             pre = _step_prefix(fw, k.ts[a:b])
             if full:
-                yield b"".join([kd_full % x for x in zip(pre, range(a, b), k.stream[a:b].tolist(), nm, nm, co,
-                                                          tq, tr, dq, dr, wq, wr, sp, ty, strict=True)])
+                yield b"".join([kd_full % x for x in zip(pre, range(a, b), k.stream[a:b].tolist(), nm, ty_, co,
+                                                          tq, tr, dq, dr, wq, wr, sp, ty, cube, vec, exs,
+                                                          strict=True)])
             else:
-                yield b"".join([kd_l0 % x for x in zip(pre, nm, nm, co, tq, tr, dq, dr, wq, wr, sp, ty,
-                                                        strict=True)])
+                yield b"".join([kd_l0 % x for x in zip(pre, nm, ty_, co, tq, tr, dq, dr, wq, wr, sp, ty,
+                                                        exs, strict=True)])
 
     text.write_stream(path, rows())
+
+
+def _engine_texts(core: np.ndarray, dur: np.ndarray) -> tuple[list[bytes], list[bytes]]:
+    """``aicore_time(us)`` / ``aiv_vec_time(us)`` texts per task (see ``ENGINE_COLS``)."""
+    us = [text.ts_text(d).encode() for d in dur.tolist()]
+    cube_k, vec_k = int(classify.Kind.CUBE), int(classify.Kind.VECTOR)
+    cube = [u if c == cube_k else b"0" if c == vec_k else b"N/A" for c, u in zip(core.tolist(), us, strict=True)]
+    vec = [u if c == vec_k else b"0" if c == cube_k else b"N/A" for c, u in zip(core.tolist(), us, strict=True)]
+    return cube, vec
 
 
 def operator_details(path: Path, fw: Framework) -> None:
@@ -117,11 +144,14 @@ def operator_details(path: Path, fw: Framework) -> None:
 
 
 def op_statistic(path: Path, fw: Framework, device_id: int) -> None:
-    """Kernels grouped by (name, core): count, total/min/avg/max, share of all kernel time."""
+    """Kernels grouped by (OP Type, core): count, total/min/avg/max, share of all kernel time."""
     k = fw.kernels
     rows: list[list[object]] = []
     if len(k):
-        key = k.name * len(CORES) + k.core
+        tvocab: dict[str, int] = {}
+        tcode = np.asarray([tvocab.setdefault(classify.op_type(n), len(tvocab)) for n in k.names] or [0], np.int64)
+        tnames = list(tvocab)
+        key = tcode[k.name] * len(CORES) + k.core
         uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
         inv = inv.reshape(-1)
         cnt = np.bincount(inv, minlength=len(uniq))
@@ -134,15 +164,15 @@ def op_statistic(path: Path, fw: Framework, device_id: int) -> None:
         total_all = max(int(k.dur.sum()), 1)
         for g in np.lexsort((first, -tot)).tolist():
             t, c = int(tot[g]), int(cnt[g])
-            rows.append([device_id, k.names[int(uniq[g]) // len(CORES)], CORES[int(uniq[g]) % len(CORES)], c,
+            rows.append([device_id, tnames[int(uniq[g]) // len(CORES)], CORES[int(uniq[g]) % len(CORES)], c,
                          text.ts_text(t), text.ts_text(int(mn[g])), text.ts_text(t // c), text.ts_text(int(mx[g])),
                          f"{100.0 * t / total_all:.3f}"])
     write_csv(path, OP_STATISTIC, rows)
 
 
-def api_statistic(path: Path) -> None:
-    """No CANN/driver APIs exist on the CPU backend: header only (FORMATS.md 'no source ⇒ no rows')."""
-    write_csv(path, API_STATISTIC, [])
+def api_statistic(path: Path, rows: list[list[object]]) -> None:
+    """The dispatch-layer APIs (``cann.statistic_rows``) per Level and name."""
+    write_csv(path, API_STATISTIC, rows)
 
 
 def step_trace_time(path: Path, fw: Framework, ov: Overlap, device_id: int) -> list[list[object]]:

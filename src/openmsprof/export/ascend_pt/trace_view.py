@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from openmsprof.export.ascend_pt import text
+from openmsprof.export.ascend_pt import cann, text
 from openmsprof.export.ascend_pt.framework import CORES, Framework
 from openmsprof.export.ascend_pt.overlap import Overlap
 from openmsprof.export.ascend_pt.text import chunks, fill, short_ok, split_us, ts_text
@@ -27,17 +27,23 @@ _OP = b'{"ph":"X","name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"cat
 _PY = b'{"ph":"X","name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"cat":"python_function","args":{}}'
 _FLOW = b'{"ph":%b,"bp":"e","name":"fwdbwd","id":%d,"pid":{pid},"tid":%d,"ts":"%d.%03d","cat":"fwdbwd"}'
 _KERNEL = (b'{"name":%b,"pid":{hw},"tid":%d,"ts":"%d.%03d","dur":{dur},"ph":"X","args":{"Model Id":4294967295,'
-           b'"Task Type":%b,"Stream Id":%d,"Task Id":%d,"Batch Id":0,"Subtask Id":4294967295,"connection_id":%d}}')
-_TO_NPU = (b',{"ph":"s","bp":"e","name":"torch_to_npu","id":%d,"pid":{pid},"tid":%d,"ts":"%d.%03d",'
-           b'"cat":"async_npu"},{"ph":"f","bp":"e","name":"torch_to_npu","id":%d,"pid":{hw},"tid":%d,'
+           b'"Task Type":%b,"Stream Id":%d,"Task Id":%d,"Batch Id":0,"Subtask Id":4294967295,"connection_id":%d,'
+           b'"Executor":"{executor}"}}')
+_TO_NPU = (b',{"ph":"s","bp":"e","name":"torch_to_npu","id":"%b","pid":{pid},"tid":%d,"ts":"%d.%03d",'
+           b'"cat":"async_npu"},{"ph":"f","bp":"e","name":"torch_to_npu","id":"%b","pid":{hw},"tid":%d,'
            b'"ts":"%d.%03d","cat":"async_npu"}')
 _TRACK = b'{"name":%b,"pid":{pid},"tid":{tid},"ts":"%d.%03d","dur":{dur},"ph":"X"}'
+_CANN = b'{"name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"ph":"X","args":{"connection_id":%d}}'
+_H2D = (b'{"ph":"s","bp":"e","name":"HostToDevice%b","id":"%b","pid":{pid},"tid":%d,"ts":"%d.%03d",'
+        b'"cat":"HostToDevice"},{"ph":"f","bp":"e","name":"HostToDevice%b","id":"%b","pid":{hw},"tid":%d,'
+        b'"ts":"%d.%03d","cat":"HostToDevice"}')
 
 
-def _template(t: bytes, dur: bytes = b"", **values: int) -> bytes:
-    """Escape the literal braces, then put in the dur piece and the constant pids."""
+def _template(t: bytes, dur: bytes = b"", executor: str = "CPU", **values: int) -> bytes:
+    """Escape the literal braces, then put in the dur piece, the executor and the constant pids."""
     t = t.replace(b"{}", b"\x00")
-    t = text.literal(t, **values).replace(b"{dur}", dur).replace(b"\x00", b"{}")
+    ex = orjson.dumps(executor)[1:-1].replace(b"%", b"%%")
+    t = text.literal(t, **values).replace(b"{dur}", dur).replace(b"{executor}", ex).replace(b"\x00", b"{}")
     return t
 
 
@@ -67,6 +73,8 @@ class Layout:
         self.communication = enc_pid(fw.pid, 16, device_id)
         self.device_id = device_id
         self.comm: list[bytes] = []  # the Communication process, ready-made (comm_views.trace_events)
+        self.apis: cann.Apis | None = None  # the CANN process and HostToDevice flows (Level1+)
+        self.extra: list[bytes] = []  # further ready-made events (the profiling overhead track)
 
 
 def _metadata(fw: Framework, ov: Overlap, lay: Layout) -> list[bytes]:
@@ -75,6 +83,9 @@ def _metadata(fw: Framework, ov: Overlap, lay: Layout) -> list[bytes]:
     for t in fw.tids:
         evs += _thread(lay.python, t, f"Thread {t}", t)
     evs += _meta(lay.cann, "CANN", "CPU", 7)
+    if lay.apis is not None and len(lay.apis):
+        for t in sorted(set(fw.op_tid[lay.apis.event].tolist())):
+            evs += _thread(lay.cann, t, f"Thread {t}", t)
     evs += _meta(lay.hardware, "Ascend Hardware", f"NPU {dev}", 14)
     for s in sorted(set(fw.kernels.stream.tolist())):
         evs += _thread(lay.hardware, s, f"Stream {s}", s)
@@ -131,18 +142,46 @@ def _python(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
                    [[names[c] for c in cols.py_name[a:b].tolist()], cols.py_tid[a:b].tolist(), q, r, *durs])
 
 
+def _cross_thread(cols: Any) -> np.ndarray:
+    """Indices of the fwdbwd flow events whose pair spans two threads (FORMATS §5: a flow only
+    when backward runs on another thread; msprof-analyze takes any ``f`` thread as the backward
+    thread, so a same-thread pair would mark forward operators as backward)."""
+    n = len(cols.flow_ts)
+    if not n:
+        return np.zeros(0, np.int64)
+    ids, start, tid = cols.flow_id, cols.flow_start, cols.flow_tid
+    s_tid: dict[int, int] = dict(zip(ids[start].tolist(), tid[start].tolist(), strict=True))
+    f_tid: dict[int, int] = dict(zip(ids[~start].tolist(), tid[~start].tolist(), strict=True))
+    cross = {i for i, t in s_tid.items() if i in f_tid and f_tid[i] != t}
+    return np.asarray([j for j, i in enumerate(ids.tolist()) if i in cross], np.int64)
+
+
 def _flows(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
     cols = fw.cols
     tmpl = _template(_FLOW, pid=lay.python)
-    for a, b in chunks(len(cols.flow_ts)):
-        q, r = split_us(cols.flow_ts[a:b])
-        yield fill(tmpl, [[b'"s"' if s else b'"f"' for s in cols.flow_start[a:b].tolist()],
-                          cols.flow_id[a:b].tolist(), cols.flow_tid[a:b].tolist(), q, r])
+    keep = _cross_thread(cols)
+    for a, b in chunks(len(keep)):
+        j = keep[a:b]
+        q, r = split_us(cols.flow_ts[j])
+        yield fill(tmpl, [[b'"s"' if s else b'"f"' for s in cols.flow_start[j].tolist()],
+                          cols.flow_id[j].tolist(), cols.flow_tid[j].tolist(), q, r])
+
+
+def flow_ids(ts: np.ndarray) -> list[bytes]:
+    """torch_to_npu flow ids: the kernel's start in ns as a string (torch_npu's spelling, safe in
+    JavaScript); a start shared by several kernels gets ``_{index}`` so every id is unique."""
+    ids = [b"%d" % t for t in ts.tolist()]
+    if len(ts) > 1:
+        _u, inv, cnt = np.unique(ts, return_inverse=True, return_counts=True)
+        for j in np.flatnonzero(cnt[inv.reshape(-1)] > 1).tolist():
+            ids[j] += b"_%d" % j
+    return ids
 
 
 def _kernels(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
     """Kernel events; a kernel with a source op carries its two torch_to_npu flows in its text."""
     k = fw.kernels
+    fids = flow_ids(k.ts)
     names = text.json_texts(k.names)
     cores = text.json_texts(CORES)
     for a, b in chunks(len(k)):
@@ -153,14 +192,14 @@ def _kernels(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
                 [cores[c] for c in k.core[a:b].tolist()], st, list(range(a, b)), list(range(a, b))]
         ops = k.op[a:b]
         w = np.flatnonzero(ops >= 0)
-        plain = _template(_KERNEL, piece, hw=lay.hardware)
+        plain = _template(_KERNEL, piece, k.executor, hw=lay.hardware)
         if not len(w):
             yield fill(plain, base)
             continue
         src = ops[w]
         oq, orr = split_us(fw.op_ts[src])
-        flow = [k.ts[a:b][w].tolist(), fw.op_tid[src].tolist(), oq, orr]
-        with_flow = _template(_KERNEL + _TO_NPU, piece, hw=lay.hardware, pid=lay.python)
+        flow = [[fids[a + i] for i in w.tolist()], fw.op_tid[src].tolist(), oq, orr]
+        with_flow = _template(_KERNEL + _TO_NPU, piece, k.executor, hw=lay.hardware, pid=lay.python)
         if len(w) == b - a:
             yield fill(with_flow, [*base, flow[0], flow[1], flow[2], flow[3], flow[0], st, q, r])
             continue
@@ -183,13 +222,49 @@ def _tracks(ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:
             yield fill(tmpl, [q, r, *durs])
 
 
+def _cann(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
+    """CANN process: one ``{Level}@{api}`` X event per API, and one HostToDevice flow per kernel
+    from its API to the kernel (id: string of ``connectionId << 32``, plus a counter when one API
+    launched several kernels, so ids stay unique)."""
+    apis = lay.apis
+    if apis is None or not len(apis):
+        return
+    names = fw.names
+    label = [[orjson.dumps(f"{lv}@{n}") for n in names] for lv, _t in cann.LEVELS]
+    ev = apis.event
+    for a, b in chunks(len(ev)):
+        e = ev[a:b]
+        q, r = split_us(fw.op_ts[e])
+        piece, durs = text.dur_columns(fw.op_dur[e])
+        yield fill(_template(_CANN, piece, pid=lay.cann),
+                   [[label[lv][c] for lv, c in zip(apis.level[a:b].tolist(), fw.cols.op_name[e].tolist(),
+                                                  strict=True)], fw.op_tid[e].tolist(), q, r, *durs, e.tolist()])
+    k = fw.kernels
+    has = np.flatnonzero(apis.conn >= 0)
+    seen: dict[int, int] = {}
+    ids = []
+    for c in apis.conn[has].tolist():
+        n = seen.get(c, 0)
+        seen[c] = n + 1
+        ids.append(b"%d" % ((c << 32) | n))
+    tmpl = _template(_H2D, hw=lay.hardware, pid=lay.cann)
+    for a, b in chunks(len(has)):
+        j, src = has[a:b], apis.conn[has[a:b]]
+        oq, orr = split_us(fw.op_ts[src])
+        kq, kr = split_us(k.ts[j])
+        idl = ids[a:b]
+        yield fill(tmpl, [idl, idl, fw.op_tid[src].tolist(), oq, orr, idl, idl, k.stream[j].tolist(), kq, kr])
+
+
 def head(fw: Framework, ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:
     """First half: metadata (never empty), operators, Python functions, fwdbwd flows, Communication."""
     yield _metadata(fw, ov, lay)
     yield from _ops(fw, lay)
     yield from _python(fw, lay)
     yield from _flows(fw, lay)
+    yield from _cann(fw, lay)
     yield lay.comm
+    yield lay.extra
 
 
 def tail(fw: Framework, ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:

@@ -10,10 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 
 from openmsprof.config.errors import RawDataError
+from openmsprof.export import overhead
 from openmsprof.export.ascend_pt import (
+    cann,
     comm_views,
     communication,
     framework,
@@ -83,7 +86,13 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
     files: list[str] = []
     if "text" in types or not types:
         lay = trace_view.Layout(fw, device_id)
-        lay.comm = comm_views.trace_events(extra.comm, extra.group, lay.communication, device_id)
+        k = fw.kernels
+        conn = {int(k.event[j]): int(extra.apis.conn[j]) for j in np.flatnonzero(k.comm).tolist()} \
+            if len(k.event) else {}
+        lay.comm = comm_views.trace_events(extra.comm, extra.group, lay.communication, device_id, conn)
+        lay.apis = extra.apis if level >= 1 else None
+        lay.extra = overhead.trace_events(extra.overhead, trace_view.enc_pid(fw.pid, 8, trace_view.HOST_DEV),
+                                          int(fw.op_ts.min()) if fw.n_ops else None)
         tv = out / "trace_view.json"
         pending = trace_split.start_tail(tv, fw, ov, lay) if parallel else None
         cpu = "ProfilerActivity.CPU" in common.get("activities", ["ProfilerActivity.CPU"])
@@ -115,8 +124,11 @@ class Extras:
                  profile_memory: bool) -> None:
         self.group = communication.group_of(rank_dir, rank)
         self.comm = communication.collect(fw, self.group)
+        communication.rename_kernels(fw, self.group)
         self.comm_views = level >= 1 and bool(self.comm)
         self.memory = memory.load(fw) if profile_memory else None
+        self.apis = cann.build(fw)
+        self.overhead = overhead.read(rank_dir)
 
 
 def _summaries(out: Path, fw: framework.Framework, ov: Overlap, device_id: int, level: int,
@@ -132,7 +144,7 @@ def _summaries(out: Path, fw: framework.Framework, ov: Overlap, device_id: int, 
     summary.step_trace_time(out / "step_trace_time.csv", fw, ov, device_id)
     summary.op_statistic(out / "op_statistic.csv", fw, device_id)  # whenever kernel_details is
     if level >= 1:
-        summary.api_statistic(out / "api_statistic.csv")
+        summary.api_statistic(out / "api_statistic.csv", cann.statistic_rows(fw, extra.apis))
     yield None
 
 

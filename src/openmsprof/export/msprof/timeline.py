@@ -119,6 +119,7 @@ def _write_device_file(db: JobDB, out_dir: Path, dev: int | str, style: Style, l
                     device.write_flow_starts(ctx, dev, overflow)
                 device.write_device(ctx, dev, w if fused else None)
         passes.write_counters(ctx)
+        passes.write_overhead(ctx)
         if w.events == 0:  # no data, no file (the seed's rule)
             w.abort()
             remove_stale([], out_dir / timeline_file(dev))

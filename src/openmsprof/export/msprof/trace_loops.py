@@ -146,13 +146,14 @@ def flow_starts(ctx: PassContext, chunks: Any, overflow: Overflow) -> None:
     if not ctx.style.safe:
         s_fmt = ('{"name":"HostToDevice%d","pid":%d,"tid":%d,"ph":"s","cat":"HostToDevice",'
                  '"id":"%d","ts":' + ctx.style.ts_fmt + "}")
+        seen: dict[int, int] = {}
         for rows in chunks:
             out = []
             for rel, a_g, a_e, conn in rows:
                 big = conn << 32
                 aq, ar = divmod(rel, 1000)
                 tid = overflow.get((a_g, rel, a_e), a_g & _MASK32)
-                out.append(s_fmt % (big, api_pid, tid, big, aq, ar))
+                out.append(s_fmt % (big, api_pid, tid, flow_id(seen, conn), aq, ar))
             w.write_events(out)
         return
     heads: dict[int, str] = {}  # API globalTid (or overflow tid) → the text up to "id":
@@ -175,6 +176,15 @@ def flow_starts(ctx: PassContext, chunks: Any, overflow: Overflow) -> None:
         w.write_events(out)
 
 
+def flow_id(seen: dict[int, int], conn: int) -> int:
+    """Ascend-mode flow id: MP's ``connectionId << 32`` plus the task's ordinal among the tasks of
+    the same connection (one API launching many tasks), so every id in a file is unique.  The
+    ``s`` and ``f`` loops walk the tasks in the same order, so both ends get the same id."""
+    n = seen.get(conn, 0)
+    seen[conn] = n + 1
+    return (conn << 32) | n
+
+
 def _s_head(api_pid: int, key: int, atids: dict[int, int]) -> str:
     """Text of a flow start up to ``"id":``; ``key`` is a globalTid, or −(overflow lane tid)."""
     tid = -key if key < 0 else atids[key]
@@ -189,6 +199,7 @@ def tasks_ascend(ctx: PassContext, chunks: Any, pid: int, lanes: Lanes) -> None:
     task_fmt = x_fmt + ',"args":{"Model Id":%d,"Task Type":%s,"Physic Stream Id":%d,"Task Id":%d}}'
     f_fmt = ('{"name":"HostToDevice%d","pid":%d,"tid":%d,"ph":"f","cat":"HostToDevice",'
              '"id":"%d","ts":' + ts + ',"bp":"e"}')
+    seen: dict[int, int] = {}
     for rows in chunks:
         out = []
         for rel, d, stream, nm, task_id, model, tt, conn in rows:
@@ -200,5 +211,5 @@ def tasks_ascend(ctx: PassContext, chunks: Any, pid: int, lanes: Lanes) -> None:
                                    task_id))
             if conn is not None:
                 big = conn << 32
-                out.append(f_fmt % (big, pid, lt, big, q, r))
+                out.append(f_fmt % (big, pid, lt, flow_id(seen, conn), q, r))
         ctx.w.write_events(out)

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from itertools import chain, islice
 from typing import Any
 
+import orjson
+
+from openmsprof.export import overhead
 from openmsprof.export.db import JobDB
 from openmsprof.export.msprof import trace_loops as loops
 from openmsprof.export.msprof.trace_layout import (
@@ -200,3 +203,23 @@ def write_counters(ctx: PassContext) -> None:
         for rows in ctx.chunks(sql, window):
             out = [c_fmt % ('"Memory Usage"', pid, tid, *divmod(t - tb, 1000), v) for t, v in rows]
             w.write_events(out)
+
+
+SORT_OVERHEAD = 8
+
+
+def write_overhead(ctx: PassContext) -> None:
+    """The ``Profiling Overhead`` track: one counter event per figure of the recorder's
+    ``host/openmsprof_overhead.json`` (``export.overhead``) at the session start."""
+    db, w, style = ctx.db, ctx.w, ctx.style
+    figures = overhead.read_job(db.job)
+    rows = db.query("SELECT min(startTimeNs) FROM SESSION_TIME_INFO") if db.has("SESSION_TIME_INFO") else []
+    start = rows[0][0] if rows and rows[0][0] is not None else None
+    if not figures or start is None or not ctx.lo <= start < ctx.hi:
+        return
+    pid = process_meta(w, style, SORT_OVERHEAD, overhead.PROCESS, "CPU")
+    tid = style.tid(SORT_OVERHEAD, 0, 0)
+    q, r = divmod(start - style.ts_base, 1000)
+    c_fmt = '{"name":%s,"pid":%d,"tid":%d,"ts":' + style.ts_fmt + ',"ph":"C","args":{%s:%s}}'
+    w.write_events([c_fmt % (orjson.dumps(k).decode(), pid, tid, q, r, orjson.dumps(k).decode(),
+                             orjson.dumps(v).decode()) for k, v in sorted(figures.items())])

@@ -1,0 +1,95 @@
+"""One classification of device tasks, used by every tool-facing writer (kernel_details,
+op_statistic, trace_view, the profiler dbs, communication views, mindstudio_profiler_output).
+
+A task is one of four kinds, decided from its operator name alone:
+
+* ``COMMUNICATION``: a process-group backend's work (``gloo:``, ``nccl:``, ``hccl:``, ``mpi:``,
+  ``ucc:`` prefixes, or an HCCL ``hcom_`` name);
+* ``MEMCPY``: a pure data movement (``aten::copy_``, ``aten::_copy_from`` …, ``Memcpy``/``Memset``);
+* ``CUBE``: matrix-engine work — matmul, convolution, attention (the name contains a word of
+  ``CUBE_WORDS``, the same words msprof-analyze's ``compare_config.ini`` masks use);
+* ``VECTOR``: every other computing operator.
+
+The Ascend vocabulary written for each kind (``Task Type`` / ``Accelerator Core`` / ``Core
+Type``) is ``AI_CORE``, ``AI_VECTOR_CORE``, ``COMMUNICATION``, ``MEMCPY_ASYNC``: those are the
+values msprof-analyze's compare and advisor key their Matmul/Conv/Vector/communication/memory
+categories on.  They name the *class of engine* the work would use on an Ascend device, not the
+hardware it ran on: the real executor (``CPU``, ``CUDA`` …) is written beside them — the
+``Executor`` column of kernel_details, ``Executor`` in trace_view kernel args, NPU_INFO/META_DATA
+``EXECUTOR`` in the dbs, and ``backend`` in profiler_info / ``DeviceInfo`` in info.json
+(docs/formats.md "Task classification").
+"""
+
+from __future__ import annotations
+
+import re
+from enum import IntEnum
+
+__all__ = ["COMM_PREFIXES", "CORE_NAMES", "Kind", "classify", "core_name", "is_communication", "op_type"]
+
+COMM_PREFIXES = ("gloo:", "nccl:", "hccl:", "mpi:", "ucc:", "hcom_")
+CUBE_WORDS = ("matmul", "aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::addbmm", "aten::addmv",
+              "aten::mv", "aten::dot", "aten::vdot", "aten::_mm", "aten::_addmm", "linear", "gemm", "gemv",
+              "conv", "attention", "flash", "cutlass", "einsum", "aten::tensordot")
+MEMCPY_NAMES = frozenset(("aten::copy_", "aten::_copy_from", "aten::_copy_from_and_resize", "aten::_to_copy",
+                          "memcpy", "memset", "memcpy_async", "memset_async"))
+_BACKWARD = re.compile(r"backward|grad|bwd", re.I)
+
+
+class Kind(IntEnum):
+    """Task kinds; the value is the code stored in ``Kernels.core`` columns."""
+
+    VECTOR = 0
+    CUBE = 1
+    COMMUNICATION = 2
+    MEMCPY = 3
+
+
+#: Ascend spelling of each kind, indexed by ``Kind`` value.
+CORE_NAMES = ["AI_VECTOR_CORE", "AI_CORE", "COMMUNICATION", "MEMCPY_ASYNC"]
+
+
+def is_communication(name: str) -> bool:
+    return name.startswith(COMM_PREFIXES)
+
+
+def classify(name: str) -> Kind:
+    """The kind of the task named ``name`` (see the module docstring)."""
+    if name.startswith(COMM_PREFIXES):
+        return Kind.COMMUNICATION
+    low = name.lower()
+    if low in MEMCPY_NAMES or low.startswith(("memcpy", "memset")):
+        return Kind.MEMCPY
+    if any(w in low for w in CUBE_WORDS):
+        return Kind.CUBE
+    return Kind.VECTOR
+
+
+def core_name(name: str) -> str:
+    return CORE_NAMES[classify(name)]
+
+
+def op_type(name: str) -> str:
+    """The ``OP Type`` / ``Type`` text: a CANN-style type for matrix-engine work (``MatMul``,
+    ``BatchMatMul``, ``Conv2D``, ``Conv2DBackward``, ``FlashAttention`` …; msprof-analyze finds
+    matmul/conv/attention by these words), ``hcom_{type}_`` for an HCCL-named collective, the
+    operator name itself for everything else."""
+    low = name.lower()
+    kind = classify(name)
+    if kind == Kind.COMMUNICATION and name.startswith("hcom_"):
+        return name.split("__", 1)[0] + "_"  # hcom_allReduce__256_0_1 → hcom_allReduce_ (torch_npu)
+    if kind != Kind.CUBE:
+        return name
+    bwd = "Backward" if _BACKWARD.search(low) else ""
+    if "attention" in low or "flash" in low:
+        return "FlashAttention" + ("Grad" if bwd else "")
+    if "conv" in low:
+        return "Conv2D" + bwd
+    if "bmm" in low or "batch" in low:
+        return "BatchMatMul" + bwd
+    return "MatMul" + bwd
+
+
+def kinds(names: list[str]) -> list[int]:
+    """``classify`` over a vocabulary (codes as ints)."""
+    return [int(classify(n)) for n in names]

@@ -1,0 +1,125 @@
+"""``msprof_{YYYYmmddHHMMSS}.db`` in a PROF_ job root (FORMATS §2 "modern" layout, §6): the job
+database as msprof-analyze reads it.
+
+It is a copy of ``sqlite/msprof.db`` (works from the job's sqlite db alone, whatever framework
+made the job) with what the tools key on:
+* ``TASK.taskType`` / ``COMPUTE_TASK_INFO.taskType`` in the Ascend engine-class vocabulary of
+  ``export.classify`` (decided from the op type, else the name); the real executor stays in
+  ``NPU_INFO`` / META_DATA ``EXECUTOR`` and in info.json ``DeviceInfo``;
+* the msprof tables the recipes query even when empty: ENUM_HCCL_*, COMMUNICATION_OP,
+  COMMUNICATION_TASK_INFO, TASK_PMU_INFO; an AICORE_FREQ row with the CPU's nominal clock;
+* META_DATA ``openmsprof_overhead`` (JSON) when the recorder left its figures.
+Re-export replaces it (older ``msprof_*.db`` of the job are removed).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from pathlib import Path
+
+import orjson
+
+from openmsprof.export import classify, hostinfo, overhead
+from openmsprof.export.hccl_enums import ENUMS
+from openmsprof.recorder import fs
+
+__all__ = ["DB_RE", "write_db"]
+
+DB_RE = re.compile(r"^msprof_\d{14}\.db$")
+EXTRA_TABLES = """
+CREATE TABLE IF NOT EXISTS COMMUNICATION_OP(opName INTEGER, startNs INTEGER, endNs INTEGER, connectionId INTEGER,
+  groupName INTEGER, opId INTEGER, relay INTEGER, retry INTEGER, dataType INTEGER, algType INTEGER,
+  count NUMERIC, opType INTEGER, deviceId INTEGER);
+CREATE TABLE IF NOT EXISTS COMMUNICATION_TASK_INFO(name INTEGER, globalTaskId INTEGER, taskType INTEGER,
+  planeId INTEGER, groupName INTEGER, notifyId INTEGER, rdmaType INTEGER, srcRank INTEGER, dstRank INTEGER,
+  transportType INTEGER, size INTEGER, dataType INTEGER, linkType INTEGER, opId INTEGER, isMaster INTEGER,
+  bandwidth NUMERIC);
+CREATE TABLE IF NOT EXISTS TASK_PMU_INFO(globalTaskId INTEGER, name INTEGER, value NUMERIC);
+CREATE TABLE IF NOT EXISTS AICORE_FREQ(deviceId INTEGER, timestampNs INTEGER, freq INTEGER);
+CREATE TABLE IF NOT EXISTS MSTX_EVENTS(startNs INTEGER, endNs INTEGER, eventType INTEGER, rangeId INTEGER,
+  category INTEGER, message INTEGER, globalTid INTEGER, endGlobalTid INTEGER, domainId INTEGER,
+  connectionId INTEGER);
+"""
+
+
+def _string_id(con: sqlite3.Connection, cache: dict[str, int], text: str) -> int:
+    sid = cache.get(text)
+    if sid is None:
+        row = con.execute("SELECT id FROM STRING_IDS WHERE value = ?", (text,)).fetchone()
+        if row is None:
+            nxt = con.execute("SELECT coalesce(max(id), 0) + 1 FROM STRING_IDS").fetchone()[0]
+            con.execute("INSERT INTO STRING_IDS VALUES (?,?)", (nxt, text))
+            row = (nxt,)
+        sid = cache[text] = int(row[0])
+    return sid
+
+
+def _classify_tasks(con: sqlite3.Connection) -> str:
+    """Rewrite the task types to the engine class; returns the executor name(s) they replaced."""
+    strings = dict(con.execute("SELECT id, value FROM STRING_IDS"))
+    rows = con.execute("SELECT DISTINCT c.opType, c.name, t.taskType FROM COMPUTE_TASK_INFO c "
+                       "JOIN TASK t ON t.globalTaskId = c.globalTaskId").fetchall()
+    cache: dict[str, int] = {}
+    mapping = []
+    executors = set()
+    for op, name, tt in rows:
+        text = strings.get(op) or strings.get(name) or ""
+        if text in ("", "N/A"):
+            text = strings.get(name, "")
+        executors.add(strings.get(tt, ""))
+        mapping.append((op, name, _string_id(con, cache, classify.core_name(text))))
+    con.execute("CREATE TEMP TABLE cls(op INTEGER, name INTEGER, tt INTEGER, PRIMARY KEY(op, name))")
+    con.executemany("INSERT OR REPLACE INTO cls VALUES (?,?,?)", mapping)
+    con.execute("UPDATE COMPUTE_TASK_INFO SET taskType = (SELECT tt FROM cls WHERE cls.op = COMPUTE_TASK_INFO.opType "
+                "AND cls.name = COMPUTE_TASK_INFO.name)")
+    con.execute("UPDATE TASK SET taskType = (SELECT c.taskType FROM COMPUTE_TASK_INFO c "
+                "WHERE c.globalTaskId = TASK.globalTaskId) "
+                "WHERE globalTaskId IN (SELECT globalTaskId FROM COMPUTE_TASK_INFO)")
+    return ",".join(sorted(e for e in executors if e)) or "CPU"
+
+
+def write_db(job: Path, stamp: str) -> Path:
+    """Write ``JOB/msprof_{stamp}.db`` from ``JOB/sqlite/msprof.db`` (imported already)."""
+    src = job / "sqlite" / "msprof.db"
+    final = job / f"msprof_{stamp}.db"
+    tmp = job / f".msprof_{stamp}.db.{os.getpid()}.tmp"
+    tmp.unlink(missing_ok=True)
+    os.close(fs.open_new(tmp, append=False))
+    source = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+    con = sqlite3.connect(tmp)
+    try:
+        source.backup(con)
+        with con:
+            con.executescript(EXTRA_TABLES)
+            for table, rows in ENUMS.items():
+                con.execute(f"CREATE TABLE IF NOT EXISTS {table}(id INTEGER PRIMARY KEY, name TEXT)")
+                con.executemany(f"INSERT OR IGNORE INTO {table} VALUES (?,?)", rows)
+            executor = _classify_tasks(con)
+            con.executemany("INSERT INTO META_DATA VALUES (?,?)", [("EXECUTOR", executor)])
+            figures = overhead.read_job(job)
+            if figures:
+                con.execute("INSERT INTO META_DATA VALUES (?,?)", (overhead.KEY, orjson.dumps(figures).decode()))
+            info = _host_info(job)
+            mhz = hostinfo.nominal_mhz(info)
+            start = con.execute("SELECT coalesce(min(startTimeNs), 0) FROM SESSION_TIME_INFO").fetchone()[0]
+            devices = [d for (d,) in con.execute("SELECT DISTINCT deviceId FROM TASK")]
+            if mhz > 0 and not con.execute("SELECT count(*) FROM AICORE_FREQ").fetchone()[0]:
+                con.executemany("INSERT INTO AICORE_FREQ VALUES (?,?,?)", [(d, start, mhz) for d in devices])
+    finally:
+        con.close()
+        source.close()
+    os.replace(tmp, final)
+    for old in job.iterdir():
+        if DB_RE.match(old.name) and old.name != final.name and not old.is_symlink():
+            old.unlink(missing_ok=True)
+    return final
+
+
+def _host_info(job: Path) -> dict[str, object]:
+    try:
+        doc = orjson.loads((job / "host" / "info.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return doc if isinstance(doc, dict) else {}

@@ -1,0 +1,105 @@
+"""The tool-facing layout of a PROF_ job (export/msprof/tool_facing*.py): msprof_{ts}.db,
+mindstudio_profiler_output/, analyze/, DeviceInfo keys, the overhead figures."""
+
+from __future__ import annotations
+
+import csv
+import re
+import sqlite3
+from pathlib import Path
+
+import orjson
+
+from openmsprof.export import overhead
+from openmsprof.export.msprof.tool_facing import export_tool_facing
+from tests.export.realjob import make_real_job
+
+STAMP = r"\d{14}"
+
+
+def test_layout_and_classified_task_types(tmp_path: Path) -> None:
+    job = make_real_job(tmp_path / "out")
+    (job / "host" / overhead.FILE).write_bytes(orjson.dumps(
+        {"records_written": 1234, "bytes_written": 56789, "records_dropped": 0, "flusher_cpu_ns": 4_000_000,
+         "note": "ignored: not a number"}))
+    paths = export_tool_facing(job)
+    (db,) = [p for p in job.iterdir() if re.fullmatch(rf"msprof_{STAMP}\.db", p.name)]
+    assert db in paths and (job / "analyze" / "communication_analyzer.db").is_file()
+    out = job / "mindstudio_profiler_output"
+    names = sorted(p.name for p in out.iterdir())
+    stamp = db.name[7:21]
+    assert f"op_summary_{stamp}.csv" in names and f"msprof_{stamp}.json" in names and "README.txt" in names
+    assert all(n == "README.txt" or n.endswith(f"_{stamp}.csv") or n.endswith(f"_{stamp}.json") for n in names)
+    with open(out / f"op_summary_{stamp}.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and next(iter(rows[0])) == "Device_id"
+    want = {"Conv": "AI_CORE", "Gemm": "AI_CORE", "Relu": "AI_VECTOR_CORE"}
+    assert {r["OP Type"]: r["Task Type"] for r in rows} == want
+    con = sqlite3.connect(db)
+    try:
+        types = {v for (v,) in con.execute("SELECT DISTINCT s.value FROM TASK t JOIN STRING_IDS s ON s.id = t.taskType")}
+        assert types == {"AI_CORE", "AI_VECTOR_CORE"}
+        meta = dict(con.execute("SELECT name, value FROM META_DATA"))
+        assert meta["EXECUTOR"] == "CPU"
+        assert orjson.loads(meta[overhead.KEY]) == {"records_written": 1234, "bytes_written": 56789,
+                                                    "records_dropped": 0, "flusher_cpu_ns": 4_000_000}
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert {"ENUM_HCCL_DATA_TYPE", "COMMUNICATION_OP", "COMMUNICATION_TASK_INFO", "AICORE_FREQ"} <= tables
+    finally:
+        con.close()
+    # the source db keeps the executor
+    src = sqlite3.connect(job / "sqlite" / "msprof.db")
+    try:
+        assert {v for (v,) in src.execute("SELECT DISTINCT s.value FROM TASK t JOIN STRING_IDS s "
+                                          "ON s.id = t.taskType")} == {"CPU"}
+    finally:
+        src.close()
+    events = orjson.loads((out / f"msprof_{stamp}.json").read_bytes())
+    assert isinstance(events, list)
+    tasks = [e for e in events if e.get("ph") == "X" and "Task Type" in e.get("args", {})]
+    assert {e["args"]["Task Type"] for e in tasks} == {"AI_CORE", "AI_VECTOR_CORE"}
+    counters = {e["name"]: e["args"][e["name"]] for e in events if e.get("ph") == "C"
+                and e["name"] in ("records_written", "flusher_cpu_ns")}
+    assert counters == {"records_written": 1234, "flusher_cpu_ns": 4_000_000}
+    readme = (out / "README.txt").read_text()
+    assert "executor (real hardware of every task): CPU" in readme and "records_written: 1234" in readme
+    host = orjson.loads((job / "host" / "info.json").read_bytes())
+    assert host[overhead.KEY]["bytes_written"] == 56789
+    for info in job.glob("device_*/info.json.*"):
+        dev = orjson.loads(info.read_bytes())["DeviceInfo"][0]
+        assert dev["ai_core_num"] >= 1 and "aic_frequency" in dev
+
+
+def test_own_timeline_carries_the_overhead_track(tmp_path: Path) -> None:
+    from openmsprof.export.msprof.timeline import export_timeline
+
+    job = make_real_job(tmp_path / "out")
+    (job / "host" / overhead.FILE).write_bytes(orjson.dumps({"records_written": 77, "flusher_cpu_ns": 5}))
+    (path,) = export_timeline(job)
+    doc = orjson.loads(path.read_bytes())
+    procs = {e["args"]["name"]: e["pid"] for e in doc["traceEvents"] if e.get("name") == "process_name"}
+    counters = {e["name"]: e["args"][e["name"]] for e in doc["traceEvents"]
+                if e.get("ph") == "C" and e["pid"] == procs[overhead.PROCESS]}
+    assert counters == {"records_written": 77, "flusher_cpu_ns": 5}
+
+
+def test_reexport_replaces_stale_stamps(tmp_path: Path) -> None:
+    job = make_real_job(tmp_path / "out")
+    export_tool_facing(job)
+    old = job / "msprof_20000101000000.db"
+    old.write_bytes(b"")
+    stale = job / "mindstudio_profiler_output" / "op_summary_20000101000000.csv"
+    stale.write_text("x")
+    export_tool_facing(job)
+    assert not old.exists() and not stale.exists()
+    assert len([p for p in job.iterdir() if p.name.startswith("msprof_") and p.suffix == ".db"]) == 1
+
+
+def test_overhead_read_tolerantly(tmp_path: Path) -> None:
+    (tmp_path / "host").mkdir()
+    assert overhead.read_job(tmp_path) == {}
+    (tmp_path / "host" / overhead.FILE).write_text("{not json")
+    assert overhead.read_job(tmp_path) == {}
+    (tmp_path / "host" / overhead.FILE).write_text('[1, 2]')
+    assert overhead.read_job(tmp_path) == {}
+    assert overhead.merge({"a": 1, "b": 2.5}, {"a": 2}) == {"a": 3, "b": 2.5}
