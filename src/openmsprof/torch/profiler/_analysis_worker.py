@@ -1,0 +1,209 @@
+"""One persistent background process that analyses the windows ``tensorboard_trace_handler`` saves.
+
+The training process starts it once (``python -c "…_analysis_worker.main()"``, at nice 19, SIGINT ignored) and hands it each saved rank dir as a line on its stdin; the worker
+imports the analysis code once, analyses the dirs in order and answers ``ok|fail <dir>`` on its
+stdout.  Nothing of the analysis runs on the training thread, and being a separate process it
+neither takes the training process's GIL nor appears in its Kineto trace.  Async and sync
+handlers share it; ``wait()`` (``profile.stop()`` of a sync handler) waits for its queue.
+
+The worker's CPU time per window goes into the window's ``profiler_info_{rank}.json`` under
+``openmsprof_overhead``.  At exit the training process closes the worker's stdin: the worker
+finishes the queued dirs and leaves.  If both are killed, the raw traces stay on disk and
+``analyse(path)`` (or ``python -m openmsprof.torch.profiler.analysis``) completes them offline.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO
+
+log = logging.getLogger("openmsprof")
+MODULE = "openmsprof.torch.profiler._analysis_worker"
+NICE = 19
+_EXIT_WAIT_S = 120.0
+
+
+class _Client:
+    """The training process's side: the child, its pending dirs, a reader of its answers."""
+
+    def __init__(self) -> None:
+        pkg_parent = str(Path(__file__).resolve().parents[3])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH", "")) if p)
+        self.proc = subprocess.Popen([sys.executable, "-c", f"import {MODULE} as w; w.main()"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env=env, close_fds=True)
+        self.cond = threading.Condition()
+        self.pending: dict[str, bool] = {}  # dir → a sync handler waits for it at exit
+        self.failed: list[str] = []
+        self.reader = threading.Thread(target=self._read, name="openmsprof-analysis-reader", daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        assert out is not None
+        for raw in out:
+            status, _, path = raw.decode("utf-8", "surrogateescape").rstrip("\n").partition(" ")
+            with self.cond:
+                self.pending.pop(path, None)
+                if status != "ok":
+                    self.failed.append(path)
+                self.cond.notify_all()
+        with self.cond:  # the worker is gone: nothing pending will be answered
+            self.pending.clear()
+            self.cond.notify_all()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None and self.reader.is_alive()
+
+    def submit(self, path: str, sync: bool) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None
+        with self.cond:
+            self.pending[path] = sync
+        stdin.write(os.fsencode(path) + b"\n")
+        stdin.flush()
+
+    def wait(self, timeout: float, sync_only: bool = False) -> bool:
+        def idle() -> bool:
+            return not any(self.pending.values()) if sync_only else not self.pending
+
+        with self.cond:
+            return self.cond.wait_for(idle, timeout)
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+
+
+_client: _Client | None = None
+_lock = threading.Lock()
+
+
+def start() -> int | None:
+    """Start the worker if it is not running; its pid (None if it cannot start)."""
+    global _client
+    with _lock:
+        if _client is None or not _client.alive():
+            try:
+                _client = _Client()
+            except OSError as exc:
+                log.warning("openmsprof: cannot start the analysis worker (%s); windows stay raw, "
+                            "run `python -m openmsprof.torch.profiler.analysis DIR` later", exc)
+                _client = None
+                return None
+        return _client.proc.pid
+
+
+def prestart() -> None:
+    """``start()`` as a writer-thread job (a handler starts the worker when it is created)."""
+    start()
+
+
+def submit(path: Path, sync: bool) -> None:
+    """Queue ``path`` (a saved rank dir) for analysis; a dir whose raw trace is missing is skipped."""
+    from openmsprof.torch.profiler.kineto_profile import FRAMEWORK_TRACE
+
+    if not (path / "FRAMEWORK" / FRAMEWORK_TRACE).is_file():
+        return
+    if start() is None or _client is None:
+        return
+    try:
+        _client.submit(os.fspath(path), sync)
+    except OSError as exc:
+        log.warning("openmsprof: the analysis worker did not take %s (%s); analyse it offline", path, exc)
+
+
+def wait(timeout: float = _EXIT_WAIT_S, sync_only: bool = False) -> bool:
+    """Wait until the worker has answered every dir submitted so far; False on timeout."""
+    c = _client
+    if c is None:
+        return True
+    if not c.wait(timeout, sync_only):
+        log.warning("openmsprof: background analysis still running after %.0f s", timeout)
+        return False
+    return True
+
+
+def failed() -> list[str]:
+    return list(_client.failed) if _client is not None else []
+
+
+def _at_exit() -> None:
+    from openmsprof.torch.profiler import _writer
+
+    _writer.flush()
+    if _client is not None:
+        wait(_EXIT_WAIT_S, sync_only=True)
+        _client.close()  # the worker finishes what is queued (async windows), then leaves
+
+
+def _after_fork() -> None:
+    global _client, _lock
+    _client, _lock = None, threading.Lock()
+
+
+atexit.register(_at_exit)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+# -- the worker process ------------------------------------------------------------------------
+def _record_overhead(rank_dir: Path, cpu_s: float, wall_s: float) -> None:
+    """Add ``openmsprof_overhead`` to the dir's profiler_info (the worker's cost of this window)."""
+    import orjson
+
+    from openmsprof.recorder import fs
+
+    for p in rank_dir.glob("profiler_info*.json"):
+        info = orjson.loads(p.read_bytes())
+        over = info.get("openmsprof_overhead") if isinstance(info.get("openmsprof_overhead"), dict) else {}
+        over.update({"analysis_cpu_s": round(cpu_s, 6), "analysis_wall_s": round(wall_s, 6),
+                     "analysis_where": f"background worker process (pid {os.getpid()}, nice {NICE})"})
+        info["openmsprof_overhead"] = over
+        fs.write_file_atomic(p, orjson.dumps(info, option=orjson.OPT_INDENT_2))
+
+
+def _serve(lines: IO[bytes], answers: IO[bytes]) -> None:
+    import openmsprof.export.ascend_pt.writer  # noqa: F401  (imported once, before the first window)
+    from openmsprof.torch.profiler.analysis import analyse_dir
+
+    answering = True
+    for raw in lines:
+        path = Path(os.fsdecode(raw.rstrip(b"\n")))
+        t0, c0 = time.perf_counter(), time.process_time()
+        status = "ok"
+        try:
+            analyse_dir(path, parallel=False)
+            _record_overhead(path, time.process_time() - c0, time.perf_counter() - t0)
+        except Exception as exc:
+            status = "fail"
+            print(f"openmsprof: analysing {path} failed: {exc}", file=sys.stderr, flush=True)
+        if answering:
+            try:
+                answers.write(f"{status} {path}\n".encode("utf-8", "surrogateescape"))
+                answers.flush()
+            except OSError:  # the training process is gone: finish the queue quietly
+                answering = False
+
+
+def main() -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops training; queued windows finish
+    try:
+        os.nice(NICE)
+    except OSError:
+        pass
+    answers = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # nothing else may write into the answer pipe
+    _serve(sys.stdin.buffer, answers)
+    return 0
