@@ -1,0 +1,51 @@
+"""When the background harvester harvests a task-profiled model: not after every execute nor on a
+fixed clock, but at a size threshold (events measured at the first harvest), in idle gaps of the
+application, and after MAX_AGE_S at the latest."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from openmsprof import acl
+from openmsprof.acl import _model
+from tests.acl.test_profiled_execute import _dataset
+
+
+def test_harvest_policy_size_idle_age(models, out_dir):
+    assert acl.init() == 0
+    mid, ret = acl.mdl.load_from_file(str(models["tiny_mlp"]))
+    assert ret == 0
+    inp, iptr = _dataset(16 * 4)
+    out, _optr = _dataset(8 * 4)
+    x = np.ones((1, 16), np.float32)
+    acl.rt.memcpy(iptr, x.nbytes, acl.util.numpy_to_ptr(x), x.nbytes, acl.ACL_MEMCPY_HOST_TO_DEVICE)
+    assert acl.prof.init(str(out_dir)) == 0
+    cfg = acl.prof.create_config([0], acl.ACL_AICORE_NONE, 0, acl.ACL_PROF_TASK_TIME)
+    assert acl.prof.start(cfg) == 0
+    h = _model.Harvester(period=0.2)  # a private policy object (the shared thread keeps its own)
+    model = acl.mdl.models()[mid]
+    r = model.runner
+    for _ in range(20):
+        assert acl.mdl.execute(mid, inp, out) == 0
+    model.harvest(keep_running=True)  # the first harvest measures the events per execute
+    assert r.events_per_run == 2 + 2  # tiny_mlp optimised: two kernels, plus two session events
+    assert not h.due(r)  # nothing pending
+    for _ in range(10):
+        assert acl.mdl.execute(mid, inp, out) == 0
+    r.last_harvest = time.monotonic()
+    assert not h.due(r)  # busy, young, small: keep collecting
+    h.EVENT_BUDGET = 10 * r.events_per_run
+    assert h.due(r)  # size threshold, whatever the age
+    h.EVENT_BUDGET = _model.Harvester.EVENT_BUDGET
+    time.sleep(0.25)
+    assert r.idle_ns() >= 0.2e9
+    assert h.due(r)  # idle gap after period
+    h.IDLE_S = 10.0
+    assert not h.due(r)
+    r.last_harvest = time.monotonic() - h.MAX_AGE_S
+    assert h.due(r)  # the age bound
+    assert acl.prof.stop(cfg) == 0
+    assert acl.prof.finalize() == 0
+    assert acl.mdl.unload(mid) == 0
