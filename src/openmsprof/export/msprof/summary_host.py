@@ -87,10 +87,12 @@ def _tx_rows(db: JobDB) -> Iterator[list[Any]]:
         "ENUM_MSTX_EVENT_TYPE" in db.tables else {}
     sql = ("SELECT globalTid, category, eventType, startNs, endNs, message, domainId"
            " FROM MSTX_EVENTS ORDER BY startNs, endNs DESC")
-    text = db.text
+    get = db.strings.get  # db.text inlined (ids are ints or NULL)
     for g, cat, kind, s, e, msg, dom in db.conn.execute(sql):
-        yield [HOST, g >> 32, g & _MASK32, text(cat), kinds.get(kind, str(kind)), NA, NA,
-               us(s), us(max(e, s)), NA, text(msg, ""), text(dom, "default"), NA, NA]
+        e = max(e, s)
+        yield [HOST, g >> 32, g & _MASK32, get(cat) or NA, kinds.get(kind, str(kind)), NA, NA,
+               us(s) if s < 0 else f"{s // 1000}.{s % 1000:03d}", us(e) if e < 0 else f"{e // 1000}.{e % 1000:03d}",
+               NA, get(msg) or "", get(dom) or "default", NA, NA]
 
 
 def step_trace(db: JobDB) -> Iterator[Table]:

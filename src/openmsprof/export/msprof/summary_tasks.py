@@ -51,22 +51,24 @@ def _op_summary_rows(db: JobDB, dev: int, tensor: bool) -> Iterator[list[Any]]:
            f" {c('inputFormats')}, {c('outputShapes')}, {c('outputDataTypes')},"
            f" {c('outputFormats')}, t.contextId FROM {_from(db)} WHERE t.deviceId = ?"
            " ORDER BY t.startNs, t.taskId")
-    text = db.text
+    get = db.strings.get  # db.text inlined: ``get(sid) or NA`` (ids are ints or NULL)
     prev_end: int | None = None
     for row in db.conn.execute(sql, (dev,)):
         (model, task_id, stream, name, op_type, state, tt, s, e, block, mix, hf32,
          ishape, idt, ifmt, oshape, odt, ofmt, ctx_id) = row
         e = max(e, s)
+        d = e - s
         wait = 0 if prev_end is None else max(0, s - prev_end)
         prev_end = e  # FORMATS §4: start_i - start_{i-1} - dur_{i-1}
-        executor = text(tt)
-        out: list[Any] = [dev, id_or_na(model), task_id, stream, text(name), text(op_type),
-                          text(state), executor, us(s), Num(us(e - s)), Num(us(wait))]
+        executor = get(tt) or NA
+        out: list[Any] = [dev, id_or_na(model), task_id, stream, get(name) or NA, get(op_type) or NA,
+                          get(state) or NA, executor, us(s) if s < 0 else f"{s // 1000}.{s % 1000:03d}",
+                          Num(f"{d // 1000}.{d % 1000:03d}"), Num(f"{wait // 1000}.{wait % 1000:03d}")]
         if tensor:
             cpu = executor == "CPU"  # decision 9: no CPU analogue
-            out += [NA if cpu else id_or_na(block), NA if cpu else id_or_na(mix), text(hf32),
-                    text(ishape), text(idt), text(ifmt), text(oshape), text(odt), text(ofmt),
-                    NA if cpu else id_or_na(ctx_id)]
+            out += [NA if cpu else id_or_na(block), NA if cpu else id_or_na(mix), get(hf32) or NA,
+                    get(ishape) or NA, get(idt) or NA, get(ifmt) or NA, get(oshape) or NA,
+                    get(odt) or NA, get(ofmt) or NA, NA if cpu else id_or_na(ctx_id)]
         yield out
 
 
@@ -78,10 +80,15 @@ def task_time(db: JobDB) -> Iterator[Table]:
 def _task_time_rows(db: JobDB, dev: int) -> Iterator[list[Any]]:
     sql = (f"SELECT {_c(db, 'name')}, t.taskType, t.streamId, t.taskId, t.startNs, t.endNs"
            f" FROM {_from(db)} WHERE t.deviceId = ? ORDER BY t.startNs, t.taskId")
-    text = db.text
+    get = db.strings.get
     for name, tt, stream, task_id, s, e in db.conn.execute(sql, (dev,)):
         e = max(e, s)
-        yield [dev, text(name), text(tt), stream, task_id, Num(us(e - s)), us(s), us(e)]
+        d = e - s
+        if s < 0:
+            yield [dev, get(name) or NA, get(tt) or NA, stream, task_id, Num(us(d)), us(s), us(e)]
+        else:
+            yield [dev, get(name) or NA, get(tt) or NA, stream, task_id, Num(f"{d // 1000}.{d % 1000:03d}"),
+                   f"{s // 1000}.{s % 1000:03d}", f"{e // 1000}.{e % 1000:03d}"]
 
 
 class OpStat(NamedTuple):
