@@ -47,6 +47,33 @@ def _load() -> str:
     return "load avg " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def import_cost(repeats: int) -> None:
+    """``import openmsprof.torch.profiler`` in fresh interpreters (``-X importtime``'s cumulative
+    figure for the package), after ``import torch`` as in a training script and alone, and the
+    start of the analysis worker (the Popen on the writer thread; the worker imports in its own
+    process at nice 19)."""
+    code = ("import sys, time; import torch; t0 = time.perf_counter(); import openmsprof.torch.profiler as tp; "
+            "t1 = time.perf_counter(); from openmsprof.torch.profiler import _analysis_worker as w; "
+            "t2 = time.perf_counter(); w.start(); t3 = time.perf_counter(); "
+            "print(t1 - t0, t3 - t2, 'openmsprof.export.ascend_pt.writer' in sys.modules, 'numpy' in sys.modules)")
+    after, start, alone = [], [], []
+    heavy = ""
+    for _ in range(repeats):
+        r = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, check=True)
+        a, w, analysis_loaded, np_loaded = r.stdout.split()
+        after.append(float(a))
+        start.append(float(w))
+        heavy = f"analysis modules loaded in the training process: {analysis_loaded}; numpy: {np_loaded}"
+        r = subprocess.run([sys.executable, "-X", "importtime", "-c", "import openmsprof.torch.profiler"],
+                           capture_output=True, text=True, check=True)
+        line = [ln for ln in r.stderr.splitlines() if ln.rstrip().endswith("| openmsprof.torch.profiler")][-1]
+        alone.append(int(line.split("|")[1]) / 1e6)
+    print(f"[0] import openmsprof.torch.profiler, {repeats} fresh processes, {_load()}:")
+    print(f"    after import torch (wall)       s {_mm(after, 1)}")
+    print(f"    alone (-X importtime cumulative) s {_mm(alone, 1)}   (goal <= 0.150 incl. worker start)")
+    print(f"    analysis worker start (Popen)   s {_mm(start, 1)};  {heavy}")
+
+
 def per_step(steps: int, rounds: int, tmp: Path) -> None:
     """Each side as users write it: bare torch.profiler with its own ``tensorboard_trace_handler``
     (Kineto stop + JSON trace save on the training thread), ours with ``tensorboard_trace_handler``
@@ -210,8 +237,10 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--repeats", type=int, default=2, help="analyse runs per mode")
+    ap.add_argument("--import-repeats", type=int, default=7, help="fresh processes for the import figure")
     args = ap.parse_args()
     logging.disable(logging.WARNING)
+    import_cost(args.import_repeats)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         per_step(args.steps, args.rounds, tmp)
