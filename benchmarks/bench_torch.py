@@ -148,6 +148,11 @@ def per_step(steps: int, rounds: int, tmp: Path) -> None:
         all_r = [(o[0] * steps + o[2]) / (b[0] * steps + b[2]) for o, b in zip(res[k], base, strict=True)]
         print(f"    {k} / torch.profiler per round: mean step {_mm(step_r, 1)} (goal <= {goal}); "
               f"window-end extra {_mm(end_r, 1)} (goal <= 1.2); loop+stop {_mm(all_r, 1)}")
+    import orjson
+
+    cpu = [orjson.loads(p.read_bytes())["openmsprof_overhead"]["analysis_cpu_s"]
+           for p in (tmp / "ours").glob("*/profiler_info_*.json")]
+    print(f"    analysis worker CPU per window (profiler_info openmsprof_overhead) ms {_mm(cpu)}")
     print("    both sides save every window on the training thread (Kineto's JSON); ours also hands the "
           "dir to its analysis worker process (nice 19), whose CPU competes with training on shared cores")
 

@@ -29,6 +29,7 @@ log = logging.getLogger("openmsprof")
 MODULE = "openmsprof.torch.profiler._analysis_worker"
 NICE = 19
 _EXIT_WAIT_S = 120.0
+_STOP_WAIT_S = 1800.0
 
 
 class _Client:
@@ -124,7 +125,7 @@ def submit(path: Path, sync: bool) -> None:
         log.warning("openmsprof: the analysis worker did not take %s (%s); analyse it offline", path, exc)
 
 
-def wait(timeout: float = _EXIT_WAIT_S, sync_only: bool = False) -> bool:
+def wait(timeout: float = _STOP_WAIT_S, sync_only: bool = False) -> bool:
     """Wait until the worker has answered every dir submitted so far; False on timeout."""
     c = _client
     if c is None:
@@ -149,8 +150,16 @@ def _at_exit() -> None:
 
 
 def _after_fork() -> None:
+    """A forked child (a DataLoader worker) drops its copies of the worker's pipes, so that the
+    worker still sees end-of-input when the training process closes it."""
     global _client, _lock
-    _client, _lock = None, threading.Lock()
+    c, _client, _lock = _client, None, threading.Lock()
+    for f in (c.proc.stdin, c.proc.stdout) if c is not None else ():
+        try:
+            if f is not None:
+                os.close(f.fileno())
+        except OSError:
+            pass
 
 
 atexit.register(_at_exit)
@@ -184,7 +193,7 @@ def _serve(lines: IO[bytes], answers: IO[bytes]) -> None:
         t0, c0 = time.perf_counter(), time.process_time()
         status = "ok"
         try:
-            analyse_dir(path, parallel=False)
+            analyse_dir(path, parallel=True)  # a large trace forks its second half (nice 19 too)
             _record_overhead(path, time.process_time() - c0, time.perf_counter() - t0)
         except Exception as exc:
             status = "fail"
