@@ -100,3 +100,31 @@ def test_killed_run_leaves_raw_traces_that_offline_analyse_completes(tmp_path: P
     assert sorted(done) == sorted(d / "ASCEND_PROFILER_OUTPUT" for d in dirs)
     for d in dirs:
         assert (d / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").stat().st_size > 0
+
+
+_NO_WORKER = textwrap.dedent("""
+    import sys
+    import torch
+    import openmsprof.torch.profiler as tp
+
+    sys.executable = "/bin/false"  # a host where the worker process cannot run (it exits at once)
+    model = torch.nn.Linear(8, 8)
+    with tp.profile(activities=[tp.ProfilerActivity.CPU], on_trace_ready=tp.tensorboard_trace_handler(sys.argv[1]),
+                    schedule=tp.schedule(wait=0, warmup=0, active=1, repeat=3)) as prof:
+        for _ in range(3):
+            model(torch.randn(2, 8)).sum().backward()
+            prof.step()
+    print("analysed in process", "openmsprof.export.ascend_pt.writer" in sys.modules)
+""")
+
+
+def test_windows_are_analysed_when_no_worker_can_run(tmp_path: Path) -> None:
+    root = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-c", _NO_WORKER, str(root)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "src")}, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "analysed in process True" in proc.stdout  # the fallback: the writer thread analysed
+    assert "no analysis worker process" in proc.stderr
+    dirs = rank_dirs(root)
+    assert len(dirs) == 3
+    assert all((d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file() for d in dirs)

@@ -15,6 +15,7 @@ finishes the queued dirs and leaves.  If both are killed, the raw traces stay on
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import signal
@@ -44,6 +45,7 @@ class _Client:
         self.cond = threading.Condition()
         self.pending: dict[str, bool] = {}  # dir → a sync handler waits for it at exit
         self.failed: list[str] = []
+        self.answered = 0
         self.reader = threading.Thread(target=self._read, name="openmsprof-analysis-reader", daemon=True)
         self.reader.start()
 
@@ -54,11 +56,16 @@ class _Client:
             status, _, path = raw.decode("utf-8", "surrogateescape").rstrip("\n").partition(" ")
             with self.cond:
                 self.pending.pop(path, None)
+                self.answered += 1
                 if status != "ok":
                     self.failed.append(path)
                 self.cond.notify_all()
-        with self.cond:  # the worker is gone: nothing pending will be answered
-            self.pending.clear()
+        from openmsprof.torch.profiler import _writer
+
+        with self.cond:  # the worker is gone: what it did not answer goes to the next (or here)
+            left, self.pending = dict(self.pending), {}
+            for path, sync in left.items():
+                _writer.submit(functools.partial(submit, Path(path), sync))
             self.cond.notify_all()
 
     def alive(self) -> bool:
@@ -91,19 +98,25 @@ _client: _Client | None = None
 _lock = threading.Lock()
 
 
+_broken = 0  # workers that died before answering anything
+MAX_BROKEN = 2
+
+
 def start() -> int | None:
-    """Start the worker if it is not running; its pid (None if it cannot start)."""
-    global _client
+    """Start the worker if it is not running; its pid (None when no worker can run here: after
+    ``MAX_BROKEN`` workers died before answering, windows are analysed on the writer thread)."""
+    global _client, _broken
     with _lock:
-        if _client is None or not _client.alive():
+        if _client is not None and not _client.alive():
+            _broken += not _client.answered
+            _client = None
+        if _client is None and _broken < MAX_BROKEN:
             try:
                 _client = _Client()
             except OSError as exc:
-                log.warning("openmsprof: cannot start the analysis worker (%s); windows stay raw, "
-                            "run `python -m openmsprof.torch.profiler.analysis DIR` later", exc)
-                _client = None
-                return None
-        return _client.proc.pid
+                _broken = MAX_BROKEN
+                log.warning("openmsprof: cannot start the analysis worker (%s)", exc)
+        return _client.proc.pid if _client is not None else None
 
 
 def prestart() -> None:
@@ -112,27 +125,49 @@ def prestart() -> None:
 
 
 def submit(path: Path, sync: bool) -> None:
-    """Queue ``path`` (a saved rank dir) for analysis; a dir whose raw trace is missing is skipped."""
+    """Queue ``path`` (a saved rank dir) for analysis (a writer-thread job); a dir whose raw trace
+    is missing is skipped.  Without a worker the dir is analysed here, on the writer thread."""
     from openmsprof.torch.profiler.kineto_profile import FRAMEWORK_TRACE
 
     if not (path / "FRAMEWORK" / FRAMEWORK_TRACE).is_file():
         return
-    if start() is None or _client is None:
-        return
+    c = _client if start() is not None else None
+    if c is not None:
+        try:
+            c.submit(os.fspath(path), sync)
+            return
+        except OSError:
+            with c.cond:
+                c.pending.pop(os.fspath(path), None)
+    _analyse_here(path)
+
+
+def _analyse_here(path: Path) -> None:
+    from openmsprof.torch.profiler.analysis import analyse_dir
+
+    log.warning("openmsprof: no analysis worker process; analysing %s on the writer thread", path)
     try:
-        _client.submit(os.fspath(path), sync)
-    except OSError as exc:
-        log.warning("openmsprof: the analysis worker did not take %s (%s); analyse it offline", path, exc)
+        analyse_dir(path, parallel=False)
+    except Exception as exc:
+        log.warning("openmsprof: analysing %s failed: %s", path, exc)
 
 
 def wait(timeout: float = _STOP_WAIT_S, sync_only: bool = False) -> bool:
-    """Wait until the worker has answered every dir submitted so far; False on timeout."""
-    c = _client
-    if c is None:
-        return True
-    if not c.wait(timeout, sync_only):
-        log.warning("openmsprof: background analysis still running after %.0f s", timeout)
-        return False
+    """Wait until every dir submitted so far is analysed (by the worker, or by the writer thread
+    when a worker died and its dirs went elsewhere); False on timeout."""
+    from openmsprof.torch.profiler import _writer
+
+    deadline = time.monotonic() + timeout
+    for _ in range(MAX_BROKEN + 2):
+        _writer.flush(max(0.0, deadline - time.monotonic()))
+        c = _client
+        if c is None or not c.pending:
+            if c is None or c.alive():
+                return True
+            continue  # it died: its dirs went back to the writer thread
+        if not c.wait(max(0.0, deadline - time.monotonic()), sync_only):
+            log.warning("openmsprof: background analysis still running after %.0f s", timeout)
+            return False
     return True
 
 
