@@ -1,7 +1,8 @@
 """One persistent background process that analyses the windows ``tensorboard_trace_handler`` saves.
 
-The training process starts it once (``python -c "…_analysis_worker.main()"``, at nice 19, SIGINT ignored) and hands it each saved rank dir as a line on its stdin; the worker
-imports the analysis code once, analyses the dirs in order and answers ``ok|fail <dir>`` on its
+The training process starts it once (``python -c "…_analysis_worker.main()"``, at nice 19,
+SIGINT ignored) and hands it each saved rank dir as a line on its stdin; the worker imports the
+analysis code once, analyses the dirs in order and answers ``ok|fail <dir>`` on its
 stdout.  Nothing of the analysis runs on the training thread, and being a separate process it
 neither takes the training process's GIL nor appears in its Kineto trace.  Async and sync
 handlers share it; ``wait()`` (``profile.stop()`` of a sync handler) waits for its queue.
@@ -40,8 +41,8 @@ class _Client:
         pkg_parent = str(Path(__file__).resolve().parents[3])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH", "")) if p)
-        self.proc = subprocess.Popen([sys.executable, "-c", f"import {MODULE} as w; w.main()"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env, close_fds=True)
+        self.proc = subprocess.Popen([sys.executable, "-c", f"import {MODULE} as w; w.main()"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True)
         self.cond = threading.Condition()
         self.pending: dict[str, bool] = {}  # dir → a sync handler waits for it at exit
         self.failed: list[str] = []
