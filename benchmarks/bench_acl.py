@@ -281,6 +281,7 @@ def steady_round(path: str, x: np.ndarray, mid: int, inp: int, out: int, n: int,
     sess = _profiling_session(path, prefix)
     for _ in range(WARM):
         sess.run(None, feeds)
+    c0 = time.process_time()
     t0 = time.perf_counter_ns()
     for _ in range(n):
         sess.run(None, feeds)
@@ -288,10 +289,12 @@ def steady_round(path: str, x: np.ndarray, mid: int, inp: int, out: int, n: int,
     prof = sess.end_profiling()
     del sess
     t2 = time.perf_counter_ns()
+    c1 = time.process_time()
     os.unlink(prof)
     model = acl.mdl.models()[mid]
     runner = model.runner
     h0 = runner.harvests
+    c2 = time.process_time()
     t3 = time.perf_counter_ns()
     for _ in range(n):
         acl.mdl.execute(mid, inp, out)
@@ -301,8 +304,10 @@ def steady_round(path: str, x: np.ndarray, mid: int, inp: int, out: int, n: int,
     session.current().flusher.drain()
     ortt.empty_trash()
     t5 = time.perf_counter_ns()
+    c3 = time.process_time()
     _ = _model  # (the harvester thread keeps running meanwhile)
     return {"ort": (t2 - t0) / n / 1e3, "ort_run": (t1 - t0) / n / 1e3, "ours": (t5 - t3) / n / 1e3,
+            "ort_cpu": (c1 - c0) / n * 1e6, "ours_cpu": (c3 - c2) / n * 1e6,
             "ours_exec": (t4 - t3) / n / 1e3, "harvests": runner.harvests - h0 - 1}
 
 
@@ -340,11 +345,14 @@ def bench_steady(paths: dict[str, Path], rounds: int, block_s: float) -> None:
             acl.prof.finalize()
         acl.mdl.unload(mid)
         ratio = [o / r for o, r in zip(res["ours"], res["ort"], strict=True)]
+        cpu_ratio = [o / r for o, r in zip(res["ours_cpu"], res["ort_cpu"], strict=True)]
         print(f"   {name}: n={n} per block, load avg {load0[0]:.2f} before, {os.getloadavg()[0]:.2f} after")
         print(f"     ORT  {_mm(res['ort'])}   (runs alone {_mm(res['ort_run'])})")
         print(f"     ours {_mm(res['ours'])}   (executes alone {_mm(res['ours_exec'])}; "
               f"background harvests inside a block: {_mm(res['harvests'])})")
         print(f"     ours/ORT per round {_mm(ratio)}   (goal <= 1.10)")
+        print(f"     process CPU µs per execute (all threads, load-robust): ORT {_mm(res['ort_cpu'])}  "
+              f"ours {_mm(res['ours_cpu'])}  ratio {_mm(cpu_ratio)}")
 
 
 def ort_fresh_session_floor(path: str, x: np.ndarray, n: int, prefix: str) -> tuple[float, float]:
