@@ -4,7 +4,7 @@ Profiling off ⇒ executes run on the plain session through a cached IOBinding b
 user's buffers (no per-operator cost).  Task profiling or a subscription ⇒ executes run on a
 :class:`~openmsprof.sources.onnxruntime_tasks.ProfiledRunner` (IOBindings to the same buffers on
 each profiling session); a background harvester thread turns its events into task records when
-that is cheapest (size threshold, idle gaps, at most every ``MAX_AGE_S``, and at stop), builds the next profiling session ahead of time
+that is cheapest (idle gaps, a size threshold, at least once a second, and at stop), builds the next profiling session ahead of time
 and frees ended ones, while a subscribed model is harvested right after each execute so its op
 records are in the pipe before execute returns.  ORT writes its profiles to a RAM disk when one
 with room is there.
@@ -226,16 +226,17 @@ class Harvester:
     """Background thread: harvests task-profiled models when it is cheapest and builds the
     next profiling session of each runner ahead of time.
 
-    A harvest (ORT's end_profiling, the parse, a fresh session, freeing the old one) costs a
-    fixed part plus a part per event, so it runs as seldom as memory and ORT allow: when the
-    running generation holds ``EVENT_BUDGET`` events (ORT stops recording a session at 1 M),
-    in an idle gap of the application (no execute for ``IDLE_S``, at least ``period`` after the
-    last harvest), after ``MAX_AGE_S`` at the latest, and at stop.  The first harvest of a
-    runner comes after ``period``: it measures the events per execute."""
+    A harvest (ORT's end_profiling, the parse, the task records, freeing the old session) costs
+    about the same per event whenever it runs, but competes with the executes when they run.
+    So it runs in an idle gap of the application (no execute for ``IDLE_S``, at least
+    ``MIN_AGE_S`` after the last harvest), when the running generation holds ``EVENT_BUDGET``
+    events (ORT stops recording a session at 1 M; the events per execute are measured at each
+    harvest), after ``period`` at the latest (a SIGKILL loses at most about that, SPEC), and at
+    stop."""
 
     EVENT_BUDGET = 250_000
-    IDLE_S = 0.1
-    MAX_AGE_S = 10.0
+    IDLE_S = 0.05
+    MIN_AGE_S = 0.2
 
     def __init__(self, period: float = 1.0) -> None:
         self.period = period
@@ -253,10 +254,9 @@ class Harvester:
         if not r.pending():
             return False
         age = time.monotonic() - r.last_harvest
-        if age < self.period:
-            return r.pending_events() >= self.EVENT_BUDGET
-        return (not r.events_per_run or r.pending_events() >= self.EVENT_BUDGET
-                or r.idle_ns() >= self.IDLE_S * 1e9 or age >= self.MAX_AGE_S)
+        if age >= self.period or r.pending_events() >= self.EVENT_BUDGET:
+            return True
+        return age >= self.MIN_AGE_S and r.idle_ns() >= self.IDLE_S * 1e9
 
     def _run(self) -> None:
         while True:

@@ -5,9 +5,9 @@ stay in memory until ``end_profiling()`` writes them as JSON and switches profil
 session for good (run-level profiling exists in ORT's C API but not in its Python binding).
 :class:`ProfiledRunner` therefore keeps *generations*: a profiling session that executes run on,
 swapped for a fresh one (built and bound ahead of time in the background) whenever the events
-are harvested — after every execute of a subscribed model; otherwise when a generation holds
-about ``EVENT_BUDGET`` events (ORT stops recording a session at 1 M), in an idle gap of the
-application, after ``MAX_AGE_S`` at the latest, and at stop (see ``acl._model.Harvester``).  Harvesting parses ORT's JSON into columns (:mod:`ort_profile`), aligns ORT's epoch µs
+are harvested — after every execute of a subscribed model; otherwise in idle gaps of the
+application, when a generation holds about ``EVENT_BUDGET`` events (ORT stops recording a session
+at 1 M), about once a second at the latest, and at stop (see ``acl._model.Harvester``).  Harvesting parses ORT's JSON into columns (:mod:`ort_profile`), aligns ORT's epoch µs
 to our monotonic clock and emits the tasks as one batch.  Models that are not profiled never
 touch this module.
 """
