@@ -235,8 +235,8 @@ class Harvester:
     stop."""
 
     EVENT_BUDGET = 250_000
-    IDLE_S = 0.05
-    MIN_AGE_S = 0.2
+    IDLE_S = 0.1
+    MIN_AGE_S = 0.25
 
     def __init__(self, period: float = 1.0) -> None:
         self.period = period

@@ -185,9 +185,11 @@ class ProfiledRunner:
         return len(self._gen.launches) * self.events_per_run
 
     def idle_ns(self) -> int:
-        """Nanoseconds since the last execute of the running generation ended (0: none yet)."""
-        launches = self._gen.launches
-        return max(0, _now() - launches[-1][1]) if launches else 0
+        """Nanoseconds since the last execute of the running generation ended (0: none yet, or
+        one is running now)."""
+        g = self._gen
+        launches = g.launches
+        return max(0, _now() - launches[-1][1]) if launches and not g.active else 0
 
     def prepare_spare(self) -> None:
         """Build (and bind) the next generation now (called from a background thread)."""
