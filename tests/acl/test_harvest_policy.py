@@ -48,6 +48,10 @@ def test_harvest_policy_size_idle_age(models, out_dir, monkeypatch):
     assert not h.due(r)
     r.last_harvest = time.monotonic() - h.period
     assert h.due(r)  # the age bound (SIGKILL loses at most about a period)
+    r.build_cpu_s = 0.05 * h.period  # a model whose next session costs 5 % of a period to build
+    assert not h.due(r)  # the bound stretches to keep builds at BUILD_SHARE
+    r.last_harvest = time.monotonic() - 0.05 * h.period / h.BUILD_SHARE
+    assert h.due(r)
     assert acl.prof.stop(cfg) == 0
     assert acl.prof.finalize() == 0
     assert acl.mdl.unload(mid) == 0

@@ -4,7 +4,7 @@ Profiling off ⇒ executes run on the plain session through a cached IOBinding b
 user's buffers (no per-operator cost).  Task profiling or a subscription ⇒ executes run on a
 :class:`~openmsprof.sources.onnxruntime_tasks.ProfiledRunner` (IOBindings to the same buffers on
 each profiling session); a background harvester thread turns its events into task records when
-that is cheapest (idle gaps, a size threshold, at least once a second, and at stop), builds the next profiling session ahead of time
+that is cheapest (idle gaps, a size threshold, about once a second at the latest, and at stop), builds the next profiling session ahead of time
 and frees ended ones, while a subscribed model is harvested right after each execute so its op
 records are in the pipe before execute returns.  ORT writes its profiles to a RAM disk when one
 with room is there.
@@ -231,12 +231,16 @@ class Harvester:
     So it runs in an idle gap of the application (no execute for ``IDLE_S``, at least
     ``MIN_AGE_S`` after the last harvest), when the running generation holds ``EVENT_BUDGET``
     events (ORT stops recording a session at 1 M; the events per execute are measured at each
-    harvest), after ``period`` at the latest (a SIGKILL loses at most about that, SPEC), and at
-    stop."""
+    harvest), after ``period`` at the latest, and at stop.  A harvest also builds the next session
+    (its fixed cost): for a model whose build takes more CPU than ``BUILD_SHARE`` of ``period``,
+    the bound stretches to keep that share (at most ``MAX_PERIOD_S``).  A SIGKILL loses the
+    events ORT still holds: at most that bound."""
 
     EVENT_BUDGET = 250_000
     IDLE_S = 0.1
     MIN_AGE_S = 0.25
+    BUILD_SHARE = 0.01
+    MAX_PERIOD_S = 10.0
 
     def __init__(self, period: float = 1.0) -> None:
         self.period = period
@@ -254,7 +258,8 @@ class Harvester:
         if not r.pending():
             return False
         age = time.monotonic() - r.last_harvest
-        if age >= self.period or r.pending_events() >= self.EVENT_BUDGET:
+        bound = max(self.period, min(self.MAX_PERIOD_S, r.build_cpu_s / self.BUILD_SHARE))
+        if age >= bound or r.pending_events() >= self.EVENT_BUDGET:
             return True
         return age >= self.MIN_AGE_S and r.idle_ns() >= self.IDLE_S * 1e9
 

@@ -140,6 +140,8 @@ class ProfiledRunner:
         self.harvests = 0
         #: ORT events per execute, learnt at each harvest (0: not yet known)
         self.events_per_run = 0.0
+        #: CPU seconds the last build of a generation took (a harvest's fixed cost)
+        self.build_cpu_s = 0.0
 
     def run(self, outputs: list[str] | None, feeds: dict[str, Any], conn: int, t0: int = 0) -> Any:
         """One execute on the current generation, remembering (t0, t1, conn) (``t0``: when the
@@ -197,10 +199,12 @@ class ProfiledRunner:
             return
         with self._spare_lock:
             if self._spare is None:
+                c0 = time.thread_time()
                 g = _Gen(self.factory())
                 for key, (feeds, io, _) in list(self._gen.io.items())[-MAX_BINDINGS:]:
                     if io is not None:  # feeds still bound to the caller's buffers
                         g.io[key] = _entry(g.sess, feeds, self._bind(g.sess, feeds))
+                self.build_cpu_s = time.thread_time() - c0
                 self._spare = g
 
     def harvest(self, keep_running: bool = True, pause: Callable[[], None] | None = None
