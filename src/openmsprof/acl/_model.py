@@ -3,8 +3,8 @@
 Profiling off ⇒ executes run on the plain session through a cached IOBinding bound to the
 user's buffers (no per-operator cost).  Task profiling or a subscription ⇒ executes run on a
 :class:`~openmsprof.sources.onnxruntime_tasks.ProfiledRunner` (IOBindings to the same buffers on
-each profiling session); a background harvester thread turns its events into task records about
-once a second (and whenever profiling stops), builds the next profiling session ahead of time
+each profiling session); a background harvester thread turns its events into task records when
+that is cheapest (idle gaps, a size threshold, about once a second at the latest, and at stop), builds the next profiling session ahead of time
 and frees ended ones, while a subscribed model is harvested right after each execute so its op
 records are in the pipe before execute returns.  ORT writes its profiles to a RAM disk when one
 with room is there.
@@ -223,8 +223,24 @@ class Model:
 
 
 class Harvester:
-    """Background thread: harvests task-profiled models about once a second and builds the
-    next profiling session of each runner ahead of time."""
+    """Background thread: harvests task-profiled models when it is cheapest and builds the
+    next profiling session of each runner ahead of time.
+
+    A harvest (ORT's end_profiling, the parse, the task records, freeing the old session) costs
+    about the same per event whenever it runs, but competes with the executes when they run.
+    So it runs in an idle gap of the application (no execute for ``IDLE_S``, at least
+    ``MIN_AGE_S`` after the last harvest), when the running generation holds ``EVENT_BUDGET``
+    events (ORT stops recording a session at 1 M; the events per execute are measured at each
+    harvest), after ``period`` at the latest, and at stop.  A harvest also builds the next session
+    (its fixed cost): for a model whose build takes more CPU than ``BUILD_SHARE`` of ``period``,
+    the bound stretches to keep that share (at most ``MAX_PERIOD_S``).  A SIGKILL loses the
+    events ORT still holds: at most that bound."""
+
+    EVENT_BUDGET = 250_000
+    IDLE_S = 0.1
+    MIN_AGE_S = 0.25
+    BUILD_SHARE = 0.01
+    MAX_PERIOD_S = 10.0
 
     def __init__(self, period: float = 1.0) -> None:
         self.period = period
@@ -237,9 +253,19 @@ class Harvester:
             self._thread = threading.Thread(target=self._run, name="openmsprof-ort-harvester", daemon=True)
             self._thread.start()
 
+    def due(self, r: ortt.ProfiledRunner) -> bool:
+        """Whether ``r``'s running generation should be harvested now."""
+        if not r.pending():
+            return False
+        age = time.monotonic() - r.last_harvest
+        bound = max(self.period, min(self.MAX_PERIOD_S, r.build_cpu_s / self.BUILD_SHARE))
+        if age >= bound or r.pending_events() >= self.EVENT_BUDGET:
+            return True
+        return age >= self.MIN_AGE_S and r.idle_ns() >= self.IDLE_S * 1e9
+
     def _run(self) -> None:
         while True:
-            self.wake.wait(0.25)
+            self.wake.wait(0.05)
             self.wake.clear()
             for m in list(self.models.values()):
                 try:
@@ -247,7 +273,7 @@ class Harvester:
                     if r is None or m.mode == PLAIN:
                         continue
                     r.prepare_spare()
-                    if m.mode == TASKS and r.pending() and time.monotonic() - r.last_harvest >= self.period:
+                    if m.mode == TASKS and self.due(r):
                         m.harvest(keep_running=True, background=True)
                         r.prepare_spare()
                 except Exception as exc:

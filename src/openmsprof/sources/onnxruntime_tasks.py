@@ -5,8 +5,9 @@ stay in memory until ``end_profiling()`` writes them as JSON and switches profil
 session for good (run-level profiling exists in ORT's C API but not in its Python binding).
 :class:`ProfiledRunner` therefore keeps *generations*: a profiling session that executes run on,
 swapped for a fresh one (built and bound ahead of time in the background) whenever the events
-are harvested — after every execute of a subscribed model, about once a second otherwise, and
-at stop.  Harvesting parses ORT's JSON into columns (:mod:`ort_profile`), aligns ORT's epoch µs
+are harvested — after every execute of a subscribed model; otherwise in idle gaps of the
+application, when a generation holds about ``EVENT_BUDGET`` events (ORT stops recording a session
+at 1 M), about once a second at the latest, and at stop (see ``acl._model.Harvester``).  Harvesting parses ORT's JSON into columns (:mod:`ort_profile`), aligns ORT's epoch µs
 to our monotonic clock and emits the tasks as one batch.  Models that are not profiled never
 touch this module.
 """
@@ -137,6 +138,10 @@ class ProfiledRunner:
         self._harvest_lock = threading.Lock()
         self.last_harvest = time.monotonic()
         self.harvests = 0
+        #: ORT events per execute, learnt at each harvest (0: not yet known)
+        self.events_per_run = 0.0
+        #: CPU seconds the last build of a generation took (a harvest's fixed cost)
+        self.build_cpu_s = 0.0
 
     def run(self, outputs: list[str] | None, feeds: dict[str, Any], conn: int, t0: int = 0) -> Any:
         """One execute on the current generation, remembering (t0, t1, conn) (``t0``: when the
@@ -177,16 +182,29 @@ class ProfiledRunner:
     def pending(self) -> int:
         return len(self._gen.launches)
 
+    def pending_events(self) -> float:
+        """Estimated ORT events held by the running generation (0 until a harvest has measured)."""
+        return len(self._gen.launches) * self.events_per_run
+
+    def idle_ns(self) -> int:
+        """Nanoseconds since the last execute of the running generation ended (0: none yet, or
+        one is running now)."""
+        g = self._gen
+        launches = g.launches
+        return max(0, _now() - launches[-1][1]) if launches and not g.active else 0
+
     def prepare_spare(self) -> None:
         """Build (and bind) the next generation now (called from a background thread)."""
         if self._spare is not None:
             return
         with self._spare_lock:
             if self._spare is None:
+                c0 = time.thread_time()
                 g = _Gen(self.factory())
                 for key, (feeds, io, _) in list(self._gen.io.items())[-MAX_BINDINGS:]:
                     if io is not None:  # feeds still bound to the caller's buffers
                         g.io[key] = _entry(g.sess, feeds, self._bind(g.sess, feeds))
+                self.build_cpu_s = time.thread_time() - c0
                 self._spare = g
 
     def harvest(self, keep_running: bool = True, pause: Callable[[], None] | None = None
@@ -216,11 +234,18 @@ class ProfiledRunner:
                 with open(path, "rb") as f:
                     size = os.fstat(f.fileno()).st_size
                     if size < MMAP_FROM:  # (a subscribed execute's profile: a few kB)
-                        return self.nodes.parse(f.read(), start_ns, pause), old.launches
+                        return self._learn(self.nodes.parse(f.read(), start_ns, pause)), old.launches
                     with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                        return self.nodes.parse(data, start_ns, pause), old.launches
+                        return self._learn(self.nodes.parse(data, start_ns, pause)), old.launches
             finally:
                 _remove(path)
+
+    def _learn(self, profile: Profile) -> Profile:
+        """Remember the events per execute (ORT writes one event per kernel and two session
+        events per run)."""
+        if profile.runs:
+            self.events_per_run = (len(profile.node_ts) + 2 * profile.runs) / profile.runs
+        return profile
 
 
     def close(self) -> None:

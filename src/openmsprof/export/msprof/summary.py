@@ -6,11 +6,13 @@ Each file is written only when its data exists; CSVs split above 1,000,000 data 
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from openmsprof.config.errors import ConfigError
 from openmsprof.export.db import JobDB, open_job
+from openmsprof.export.msprof import summary_fork
 from openmsprof.export.msprof import summary_host as host
 from openmsprof.export.msprof import summary_tasks as tasks
 from openmsprof.export.msprof.naming import SUMMARY_DIR
@@ -45,21 +47,41 @@ def iter_tables(db: JobDB, *, s2: bool = False, names: list[str] | None = None) 
         yield from producer(db)
 
 
-def write_summary(db: JobDB, out_dir: Path, *, fmt: str = "csv", s2: bool = False) -> list[Path]:
-    """Write every summary of an open database into ``out_dir``; returns the written paths."""
+def write_summary(db: JobDB, out_dir: Path, *, fmt: str = "csv", s2: bool = False,
+                  parallel: bool | None = None) -> list[Path]:
+    """Write every summary of an open database into ``out_dir``; returns the written paths (in
+    PRODUCERS order).  ``parallel``: a forked child writes ``summary_fork.CHILD_TABLES`` on the
+    second core (None: when it pays, see :func:`summary_fork.want_fork`).  Same files either way."""
     if fmt not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     fs.make_dir(out_dir)
-    written: list[Path] = []
+    names = [n for n in PRODUCERS if n != "op_statistic_s2" or s2]
+    fork = parallel if parallel is not None else summary_fork.want_fork(db)
+    forked = [n for n in names if n in summary_fork.CHILD_TABLES] if fork and hasattr(os, "fork") else []
+    written: dict[str, list[Path]] = {}
     gc_was_enabled = gc.isenabled()
     gc.disable()
+    child = None
     try:
-        for table in iter_tables(db, s2=s2):
-            written.extend(write_table(out_dir, table, fmt))
+        if forked:
+            child = summary_fork.SummaryChild.start(db, out_dir, fmt, {n: PRODUCERS[n] for n in forked})
+        for name in names:
+            if name not in forked:
+                written[name] = [p for t in PRODUCERS[name](db) for p in write_table(out_dir, t, fmt)]
+        if child is not None:
+            running, child = child, None
+            done = running.finish()
+            for name in forked:
+                if done is not None:
+                    written[name] = done.get(name, [])
+                else:  # the child failed: write its tables here
+                    written[name] = [p for t in PRODUCERS[name](db) for p in write_table(out_dir, t, fmt)]
     finally:
+        if child is not None:
+            child.cancel()
         if gc_was_enabled:
             gc.enable()
-    return written
+    return [p for n in names for p in written.get(n, [])]
 
 
 def export_summary(job: Path, *, fmt: str = "csv", s2: bool = False) -> list[Path]:

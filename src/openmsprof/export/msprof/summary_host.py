@@ -12,7 +12,7 @@ from openmsprof.export.fmt import INVALID, NA, id_or_na, ratio, us, us_avg
 from openmsprof.export.msprof import headers as H
 from openmsprof.export.msprof.naming import HOST
 from openmsprof.export.msprof.step_points import step_points, training_points
-from openmsprof.export.msprof.tables import Num, Table
+from openmsprof.export.msprof.tables import Num, Table, csv_fields
 from openmsprof.recorder.records import API_LEVEL_NAMES, ApiLevel, Series
 
 _MASK32 = 0xFFFFFFFF
@@ -80,7 +80,37 @@ def acl_statistic(db: JobDB) -> Iterator[Table]:
 def msprof_tx(db: JobDB) -> Iterator[Table]:
     """Markers and ranges, host-only rows (no device-side tx on these backends)."""
     if db.has("MSTX_EVENTS"):
-        yield Table("msprof_tx", HOST, H.MSPROF_TX, _tx_rows(db))
+        yield Table("msprof_tx", HOST, H.MSPROF_TX, _tx_rows(db), lambda: _tx_lines(db))
+
+
+def _tx_lines(db: JobDB) -> Iterator[str]:
+    """:func:`_tx_rows` as CSV lines (string columns rendered once per id combination)."""
+    kinds = dict(db.query("SELECT id, name FROM ENUM_MSTX_EVENT_TYPE")) if \
+        "ENUM_MSTX_EVENT_TYPE" in db.tables else {}
+    sql = ("SELECT globalTid, category, eventType, startNs, endNs, message, domainId"
+           " FROM MSTX_EVENTS ORDER BY startNs, endNs DESC")
+    get = db.strings.get
+    heads: dict[tuple[Any, ...], str] = {}
+    tails: dict[tuple[Any, ...], str] = {}
+    for g, cat, kind, s, e, msg, dom in db.conn.execute(sql):
+        e = max(e, s)
+        hk = (g, cat, kind)
+        head = heads.get(hk)
+        if head is None:
+            if len(heads) > 65536:
+                heads.clear()
+            head = heads[hk] = csv_fields([HOST, g >> 32, g & _MASK32, get(cat) or NA,
+                                           kinds.get(kind, str(kind)), NA, NA]) + ","
+        tk = (msg, dom)
+        tail = tails.get(tk)
+        if tail is None:
+            if len(tails) > 65536:
+                tails.clear()
+            tail = tails[tk] = "," + csv_fields([NA, get(msg) or "", get(dom) or "default", NA, NA]) + "\n"
+        if s < 0 or e < 0:
+            yield f"{head}{us(s)},{us(e)}{tail}"
+        else:
+            yield f"{head}{s // 1000}.{s % 1000:03d},{e // 1000}.{e % 1000:03d}{tail}"
 
 
 def _tx_rows(db: JobDB) -> Iterator[list[Any]]:
@@ -88,10 +118,12 @@ def _tx_rows(db: JobDB) -> Iterator[list[Any]]:
         "ENUM_MSTX_EVENT_TYPE" in db.tables else {}
     sql = ("SELECT globalTid, category, eventType, startNs, endNs, message, domainId"
            " FROM MSTX_EVENTS ORDER BY startNs, endNs DESC")
-    text = db.text
+    get = db.strings.get  # db.text inlined (ids are ints or NULL)
     for g, cat, kind, s, e, msg, dom in db.conn.execute(sql):
-        yield [HOST, g >> 32, g & _MASK32, text(cat), kinds.get(kind, str(kind)), NA, NA,
-               us(s), us(max(e, s)), NA, text(msg, ""), text(dom, "default"), NA, NA]
+        e = max(e, s)
+        yield [HOST, g >> 32, g & _MASK32, get(cat) or NA, kinds.get(kind, str(kind)), NA, NA,
+               us(s) if s < 0 else f"{s // 1000}.{s % 1000:03d}", us(e) if e < 0 else f"{e // 1000}.{e % 1000:03d}",
+               NA, get(msg) or "", get(dom) or "default", NA, NA]
 
 
 def step_trace(db: JobDB) -> Iterator[Table]:

@@ -12,7 +12,7 @@ from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import NA, id_or_na, ratio, us, us_avg
 from openmsprof.export.msprof import headers as H
 from openmsprof.export.msprof.op_cost_columns import cost_columns
-from openmsprof.export.msprof.tables import Num, Table
+from openmsprof.export.msprof.tables import Num, Table, csv_fields
 
 _JOIN = "LEFT JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId"
 
@@ -41,7 +41,8 @@ def op_summary(db: JobDB) -> Iterator[Table]:
     tensor = _has_info(db)
     header = H.OP_SUMMARY + (H.OP_SUMMARY_TENSOR + H.OP_SUMMARY_COST if tensor else [])
     for dev in task_devices(db):
-        yield Table("op_summary", dev, header, _op_summary_rows(db, dev, tensor))
+        yield Table("op_summary", dev, header, _op_summary_rows(db, dev, tensor),
+                    lambda dev=dev: _op_summary_lines(db, dev, tensor))  # type: ignore[misc]
 
 
 def _op_summary_rows(db: JobDB, dev: int, tensor: bool) -> Iterator[list[Any]]:
@@ -81,22 +82,101 @@ def _op_summary_rows(db: JobDB, dev: int, tensor: bool) -> Iterator[list[Any]]:
                Num(us(wait)), *parts[1]]
 
 
+def _op_summary_sql(db: JobDB) -> str:
+    c = lambda col: _c(db, col)  # noqa: E731
+    return (f"SELECT t.modelId, t.taskId, t.streamId, {c('name')}, {c('opType')}, {c('opState')},"
+            f" t.taskType, t.startNs, t.endNs, {c('blockNum')}, {c('mixBlockNum')},"
+            f" {c('hf32Eligible')}, {c('inputShapes')}, {c('inputDataTypes')},"
+            f" {c('inputFormats')}, {c('outputShapes')}, {c('outputDataTypes')},"
+            f" {c('outputFormats')}, t.contextId FROM {_from(db)} WHERE t.deviceId = ?"
+            " ORDER BY t.startNs, t.taskId")
+
+
+def _op_summary_lines(db: JobDB, dev: int, tensor: bool) -> Iterator[str]:
+    """:func:`_op_summary_rows` as CSV lines: the string columns of a row are rendered once per
+    distinct id combination (cached), the numbers formatted in one f-string per row."""
+    get = db.strings.get
+    cost = cost_columns(db) if tensor else None
+    heads: dict[tuple[Any, ...], tuple[str, str]] = {}
+    tails: dict[tuple[Any, ...], str] = {}
+    prev_end: int | None = None
+    for row in db.conn.execute(_op_summary_sql(db), (dev,)):
+        model, task_id, stream, name, op_type, state, tt, s, e = row[:9]
+        e = max(e, s)
+        d = e - s
+        wait = 0 if prev_end is None else max(0, s - prev_end)
+        prev_end = e
+        hk = (model, stream, name, op_type, state, tt)
+        head = heads.get(hk)
+        if head is None:
+            if len(heads) > 65536:
+                heads.clear()
+            head = heads[hk] = (csv_fields([dev, id_or_na(model)]) + ",", "," + csv_fields(
+                [stream, get(name) or NA, get(op_type) or NA, get(state) or NA, get(tt) or NA]) + ",")
+        pre, post = head
+        tid = "" if task_id is None else task_id
+        tail = ""
+        if tensor:
+            tk = (tt, op_type, *row[9:])
+            tail = tails.get(tk)  # type: ignore[assignment]
+            if tail is None:
+                if len(tails) > 65536:
+                    tails.clear()
+                block, mix, hf32, ishape, idt, ifmt, oshape, odt, ofmt, ctx_id = row[9:]
+                cpu = (get(tt) or NA) == "CPU"  # decision 9: no CPU analogue
+                tail = tails[tk] = "," + csv_fields([
+                    NA if cpu else id_or_na(block), NA if cpu else id_or_na(mix), get(hf32) or NA,
+                    get(ishape) or NA, get(idt) or NA, get(ifmt) or NA, get(oshape) or NA,
+                    get(odt) or NA, get(ofmt) or NA, NA if cpu else id_or_na(ctx_id),
+                    *cost(op_type, ishape, idt, oshape, odt)])  # type: ignore[misc]
+        if s < 0:
+            yield f"{pre}{tid}{post}{us(s)},{us(d)},{us(wait)}{tail}\n"
+        else:
+            yield (f"{pre}{tid}{post}{s // 1000}.{s % 1000:03d},"
+                   f"{d // 1000}.{d % 1000:03d},{wait // 1000}.{wait % 1000:03d}{tail}\n")
+
+
 def task_time(db: JobDB) -> Iterator[Table]:
     for dev in task_devices(db):
-        yield Table("task_time", dev, H.TASK_TIME, _task_time_rows(db, dev))
+        yield Table("task_time", dev, H.TASK_TIME, _task_time_rows(db, dev),
+                    lambda dev=dev: _task_time_lines(db, dev))  # type: ignore[misc]
+
+
+def _task_time_lines(db: JobDB, dev: int) -> Iterator[str]:
+    """:func:`_task_time_rows` as CSV lines (string columns rendered once per id combination)."""
+    sql = (f"SELECT {_c(db, 'name')}, t.taskType, t.streamId, t.taskId, t.startNs, t.endNs"
+           f" FROM {_from(db)} WHERE t.deviceId = ? ORDER BY t.startNs, t.taskId")
+    get = db.strings.get
+    heads: dict[tuple[Any, ...], str] = {}
+    for name, tt, stream, task_id, s, e in db.conn.execute(sql, (dev,)):
+        e = max(e, s)
+        d = e - s
+        key = (name, tt, stream)
+        head = heads.get(key)
+        if head is None:
+            if len(heads) > 65536:
+                heads.clear()
+            head = heads[key] = csv_fields([dev, get(name) or NA, get(tt) or NA, stream]) + ","
+        tid = "" if task_id is None else task_id
+        if s < 0:
+            yield f"{head}{tid},{us(d)},{us(s)},{us(e)}\n"
+        else:
+            yield (f"{head}{tid},{d // 1000}.{d % 1000:03d},{s // 1000}.{s % 1000:03d},"
+                   f"{e // 1000}.{e % 1000:03d}\n")
 
 
 def _task_time_rows(db: JobDB, dev: int) -> Iterator[list[Any]]:
     sql = (f"SELECT {_c(db, 'name')}, t.taskType, t.streamId, t.taskId, t.startNs, t.endNs"
            f" FROM {_from(db)} WHERE t.deviceId = ? ORDER BY t.startNs, t.taskId")
-    text = db.text
-    named: dict[tuple[Any, Any], tuple[str, str]] = {}
+    get = db.strings.get
     for name, tt, stream, task_id, s, e in db.conn.execute(sql, (dev,)):
         e = max(e, s)
-        pair = named.get((name, tt))
-        if pair is None:
-            pair = named[(name, tt)] = (text(name), text(tt))
-        yield [dev, pair[0], pair[1], stream, task_id, Num(us(e - s)), us(s), us(e)]
+        d = e - s
+        if s < 0:
+            yield [dev, get(name) or NA, get(tt) or NA, stream, task_id, Num(us(d)), us(s), us(e)]
+        else:
+            yield [dev, get(name) or NA, get(tt) or NA, stream, task_id, Num(f"{d // 1000}.{d % 1000:03d}"),
+                   f"{s // 1000}.{s % 1000:03d}", f"{e // 1000}.{e % 1000:03d}"]
 
 
 class OpStat(NamedTuple):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,16 @@ class Table:
     dev: int | str
     header: list[str]
     rows: Iterable[Sequence[Any]]
+    #: the same rows as ready CSV lines (``\n``-terminated), for the large per-row tables
+    lines: Callable[[], Iterator[str]] | None = None
+
+
+def csv_fields(fields: Sequence[Any]) -> str:
+    """``fields`` as CSV text without the line end, quoted exactly as the csv module quotes
+    them inside a row (a lead field keeps a lone empty value from being written as ``""``)."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(["x", *fields])
+    return buf.getvalue()[2:-1]
 
 
 def _json_value(v: Any) -> Any:
@@ -45,7 +55,7 @@ def _json_value(v: Any) -> Any:
 
 def write_csv(out_dir: Path, table: Table, max_rows: int = MAX_CSV_ROWS) -> list[Path]:
     """Write ``table`` as CSV slices of at most ``max_rows`` data rows; returns the paths."""
-    rows = iter(table.rows)
+    rows: Iterator[Any] = iter(table.rows) if table.lines is None else table.lines()
     first = next(rows, None)
     base = out_dir / summary_file(table.name, table.dev, "csv")
     if first is None:
@@ -53,7 +63,10 @@ def write_csv(out_dir: Path, table: Table, max_rows: int = MAX_CSV_ROWS) -> list
         return []
     parts: list[OutFile] = []
     try:
-        _write_csv_slices(out_dir, table, first, rows, max_rows, parts)
+        if table.lines is None:
+            _write_csv_slices(out_dir, table, first, rows, max_rows, parts)
+        else:
+            _write_line_slices(out_dir, table, first, rows, max_rows, parts)
         if len(parts) == 1:
             paths = [parts[0].commit(base)]
         else:
@@ -91,6 +104,25 @@ def _write_csv_slices(out_dir: Path, table: Table, first: Sequence[Any],
         buf.seek(0)
         buf.truncate()
         pending = [r for _, r in zip(range(_CHUNK), rows, strict=False)]
+
+
+def _write_line_slices(out_dir: Path, table: Table, first: str, lines: Iterator[str], max_rows: int,
+                       parts: list[OutFile]) -> None:
+    """:func:`_write_csv_slices` for ready lines (same bytes)."""
+    header = csv_fields(table.header) + "\n"
+    pending = [first]
+    in_slice = max_rows
+    while pending:
+        while pending:
+            if in_slice >= max_rows:
+                parts.append(OutFile(out_dir / summary_file(table.name, table.dev, "csv", len(parts) or None)))
+                parts[-1].write(header.encode())
+                in_slice = 0
+            take = pending[: max_rows - in_slice]
+            pending = pending[len(take):]
+            parts[-1].write("".join(take).encode())
+            in_slice += len(take)
+        pending = [r for _, r in zip(range(_CHUNK), lines, strict=False)]
 
 
 def write_json(out_dir: Path, table: Table) -> list[Path]:

@@ -1,5 +1,6 @@
 """Offline parsing: ``analyse(profiler_path)`` for a rank dir or a folder of them.
-Also runnable as ``python -m openmsprof.torch.profiler.analysis PATH`` (async trace handler)."""
+Also runnable as ``python -m openmsprof.torch.profiler.analysis PATH`` (offline; the trace handler's
+windows are analysed by ``_analysis_worker``)."""
 
 from __future__ import annotations
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
-import sys
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from openmsprof.sources import markers
-from openmsprof.torch.profiler import _writer, prof_dir
+from openmsprof.torch.profiler import _analysis_worker, _writer, prof_dir
 from openmsprof.torch.profiler._enums import ProfilerAction
 from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
 from openmsprof.torch.profiler.kineto_profile import _KinetoProfile
@@ -24,34 +23,37 @@ _RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 
 
 class _TraceHandler:
-    """What ``tensorboard_trace_handler`` returns: where to write, and analysis on trace ready."""
+    """What ``tensorboard_trace_handler`` returns: where to write, and analysis on trace ready.
+
+    The analysis runs in the one background worker process (``_analysis_worker``), never on the
+    training thread; the window's dir is handed over by the writer thread once its files are
+    saved.  A sync handler's ``profile.stop()`` waits for the analyses; an async one does not."""
 
     def __init__(self, dir_name: Any, worker_name: Any, analyse_flag: Any, async_mode: Any) -> None:
         self.root = prof_dir.check_root(dir_name)
         self.worker = prof_dir.check_worker(worker_name)
         self.analyse_flag = analyse_flag if isinstance(analyse_flag, bool) else True
         self.async_mode = async_mode if isinstance(async_mode, bool) else False
-        self.children: list[subprocess.Popen[bytes]] = []
+        if self.analyse_flag:
+            _writer.submit(_analysis_worker.prestart)  # it imports while the first window records
 
     def __call__(self, prof: _KinetoProfile) -> None:
         path = prof.prof_path
         if path is None or not self.analyse_flag:
             return
-        if self.async_mode:
-            cmd = [sys.executable, "-m", "openmsprof.torch.profiler.analysis", os.fspath(path)]
-            self.children.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL))
-            return
-        from openmsprof.torch.profiler.analysis import analyse_dir
+        _writer.submit(partial(_analysis_worker.submit, path, not self.async_mode))
 
-        try:
-            analyse_dir(path, parallel=False)
-        except Exception as exc:
-            log.warning("openmsprof: analysing %s failed: %s", path, exc)
+    def wait(self) -> None:
+        """``profile.stop()``: a sync handler's windows are analysed when stop returns."""
+        if self.analyse_flag and not self.async_mode:
+            _writer.flush()
+            _analysis_worker.wait(sync_only=True)
 
 
 def tensorboard_trace_handler(dir_name: str | os.PathLike[str] | None = None, worker_name: str | None = None,
                               analyse_flag: bool = True, async_mode: bool = False) -> _TraceHandler:
-    """Write each window under ``dir_name`` and analyse it when ready (in a child process if async)."""
+    """Write each window under ``dir_name`` and analyse it in the background analysis worker
+    (``async_mode=False``: ``profile.stop()`` waits for the analyses; True: it does not)."""
     return _TraceHandler(dir_name, worker_name, analyse_flag, async_mode)
 
 
@@ -109,6 +111,8 @@ class profile(_KinetoProfile):
             log.warning("openmsprof: profiler stop failed: %s", exc)
         self.current_action = _NONE
         _writer.flush()
+        if isinstance(self.on_trace_ready, _TraceHandler):
+            self.on_trace_ready.wait()
 
     def step(self) -> None:
         """Mark a step boundary; outside windows this is a counter and one schedule call."""
@@ -149,7 +153,8 @@ class profile(_KinetoProfile):
 
     def _trace_ready(self) -> None:
         if self.on_trace_ready is not None:
-            _writer.flush()  # the handler reads the window's files
+            if not isinstance(self.on_trace_ready, _TraceHandler):
+                _writer.flush()  # a user's handler reads the window's files
             try:
                 self.on_trace_ready(self)
             except Exception as exc:

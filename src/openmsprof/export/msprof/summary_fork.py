@@ -1,0 +1,115 @@
+"""Half of the summary files of a big job written by a forked child, on the second core.
+
+The child opens its own read-only connection, writes its tables (each file atomically, as the
+parent would) and reports the written paths through a pipe.  A disk-full or path error in the
+child is raised again in the parent; any other failure (a killed child included) makes the parent
+write those tables itself, so the export never depends on the fork.  The files are the same.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import orjson
+
+from openmsprof.config.errors import PathError, StorageError
+from openmsprof.export.db import JobDB
+from openmsprof.export.msprof.tables import Table, write_table
+from openmsprof.export.msprof.trace_fork import _die_with
+
+#: The tables the child writes (about half of the work of a task-heavy job).
+CHILD_TABLES = ("op_summary", "op_statistic", "api_statistic")
+#: Tasks (TASK's largest rowid) from which the child pays for itself.
+FORK_MIN_TASKS = 100_000
+_ERRORS: dict[str, type[Exception]] = {"StorageError": StorageError, "PathError": PathError}
+
+Producer = Callable[[JobDB], Iterator[Table]]
+
+
+def want_fork(db: JobDB) -> bool:
+    """Two or more CPUs, a single-threaded caller (fork is safe), a big TASK table."""
+    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2 or threading.active_count() > 1:
+        return False
+    if "TASK" not in db.tables:
+        return False
+    (rows,) = db.conn.execute("SELECT MAX(rowid) FROM TASK").fetchone()
+    return (rows or 0) >= FORK_MIN_TASKS
+
+
+class SummaryChild:
+    """A forked child writing ``producers``' tables into ``out_dir``."""
+
+    def __init__(self, pid: int, fd: int, out_dir: Path) -> None:
+        self.pid, self.fd, self.out_dir = pid, fd, out_dir
+
+    @classmethod
+    def start(cls, db: JobDB, out_dir: Path, fmt: str, producers: dict[str, Producer]) -> SummaryChild:
+        db.strings  # noqa: B018 - the string cache, built once before the fork, for both
+        r, w = os.pipe()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child (its files are checked by the tests)
+            os.close(r)
+            _die_with(parent)
+            _child_main(db, out_dir, fmt, producers, w)
+        os.close(w)
+        return cls(pid, r, out_dir)
+
+    def finish(self) -> dict[str, list[Path]] | None:
+        """Wait for the child; its written paths per table name, or None when it failed (the
+        caller writes those tables itself)."""
+        with os.fdopen(self.fd, "rb") as pipe:
+            data = pipe.read()
+        _pid, status = os.waitpid(self.pid, 0)
+        try:
+            msg = orjson.loads(data) if data else {}
+        except orjson.JSONDecodeError:
+            msg = {}
+        if not isinstance(msg, dict):
+            return None
+        exc = _ERRORS.get(str(msg.get("error")))
+        if exc is not None:
+            raise exc(str(msg.get("message")))
+        if os.waitstatus_to_exitcode(status) != 0 or "paths" not in msg:
+            for tmp in self.out_dir.glob(f".*.{self.pid}.tmp"):  # a killed child's partial files
+                tmp.unlink(missing_ok=True)
+            return None
+        return {str(k): [Path(p) for p in v] for k, v in msg["paths"].items()}
+
+    def cancel(self) -> None:
+        """Stop the child (the parent failed)."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+def _child_main(db: JobDB, out_dir: Path, fmt: str, producers: dict[str, Producer],
+                fd: int) -> None:  # pragma: no cover - runs in the child
+    msg: dict[str, object]
+    status = 1
+    try:
+        own = JobDB(db.path, db.job)
+        own._strings = db._strings  # inherited cache
+        paths: dict[str, list[str]] = {}
+        for name, producer in producers.items():
+            for table in producer(own):
+                paths.setdefault(name, []).extend(str(p) for p in write_table(out_dir, table, fmt))
+        msg, status = {"paths": paths}, 0
+    except (StorageError, PathError) as exc:
+        msg = {"error": type(exc).__name__, "message": str(exc)}
+    except BaseException as exc:
+        msg = {"error": "", "message": str(exc)}
+    try:
+        os.write(fd, orjson.dumps(msg))
+    finally:
+        os._exit(status)

@@ -1,0 +1,57 @@
+"""When the background harvester harvests a task-profiled model: not after every execute nor on a
+fixed clock only, but in idle gaps of the application, at a size threshold (events per execute
+measured at each harvest), and after ``period`` (1 s) at the latest."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from openmsprof import acl
+from openmsprof.acl import _model
+from tests.acl.test_profiled_execute import _dataset
+
+
+def test_harvest_policy_size_idle_age(models, out_dir, monkeypatch):
+    monkeypatch.setattr(_model.HARVESTER, "period", 1e9)  # the shared thread leaves this model alone
+    monkeypatch.setattr(_model.HARVESTER, "MIN_AGE_S", 1e9)
+    assert acl.init() == 0
+    mid, ret = acl.mdl.load_from_file(str(models["tiny_mlp"]))
+    assert ret == 0
+    inp, iptr = _dataset(16 * 4)
+    out, _optr = _dataset(8 * 4)
+    x = np.ones((1, 16), np.float32)
+    acl.rt.memcpy(iptr, x.nbytes, acl.util.numpy_to_ptr(x), x.nbytes, acl.ACL_MEMCPY_HOST_TO_DEVICE)
+    assert acl.prof.init(str(out_dir)) == 0
+    cfg = acl.prof.create_config([0], acl.ACL_AICORE_NONE, 0, acl.ACL_PROF_TASK_TIME)
+    assert acl.prof.start(cfg) == 0
+    h = _model.Harvester(period=5.0)  # a private policy object (the shared thread keeps its own)
+    model = acl.mdl.models()[mid]
+    r = model.runner
+    for _ in range(20):
+        assert acl.mdl.execute(mid, inp, out) == 0
+    model.harvest(keep_running=True)  # a harvest measures the events per execute
+    assert r.events_per_run == 2 + 2  # tiny_mlp optimised: two kernels, plus two session events
+    assert not h.due(r)  # nothing pending
+    for _ in range(10):
+        assert acl.mdl.execute(mid, inp, out) == 0
+    r.last_harvest = time.monotonic()
+    assert not h.due(r)  # busy, young, small: keep collecting
+    h.EVENT_BUDGET = 10 * r.events_per_run
+    assert h.due(r)  # size threshold, whatever the age
+    h.EVENT_BUDGET = _model.Harvester.EVENT_BUDGET
+    time.sleep(h.MIN_AGE_S + 0.05)
+    assert r.idle_ns() >= h.IDLE_S * 1e9
+    assert h.due(r)  # an idle gap, old enough
+    h.IDLE_S = 10.0
+    assert not h.due(r)
+    r.last_harvest = time.monotonic() - h.period
+    assert h.due(r)  # the age bound (SIGKILL loses at most about a period)
+    r.build_cpu_s = 0.05 * h.period  # a model whose next session costs 5 % of a period to build
+    assert not h.due(r)  # the bound stretches to keep builds at BUILD_SHARE
+    r.last_harvest = time.monotonic() - 0.05 * h.period / h.BUILD_SHARE
+    assert h.due(r)
+    assert acl.prof.stop(cfg) == 0
+    assert acl.prof.finalize() == 0
+    assert acl.mdl.unload(mid) == 0

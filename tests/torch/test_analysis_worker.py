@@ -1,0 +1,130 @@
+"""The window end hands analysis to one background worker process: the training process never runs
+the analysis (nor imports it), async_mode starts no process per window, the worker's CPU time is in
+profiler_info, and a run killed with its worker leaves raw traces that offline ``analyse`` completes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import orjson
+
+import openmsprof.torch.profiler as tp
+from tests.torch.conftest import rank_dirs
+
+REPO = Path(__file__).resolve().parents[2]
+
+_TRAIN = textwrap.dedent("""
+    import os, sys, signal, time
+    import psutil, torch
+    import openmsprof.torch.profiler as tp
+    from openmsprof.torch.profiler import _analysis_worker
+
+    root, mode = sys.argv[1], sys.argv[2]
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    handler = tp.tensorboard_trace_handler(root, async_mode=(mode != "sync"))
+    pid = _analysis_worker.start()
+    if mode == "killed":
+        os.kill(pid, signal.SIGSTOP)  # the worker cannot analyse anything before the kill
+    children = set()
+    with tp.profile(activities=[tp.ProfilerActivity.CPU], on_trace_ready=handler,
+                    schedule=tp.schedule(wait=1, warmup=1, active=2, repeat=4)) as prof:
+        for _ in range(18):
+            model(torch.randn(16, 32)).sum().backward()
+            prof.step()
+            children |= {c.pid for c in psutil.Process().children(recursive=True)}
+    print("children", len(children), "worker", pid, flush=True)
+    print("analysis imported here", "openmsprof.export.ascend_pt.writer" in sys.modules, flush=True)
+    if mode == "killed":
+        from openmsprof.torch.profiler import _writer
+        _writer.flush()
+        os.killpg(0, signal.SIGKILL)  # the run and its worker die together
+""")
+
+
+def _run(tmp_path: Path, mode: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    root = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.run([sys.executable, "-c", _TRAIN, str(root), mode], capture_output=True, text=True,
+                          env=env, timeout=300, start_new_session=True)
+    return proc, root
+
+
+def _info(d: Path) -> dict:
+    return orjson.loads((d / "profiler_info_0.json").read_bytes())
+
+
+def test_sync_handler_analyses_off_the_training_process(tmp_path: Path) -> None:
+    proc, root = _run(tmp_path, "sync")
+    assert proc.returncode == 0, proc.stderr
+    assert "analysis imported here False" in proc.stdout  # the training process never loaded it
+    worker = int(proc.stdout.split("worker ")[1].split()[0])
+    dirs = rank_dirs(root)
+    assert len(dirs) == 4
+    for d in dirs:  # stop() waited: every window analysed, by the one worker
+        assert (d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file()
+        over = _info(d)["openmsprof_overhead"]
+        assert over["analysis_cpu_s"] > 0
+        assert f"pid {worker}," in over["analysis_where"]
+
+
+def test_async_mode_uses_one_worker_not_a_process_per_window(tmp_path: Path) -> None:
+    proc, root = _run(tmp_path, "async")
+    assert proc.returncode == 0, proc.stderr
+    assert "children 1 " in proc.stdout  # four windows, one child process in all
+    worker = int(proc.stdout.split("worker ")[1].split()[0])
+    dirs = rank_dirs(root)
+    assert len(dirs) == 4
+    end = time.monotonic() + 120
+    while not all((d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file() for d in dirs):
+        assert time.monotonic() < end, "the worker did not finish its queue after the run exited"
+        time.sleep(0.05)
+    assert {_info(d)["openmsprof_overhead"]["analysis_where"] for d in dirs} == {
+        f"background worker process (pid {worker}, nice 19)"}
+
+
+def test_killed_run_leaves_raw_traces_that_offline_analyse_completes(tmp_path: Path) -> None:
+    proc, root = _run(tmp_path, "killed")
+    assert proc.returncode == -signal.SIGKILL
+    dirs = rank_dirs(root)
+    assert len(dirs) == 4
+    for d in dirs:
+        assert (d / "FRAMEWORK" / "torch.kineto_trace.json").is_file()
+        assert not (d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").exists()
+    done = tp.analyse(root)
+    assert sorted(done) == sorted(d / "ASCEND_PROFILER_OUTPUT" for d in dirs)
+    for d in dirs:
+        assert (d / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").stat().st_size > 0
+
+
+_NO_WORKER = textwrap.dedent("""
+    import sys
+    import torch
+    import openmsprof.torch.profiler as tp
+
+    sys.executable = "/bin/false"  # a host where the worker process cannot run (it exits at once)
+    model = torch.nn.Linear(8, 8)
+    with tp.profile(activities=[tp.ProfilerActivity.CPU], on_trace_ready=tp.tensorboard_trace_handler(sys.argv[1]),
+                    schedule=tp.schedule(wait=0, warmup=0, active=1, repeat=3)) as prof:
+        for _ in range(3):
+            model(torch.randn(2, 8)).sum().backward()
+            prof.step()
+    print("analysed in process", "openmsprof.export.ascend_pt.writer" in sys.modules)
+""")
+
+
+def test_windows_are_analysed_when_no_worker_can_run(tmp_path: Path) -> None:
+    root = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-c", _NO_WORKER, str(root)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "src")}, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "analysed in process True" in proc.stdout  # the fallback: the writer thread analysed
+    assert "no analysis worker process" in proc.stderr
+    dirs = rank_dirs(root)
+    assert len(dirs) == 3
+    assert all((d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file() for d in dirs)
