@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -52,6 +53,17 @@ def test_keras_fit_job_and_export(tmp_path):
     assert (job / "timeline" / "msprof_0.json").stat().st_size > 1000
     log = (job / "host" / "collection.log").read_text()
     assert "TensorFlow profiling enabled by npu_device.open().as_default()" in log
+    # seed 003 Table 1 names mindstudio_profiler_output/: the tool-facing layout of the same job
+    tool = job / "mindstudio_profiler_output"
+    names = sorted(p.name for p in tool.iterdir())
+    for stem in ("msprof", "op_summary", "op_statistic", "step_trace", "task_time", "api_statistic"):
+        assert any(re.fullmatch(rf"{stem}_\d{{14}}\.(csv|json)", n) for n in names), (stem, names)
+    (stat_f,) = [tool / n for n in names if n.startswith("op_statistic_")]
+    tool_stat = rows(stat_f)
+    assert list(tool_stat[0])[0] == "Device_id"
+    assert sum(int(r["Count"]) for r in tool_stat) == len(ops)  # the same ops as summary/
+    assert (tool / "README.txt").is_file()
+    assert [p.name for p in job.glob("msprof_*.db") if re.fullmatch(r"msprof_\d{14}\.db", p.name)]
 
 
 def test_enabled_without_options_uses_seed_defaults(tmp_path):
