@@ -60,7 +60,7 @@ def test_keras_fit_job_and_export(tmp_path):
         assert any(re.fullmatch(rf"{stem}_\d{{14}}\.(csv|json)", n) for n in names), (stem, names)
     (stat_f,) = [tool / n for n in names if n.startswith("op_statistic_")]
     tool_stat = rows(stat_f)
-    assert list(tool_stat[0])[0] == "Device_id"
+    assert next(iter(tool_stat[0])) == "Device_id"
     assert sum(int(r["Count"]) for r in tool_stat) == len(ops)  # the same ops as summary/
     assert (tool / "README.txt").is_file()
     assert [p.name for p in job.glob("msprof_*.db") if re.fullmatch(r"msprof_\d{14}\.db", p.name)]
