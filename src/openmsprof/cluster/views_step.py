@@ -1,0 +1,81 @@
+"""``cluster_step_trace_time.csv`` (msprof-analyze's columns) and the ``compute_op_sum`` CSVs.
+
+Step trace: one ``rank`` row per rank and step (every step_trace_time.csv column but Step and
+Device_id, as float, in order), then one ``stage`` row per step with each column's maximum over
+the stage's ranks; ``DP/PP/TP Index`` follow when profiler_metadata.json gives a consistent
+Megatron layout.  compute_op_sum: duration statistics (ns) by OpType+TaskType over all ranks, per
+rank, and per rank by OpName+OpType+TaskType+InputShapes, sorted by SumNs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from openmsprof.cluster.sqlviews import has
+
+__all__ = ["compute_op_frames", "parallel_index", "step_trace_frame"]
+
+STATS = """min(d) AS MinNs, max(d) AS MaxNs, count(*) AS Count, stddev_samp(d) AS StdNs, avg(d) AS MeanNs,
+           sum(d) AS SumNs, quantile_cont(d, 0.25) AS Q1Ns, quantile_cont(d, 0.5) AS MedianNs,
+           quantile_cont(d, 0.75) AS Q3Ns"""
+
+
+def parallel_index(args: dict[str, Any] | None, world: int) -> dict[int, tuple[int, int, int]] | None:
+    """rank → (DP, PP, TP) index of Megatron's layout, or None when the sizes do not multiply up."""
+    if not isinstance(args, dict):
+        return None
+    try:
+        tp = int(args.get("tensor_model_parallel_size", 1))
+        pp = int(args.get("pipeline_model_parallel_size", 1))
+        dp = int(args.get("data_parallel_size", 1))
+        cp = int(args.get("context_parallel_size", 1))
+        ws = int(args.get("world_size", world))
+    except (TypeError, ValueError):
+        return None
+    if tp * pp * dp * cp != ws or ws <= 0:
+        return None
+    return {r: ((r // tp) % dp, r // (tp * dp * cp), r % tp) for r in range(ws)}
+
+
+def step_trace_frame(con: duckdb.DuckDBPyConnection, distributed_args: dict[str, Any] | None = None) -> pd.DataFrame:
+    """The rows of cluster_step_trace_time.csv."""
+    if not has(con, "step_trace"):
+        return pd.DataFrame()
+    df = con.execute("SELECT * FROM step_trace").df()
+    df = df.sort_values("rank", kind="stable")
+    cols = [c for c in df.columns if c not in ("rank", "step")]
+    rows = pd.DataFrame({"Step": df["step"], "Type": "rank", "Index": df["rank"].astype(str)})
+    rows = pd.concat([rows.reset_index(drop=True), df[cols].reset_index(drop=True)], axis=1)
+    ranks = sorted(int(r) for r in df["rank"].unique())
+    stage = str(tuple(ranks))
+    stages = df.groupby("step", sort=False)[cols].max().reset_index()
+    stages.insert(1, "Type", "stage")
+    stages.insert(2, "Index", stage)
+    stages = stages.rename(columns={"step": "Step"})
+    out = pd.concat([rows, stages], ignore_index=True)
+    index = parallel_index(distributed_args, len(ranks))
+    if index is not None and len(index) >= len(ranks):
+        trip = [index.get(int(i)) if t == "rank" else None for t, i in zip(out["Type"], out["Index"])]
+        for pos, name in enumerate(("DP Index", "PP Index", "TP Index")):
+            out[name] = [t[pos] if t else "NA" for t in trip]
+    return out
+
+
+def compute_op_frames(con: duckdb.DuckDBPyConnection) -> dict[str, pd.DataFrame]:
+    """all_stats / rank_stats_by_optype / rank_stats_by_opname of msprof-analyze's compute_op_sum."""
+    if not has(con, "kernels"):
+        return {}
+    base = "(SELECT rank, name, op_type, task_type, input_shapes, dur_us * 1000 AS d FROM kernels " \
+           "WHERE task_type IS DISTINCT FROM 'COMMUNICATION' AND dur_us IS NOT NULL)"
+    q = {
+        "all_stats": f"SELECT op_type AS OpType, task_type AS TaskType, {STATS} FROM {base} GROUP BY ALL",
+        "rank_stats_by_optype": f"SELECT op_type AS OpType, task_type AS TaskType, {STATS}, rank AS Rank "
+                                f"FROM {base} GROUP BY op_type, task_type, rank",
+        "rank_stats_by_opname": f"SELECT name AS OpName, op_type AS OpType, task_type AS TaskType, "
+                                f"input_shapes AS InputShapes, {STATS}, rank AS Rank FROM {base} "
+                                "GROUP BY name, op_type, task_type, input_shapes, rank",
+    }
+    return {k: con.execute(f"{sql} ORDER BY SumNs DESC").df() for k, sql in q.items()}
