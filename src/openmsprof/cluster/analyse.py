@@ -52,15 +52,16 @@ def _json(path: Path, doc: Any) -> Path:
     return path
 
 
-def _distributed_args(partials: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _metadata(partials: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
+    """``key`` of the first rank's profiler_metadata.json that has it."""
     for p in partials:
         meta = Path(p["path"]) / "profiler_metadata.json"
         try:
             doc = orjson.loads(meta.read_bytes())
         except (OSError, orjson.JSONDecodeError):
             continue
-        if isinstance(doc, dict) and isinstance(doc.get("distributed_args"), dict):
-            return doc["distributed_args"]
+        if isinstance(doc, dict) and isinstance(doc.get(key), dict):
+            return doc[key]
     return None
 
 
@@ -95,14 +96,17 @@ def run_cluster(root: Path, modes: list[str], output: Path | None = None, *, sch
     con = sqlviews.connect(store, ok)
     t1 = time.perf_counter()
     if "step_trace" in chosen:
-        df = views_step.step_trace_frame(con, _distributed_args(partials))
+        groups = _metadata(partials, "parallel_group_info") or {}
+        pipeline = any(isinstance(g, dict) and str(g.get("group_name", "")).lower().startswith("pp")
+                       for g in groups.values())
+        df = views_step.step_trace_frame(con, _metadata(partials, "distributed_args"), pipeline)
         if not df.empty:
             run.files.append(_csv(out / "cluster_step_trace_time.csv", df))
     if "communication" in chosen:
         comm = views_comm.communication_json(con)
         if comm:
             run.files.append(_json(out / "cluster_communication.json", comm))
-            run.files.append(_json(out / "communication_group.json", views_comm.group_json(con)))
+            run.files.append(_json(out / "communication_group.json", views_comm.group_json(con, _metadata(partials, "parallel_group_info"))))
         matrix = views_comm.matrix_json(con)
         if matrix:
             run.files.append(_json(out / "cluster_communication_matrix.json", matrix))

@@ -53,8 +53,9 @@ def _pt_source(d: Path, problems: list[str]) -> RankSource | None:
         return None
     rank = int(infos[0].group(1))
     meta = _json(d / "profiler_metadata.json")
-    args = meta.get("distributed_args") if isinstance(meta.get("distributed_args"), dict) else {}
-    ws = args.get("world_size") if isinstance(args.get("world_size"), int) else None
+    args = meta.get("distributed_args")
+    ws = args.get("world_size") if isinstance(args, dict) else None
+    ws = ws if isinstance(ws, int) else None
     worker = _STAMP.sub("", d.name)
     host = worker.rsplit("_", 1)[0] if "_" in worker else worker
     return RankSource(rank, d, "pt", host, ws)

@@ -20,8 +20,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from openmsprof.cluster.discover import RankSource
-from openmsprof.cluster.rank_pt import KERNEL_SCHEMA, OUT, comm_tables, read_step_trace, stream_kernels
 from openmsprof.cluster.rank_prof import read_prof
+from openmsprof.cluster.rank_pt import (
+    KERNEL_SCHEMA,
+    OUT,
+    comm_tables,
+    read_step_trace,
+    stream_kernels,
+)
 from openmsprof.recorder import fs
 
 __all__ = ["SMALL_TABLES", "parse_rank", "rank_store", "source_key"]

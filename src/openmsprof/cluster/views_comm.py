@@ -15,7 +15,7 @@ import orjson
 
 from openmsprof.cluster.sqlviews import has
 
-__all__ = ["communication_groups", "communication_json", "matrix_json"]
+__all__ = ["communication_groups", "communication_json", "double_hash", "group_json", "matrix_json"]
 
 RATIOS = ("Wait Time Ratio", "Synchronization Time Ratio")
 
@@ -152,6 +152,28 @@ def matrix_json(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     return copy.deepcopy(out)
 
 
-def group_json(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+def double_hash(text: str) -> int:
+    """HCCL's 64-bit group hash: rolling hashes with multipliers 29 and 131, ``(h29 << 32) | h131``."""
+    h29 = h131 = 0
+    for ch in text:
+        h29 = (h29 * 29 + ord(ch)) & 0xFFFFFFFF
+        h131 = (h131 * 131 + ord(ch)) & 0xFFFFFFFF
+    return (h29 << 32) | h131
+
+
+def group_json(con: duckdb.DuckDBPyConnection, parallel_group_info: dict[str, Any] | None = None) -> dict[str, Any]:
+    """communication_group.json: rank sets per kind, and each group's id and pg name when the
+    ``@group`` suffix is the hash of a ``parallel_group_info`` id (profiler_metadata.json)."""
     groups = communication_groups(con)
-    return {kind: [sorted(r) for r in g.values()] for kind, g in groups.items()}
+    named = {str(double_hash(str(gid))): (str(gid), info) for gid, info in (parallel_group_info or {}).items()
+             if isinstance(info, dict)}
+    out: dict[str, Any] = {kind: [sorted(r) for r in g.values()] for kind, g in groups.items()}
+    rows = []
+    for kind, g in groups.items():
+        for name, ranks in g.items():
+            gid, info = named.get(name, ("", {}))
+            ranks_out = sorted(info.get("global_ranks") or ranks) if info else sorted(ranks)
+            rows.append({"type": kind, "rank_set": ranks_out, "group_name": name, "group_id": gid,
+                         "pg_name": info.get("group_name", "") if info else ""})
+    out["comm_group_parallel_info"] = rows
+    return out
