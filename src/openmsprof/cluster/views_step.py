@@ -93,4 +93,6 @@ def compute_op_frames(con: duckdb.DuckDBPyConnection) -> dict[str, pd.DataFrame]
                                 f"input_shapes AS InputShapes, {STATS}, rank AS Rank FROM {base} "
                                 "GROUP BY name, op_type, task_type, input_shapes, rank",
     }
-    return {k: con.execute(f"{sql} ORDER BY SumNs DESC").df() for k, sql in q.items()}
+    order = {"all_stats": "OpType, TaskType", "rank_stats_by_optype": "Rank, OpType, TaskType",
+             "rank_stats_by_opname": "Rank, OpName, OpType, TaskType, InputShapes"}
+    return {k: con.execute(f"{sql} ORDER BY SumNs DESC, {order[k]}").df() for k, sql in q.items()}
