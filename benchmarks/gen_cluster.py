@@ -70,7 +70,7 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def generate(out: Path, ranks: int = 4, events: int = 20_000, steps: int = 4, segments: int = 10,
-             slow_rank: int | None = 1, slow_ms: float = 30.0, seed: int = 7) -> list[Path]:
+             slow_rank: int | None = 1, slow_ms: float = 30.0, seed: int = 7, host: str = "node0") -> list[Path]:
     """Write ``ranks`` rank dirs of about ``events`` kernels each under ``out``; returns them."""
     rng = np.random.default_rng(seed)
     ops = max(1, events // (steps * segments))
@@ -108,7 +108,7 @@ def generate(out: Path, ranks: int = 4, events: int = 20_000, steps: int = 4, se
             step_rows[r].append([r, s + 1, comp, c, 0.0, c, stage - comp - c, stage, 0.0, c, 0.0])
     paths = []
     for r in range(ranks):
-        d = out / f"node0_{1000 + r}_{20261124000000000 + r}_ascend_pt"
+        d = out / f"{host}_{1000 + r}_{20261124000000000 + r}_ascend_pt"
         o = d / "ASCEND_PROFILER_OUTPUT"
         o.mkdir(parents=True, exist_ok=True)
         paths.append(d)

@@ -5,6 +5,8 @@ run, and a worker killed mid-run loses nothing."""
 from __future__ import annotations
 
 import os
+import shutil
+import socket
 import signal
 import subprocess
 import sys
@@ -16,6 +18,7 @@ import pandas as pd
 import pytest
 
 from openmsprof.cluster import run_cluster
+from openmsprof.config.errors import ConfigError
 from tests.cluster.agree import json_diffs
 from tests.cluster.conftest import make_synthetic
 
@@ -35,9 +38,9 @@ def local(job: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_cluster(job, ["all"], tmp_path_factory.mktemp("local"), workers=1).output
 
 
-def _same(a: Path, b: Path) -> None:
+def _same(a: Path, b: Path, compared: tuple[str, ...] = COMPARED) -> None:
     """Same files; numbers equal up to float summation order (DuckDB aggregates in parallel)."""
-    for name in COMPARED:
+    for name in compared:
         if name.endswith(".csv"):
             x, y = pd.read_csv(a / name), pd.read_csv(b / name)
             sort = [c for c in x.columns if x[c].dtype == object or c in ("Rank", "rank", "Count")]
@@ -49,13 +52,21 @@ def _same(a: Path, b: Path) -> None:
 
 
 def test_local_cluster_two_worker_processes(job: Path, local: Path, tmp_path: Path) -> None:
+    here = tmp_path / "here"
+    for d in job.iterdir():  # the same ranks, named after this host, for pinning
+        (here / d.name.replace("node0_", f"{socket.gethostname()}_")).parent.mkdir(exist_ok=True)
+        shutil.copytree(d, here / d.name.replace("node0_", f"{socket.gethostname()}_"))
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                   host="127.0.0.1") as lc, distributed.Client(lc) as client:
         worker_pids = set(client.run(os.getpid).values())
-        run = run_cluster(job, ["all"], tmp_path, scheduler=lc.scheduler_address)
+        run = run_cluster(job, ["all"], tmp_path / "a", scheduler=lc.scheduler_address)
+        pinned = run_cluster(here, ["all"], tmp_path / "b", scheduler=lc.scheduler_address, shared=False)
+        with pytest.raises(ConfigError, match="no Dask worker runs on host.s. node0 that hold rank files"):
+            run_cluster(job, ["all"], tmp_path / "c", scheduler=lc.scheduler_address, shared=False)
     pids = {p["pid"] for p in run.partials}
     assert pids <= worker_pids and os.getpid() not in pids
     _same(run.output, local)
+    _same(pinned.output, local, COMPARED[:-1])  # slow_rank.json names the host
 
 
 def _start(args: list[str]) -> subprocess.Popen[bytes]:

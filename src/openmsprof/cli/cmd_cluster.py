@@ -24,6 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     where = p.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler (tcp://host:8786)")
     where.add_argument("--scheduler-file", metavar="FILE", help="a Dask scheduler file")
+    p.add_argument("--files-on-workers", action="store_true",
+                   help="rank files are not shared: run each rank on a Dask worker of the host that holds it "
+                        "(the host in its dir name {host}_{pid}_{timestamp}_ascend_pt, or PROF_ info.json)")
     p.add_argument("--workers", type=int, metavar="N", help="local processes (default: by CPUs and free memory)")
     p.set_defaults(func=run)
 
@@ -35,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     output = resolve_output(args.output, "cluster output") if args.output else None
     modes = [m for spec in args.modes for m in spec.split(",") if m] or ["all"]
     res = run_cluster(Path(root), modes, output and Path(output), scheduler=args.scheduler,
-                      scheduler_file=args.scheduler_file, workers=args.workers)
+                      scheduler_file=args.scheduler_file, workers=args.workers, shared=not args.files_on_workers)
     for line in res.problems:
         print(f"openmsprof: warning: {line}", file=sys.stderr)
     cached = sum(1 for p in res.partials if p.get("cached"))

@@ -81,7 +81,7 @@ def parse_all(root: Path, store: Path, *, scheduler: str | None = None, schedule
 
 
 def run_cluster(root: Path, modes: list[str], output: Path | None = None, *, scheduler: str | None = None,
-                scheduler_file: str | None = None, workers: int | None = None) -> ClusterRun:
+                scheduler_file: str | None = None, workers: int | None = None, shared: bool = True) -> ClusterRun:
     """Analyse every rank under ``root``; returns what was written and what went wrong."""
     bad = [m for m in modes if m not in (*MODES, "all")]
     if bad:
@@ -90,7 +90,8 @@ def run_cluster(root: Path, modes: list[str], output: Path | None = None, *, sch
     out = fs.make_dir((output or root) / OUTPUT)
     store = out / STORE
     t0 = time.perf_counter()
-    partials, problems = parse_all(root, store, scheduler=scheduler, scheduler_file=scheduler_file, workers=workers)
+    partials, problems = parse_all(root, store, scheduler=scheduler, scheduler_file=scheduler_file, workers=workers,
+                                   shared=shared)
     run = ClusterRun(out, store, partials, problems, seconds={"parse": time.perf_counter() - t0})
     ok = [int(p["rank"]) for p in partials if not p.get("failed")]
     con = sqlviews.connect(store, ok)

@@ -9,6 +9,7 @@ that still fails is reported by name, never silently missing.
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -113,10 +114,14 @@ def _pin(client: Any, ranks: Iterable[RankSource], shared: bool) -> dict[int, li
     if shared:
         return {}
     by_host: dict[str, list[str]] = {}
-    for addr, info in client.scheduler_info().get("workers", {}).items():
-        for name in {str(info.get("host", "")), str(info.get("name", ""))}:
-            by_host.setdefault(name, []).append(addr)
-    return {s.rank: by_host[s.host] for s in ranks if s.host in by_host}
+    for addr, name in client.run(socket.gethostname).items():
+        by_host.setdefault(str(name), []).append(addr)
+    pins = {s.rank: by_host[s.host] for s in ranks if s.host in by_host}
+    missing = sorted({s.host for s in ranks if s.host not in by_host})
+    if missing:
+        raise ConfigError(f"no Dask worker runs on host(s) {', '.join(missing)} that hold rank files "
+                          "(start one there, or use shared files)")
+    return pins
 
 
 def run_dask(ranks: list[RankSource], store: Path, scheduler: str | None = None, scheduler_file: str | None = None,
