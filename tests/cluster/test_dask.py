@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -61,7 +61,7 @@ def test_local_cluster_two_worker_processes(job: Path, local: Path, tmp_path: Pa
         worker_pids = set(client.run(os.getpid).values())
         run = run_cluster(job, ["all"], tmp_path / "a", scheduler=lc.scheduler_address)
         pinned = run_cluster(here, ["all"], tmp_path / "b", scheduler=lc.scheduler_address, shared=False)
-        with pytest.raises(ConfigError, match="no Dask worker runs on host.s. node0 that hold rank files"):
+        with pytest.raises(ConfigError, match=r"no Dask worker runs on host\(s\) node0 that hold rank files"):
             run_cluster(job, ["all"], tmp_path / "c", scheduler=lc.scheduler_address, shared=False)
     pids = {p["pid"] for p in run.partials}
     assert pids <= worker_pids and os.getpid() not in pids
