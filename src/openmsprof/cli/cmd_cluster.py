@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from openmsprof.config.errors import ConfigError
 from openmsprof.config.paths import resolve_output
 
 
@@ -32,7 +33,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace) -> int:
-    from openmsprof.cluster.analyse import run_cluster
+    try:
+        from openmsprof.cluster.analyse import run_cluster
+    except ImportError as exc:
+        raise ConfigError(f"openmsprof cluster needs {exc.name}: pip install 'openmsprof[cluster]'") from None
 
     root = resolve_output(args.dir, "cluster input")
     output = resolve_output(args.output, "cluster output") if args.output else None
