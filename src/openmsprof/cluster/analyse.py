@@ -66,13 +66,14 @@ def _metadata(partials: list[dict[str, Any]], key: str) -> dict[str, Any] | None
 
 
 def parse_all(root: Path, store: Path, *, scheduler: str | None = None, scheduler_file: str | None = None,
-              workers: int | None = None, shared: bool = True) -> tuple[list[dict[str, Any]], list[str]]:
+              workers: int | None = None, shared: bool = True,
+              kernels: bool = True) -> tuple[list[dict[str, Any]], list[str]]:
     found = discover(root)
     fs.make_dir(store)
     if scheduler or scheduler_file:
-        partials = runner.run_dask(found.ranks, store, scheduler, scheduler_file, shared=shared)
+        partials = runner.run_dask(found.ranks, store, scheduler, scheduler_file, shared=shared, kernels=kernels)
     else:
-        partials = runner.run_local(found.ranks, store, workers)
+        partials = runner.run_local(found.ranks, store, workers, kernels=kernels)
     for p in partials:
         if p.get("small"):
             restore_small(store, p)
@@ -91,7 +92,7 @@ def run_cluster(root: Path, modes: list[str], output: Path | None = None, *, sch
     store = out / STORE
     t0 = time.perf_counter()
     partials, problems = parse_all(root, store, scheduler=scheduler, scheduler_file=scheduler_file, workers=workers,
-                                   shared=shared)
+                                   shared=shared, kernels=bool({"compute_op", "slow_rank"} & set(chosen)))
     run = ClusterRun(out, store, partials, problems, seconds={"parse": time.perf_counter() - t0})
     ok = [int(p["rank"]) for p in partials if not p.get("failed")]
     con = sqlviews.connect(store, ok)

@@ -62,7 +62,7 @@ def _op_rows(rank: int, step: str, kind: str, ops: dict) -> tuple[list[dict], li
             continue
         t = info.get("Communication Time Info") or {}
         name, _, group = key.rpartition("@") if "@" in key else (key, "", "")
-        row = {"rank": rank, "step": step, "type": kind, "op_key": key, "op_name": name, "group_name": group,
+        row = {"rank": rank, "seq": 0, "step": step, "type": kind, "op_key": key, "op_name": name, "group_name": group,
                "info": orjson.dumps(info).decode()}
         row.update({col: _num(t.get(k)) for k, col in TIME_KEYS.items()})
         rows.append(row)
@@ -83,7 +83,9 @@ def comm_tables(rank: int, comm: Path, matrix: Path) -> dict[str, list[dict]]:
             for kind, ops in (kinds.items() if isinstance(kinds, dict) else ()):
                 if isinstance(ops, dict):
                     rows, bws = _op_rows(rank, step, kind, ops)
-                    out["comm"] += rows
+                    for row in rows:
+                        row["seq"] = len(out["comm"])
+                        out["comm"].append(row)
                     out["comm_bw"] += bws
     if matrix.exists():
         doc = orjson.loads(matrix.read_bytes())
@@ -93,7 +95,7 @@ def comm_tables(rank: int, comm: Path, matrix: Path) -> dict[str, list[dict]]:
                     for link, v in (links.items() if isinstance(links, dict) else ()):
                         if isinstance(v, dict):
                             out["matrix"].append({
-                                "rank": rank, "step": step, "type": kind, "op_key": key, "link": link,
+                                "rank": rank, "seq": len(out["matrix"]), "step": step, "type": kind, "op_key": key, "link": link,
                                 "info": orjson.dumps(v).decode()})
     return out
 
@@ -120,7 +122,7 @@ def _kernel_batch(rank: int, batch: pa.RecordBatch) -> pa.Table:
 
 def stream_kernels(rank: int, path: Path, sink: Callable[[pa.Table], None]) -> int:
     """Feed kernel_details.csv to ``sink`` in blocks of the kernel schema; returns the row count."""
-    reader = pacsv.open_csv(path, read_options=pacsv.ReadOptions(block_size=8 << 20),
+    reader = pacsv.open_csv(path, read_options=pacsv.ReadOptions(block_size=4 << 20, use_threads=False),
                             convert_options=pacsv.ConvertOptions(
                                 column_types={k: pa.string() for k in KERNEL_COLS},
                                 include_columns=None, strings_can_be_null=False))

@@ -56,7 +56,8 @@ def _failed(src: RankSource, why: str) -> dict[str, Any]:
             "problems": [f"rank {src.rank}: {why}"], "failed": True}
 
 
-def run_local(ranks: list[RankSource], store: Path, workers: int | None = None) -> list[dict[str, Any]]:
+def run_local(ranks: list[RankSource], store: Path, workers: int | None = None,
+              kernels: bool = True) -> list[dict[str, Any]]:
     """Parse every rank in a process pool (in this process when one worker suffices)."""
     n = local_workers(len(ranks), workers)
     bar = _progress(len(ranks))
@@ -64,7 +65,7 @@ def run_local(ranks: list[RankSource], store: Path, workers: int | None = None) 
     try:
         if n == 1:
             for src in ranks:
-                done[src.rank] = parse_rank(src, store)
+                done[src.rank] = parse_rank(src, store, kernels=kernels)
                 if bar:
                     bar.advance(bar.task_ids[0])
             return [done[s.rank] for s in ranks]
@@ -73,7 +74,8 @@ def run_local(ranks: list[RankSource], store: Path, workers: int | None = None) 
             if not todo:
                 break
             with ProcessPoolExecutor(max_workers=min(n, len(todo))) as pool:
-                futs: dict[Future[dict[str, Any]], RankSource] = {pool.submit(parse_rank, s, store): s for s in todo}
+                futs: dict[Future[dict[str, Any]], RankSource] = {pool.submit(parse_rank, s, store, kernels=kernels): s
+                                                                  for s in todo}
                 pending = set(futs)
                 while pending:
                     fin, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -125,7 +127,7 @@ def _pin(client: Any, ranks: Iterable[RankSource], shared: bool) -> dict[int, li
 
 
 def run_dask(ranks: list[RankSource], store: Path, scheduler: str | None = None, scheduler_file: str | None = None,
-             shared: bool = True) -> list[dict[str, Any]]:
+             shared: bool = True, kernels: bool = True) -> list[dict[str, Any]]:
     """Parse every rank on the workers of a Dask cluster (``client.submit`` per rank)."""
     from distributed import as_completed
 
@@ -133,7 +135,7 @@ def run_dask(ranks: list[RankSource], store: Path, scheduler: str | None = None,
     bar = _progress(len(ranks))
     try:
         pins = _pin(client, ranks, shared)
-        futs = {client.submit(parse_rank, s, store, key=f"openmsprof-rank-{s.rank}-{os.getpid()}", pure=False,
+        futs = {client.submit(parse_rank, s, store, kernels=kernels, key=f"openmsprof-rank-{s.rank}-{os.getpid()}", pure=False,
                               retries=RETRIES, workers=pins.get(s.rank), allow_other_workers=False): s
                 for s in ranks}
         done: dict[int, dict[str, Any]] = {}

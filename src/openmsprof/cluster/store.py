@@ -33,7 +33,7 @@ from openmsprof.recorder import fs
 __all__ = ["SMALL_TABLES", "parse_rank", "rank_store", "source_key"]
 
 SMALL_TABLES = ("step_trace", "comm", "comm_bw", "matrix")
-STORE_VERSION = 1
+STORE_VERSION = 2
 _PT_FILES = ("step_trace_time.csv", "communication.json", "communication_matrix.json", "kernel_details.csv")
 
 
@@ -84,7 +84,7 @@ def _clock(src: RankSource) -> dict[str, Any]:
     return {"epoch_ns": end.get("collectionTimeEnd"), "mono_ns": end.get("MonotonicTimeEnd")}
 
 
-def _parse_pt(src: RankSource, out: Path, problems: list[str]) -> dict[str, Any]:
+def _parse_pt_small(src: RankSource, out: Path, problems: list[str]) -> dict[str, Any]:
     tables: dict[str, pa.Table] = {}
     files = src.path / OUT
     try:
@@ -98,25 +98,29 @@ def _parse_pt(src: RankSource, out: Path, problems: list[str]) -> dict[str, Any]
                 tables[name] = pa.Table.from_pylist(data)
     except (OSError, orjson.JSONDecodeError) as exc:
         problems.append(f"rank {src.rank}: communication json unreadable ({str(exc)[:160]})")
-    kernels = 0
-    path = files / "kernel_details.csv"
-    if path.exists():
-        tmp = out / "kernels.parquet.tmp"
-        writer = pq.ParquetWriter(tmp, KERNEL_SCHEMA, compression="zstd")
-        try:
-            kernels = stream_kernels(src.rank, path, writer.write_table)
-        except (OSError, pa.ArrowInvalid) as exc:
-            problems.append(f"rank {src.rank}: kernel_details.csv torn after {kernels} rows "
-                            f"({str(exc).splitlines()[0][:160]})")
-        finally:
-            writer.close()
-        os.chmod(tmp, fs.FILE_MODE)
-        os.replace(tmp, out / "kernels.parquet")
-    else:
-        problems.append(f"rank {src.rank}: no kernel_details.csv")
     for name, table in tables.items():
         _write(out / f"{name}.parquet", table)
-    return {"kernels": kernels, **{name: t.num_rows for name, t in tables.items()}}
+    return {name: t.num_rows for name, t in tables.items()}
+
+
+def _parse_pt_kernels(src: RankSource, out: Path, problems: list[str]) -> dict[str, Any]:
+    kernels = 0
+    path = src.path / OUT / "kernel_details.csv"
+    if not path.exists():
+        problems.append(f"rank {src.rank}: no kernel_details.csv")
+        return {"kernels": 0}
+    tmp = out / "kernels.parquet.tmp"
+    writer = pq.ParquetWriter(tmp, KERNEL_SCHEMA, compression="zstd")
+    try:
+        kernels = stream_kernels(src.rank, path, writer.write_table)
+    except (OSError, pa.ArrowInvalid) as exc:
+        problems.append(f"rank {src.rank}: kernel_details.csv torn after {kernels} rows "
+                        f"({str(exc).splitlines()[0][:160]})")
+    finally:
+        writer.close()
+    os.chmod(tmp, fs.FILE_MODE)
+    os.replace(tmp, out / "kernels.parquet")
+    return {"kernels": kernels}
 
 
 def _parse_prof(src: RankSource, out: Path) -> dict[str, Any]:
@@ -126,32 +130,46 @@ def _parse_prof(src: RankSource, out: Path) -> dict[str, Any]:
     return {"kernels": kernels.num_rows, "step_trace": steps.num_rows}
 
 
-def parse_rank(src: RankSource, store_root: Path, *, host: str = "") -> dict[str, Any]:
-    """Parse (or reuse) one rank's store; returns the small partial."""
+def _manifest(path: Path, key: str) -> dict[str, Any]:
+    try:
+        old = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return old if isinstance(old, dict) and old.get("key") == key else {}
+
+
+def parse_rank(src: RankSource, store_root: Path, *, kernels: bool = True, host: str = "") -> dict[str, Any]:
+    """Parse (or reuse) one rank's store; returns the small partial.  ``kernels=False`` leaves
+    kernel_details.csv for a later run that needs it (step_trace and communication do not)."""
     t0 = time.perf_counter()
     out = rank_store(store_root, src.rank)
     key = source_key(src)
     manifest = out / "manifest.json"
-    if manifest.exists():
-        try:
-            old = orjson.loads(manifest.read_bytes())
-        except orjson.JSONDecodeError:
-            old = {}
-        if old.get("key") == key:
-            old.update(cached=True, seconds=time.perf_counter() - t0, small=_small(out))
-            return old
+    partial = _manifest(manifest, key)
+    done = set(partial.get("done", []))
+    todo = ({"small", "kernels"} if kernels else {"small"}) - done
+    if not todo:
+        partial.update(cached=True, seconds=time.perf_counter() - t0, small=_small(out))
+        return partial
     fs.make_dir(out)
-    for stale in out.glob("*.parquet"):
-        stale.unlink()
-    problems: list[str] = []
+    if not done:
+        for stale in out.glob("*.parquet"):
+            stale.unlink()
+        partial = {"rank": src.rank, "path": str(src.path), "kind": src.kind, "host": src.host, "key": key,
+                   "counts": {}, "problems": [], "clock": _clock(src) if src.kind == "pt" else {}}
+    problems: list[str] = partial["problems"]
     try:
-        counts = _parse_pt(src, out, problems) if src.kind == "pt" else _parse_prof(src, out)
+        if src.kind != "pt":
+            partial["counts"].update(_parse_prof(src, out))
+            todo = {"small", "kernels"}
+        else:
+            if "small" in todo:
+                partial["counts"].update(_parse_pt_small(src, out, problems))
+            if "kernels" in todo:
+                partial["counts"].update(_parse_pt_kernels(src, out, problems))
     except Exception as exc:  # one bad rank is reported, the others still analysed
         problems.append(f"rank {src.rank}: {src.path.name} unreadable ({type(exc).__name__}: {str(exc)[:160]})")
-        counts = {}
-    partial = {"rank": src.rank, "path": str(src.path), "kind": src.kind, "host": src.host, "key": key,
-               "counts": counts, "problems": problems, "clock": _clock(src) if src.kind == "pt" else {},
-               "worker_host": host or os.uname().nodename, "pid": os.getpid()}
+    partial.update(done=sorted(done | todo), worker_host=host or os.uname().nodename, pid=os.getpid())
     fs.write_file_atomic(manifest, orjson.dumps(partial))
     partial.update(cached=False, seconds=time.perf_counter() - t0, small=_small(out))
     return partial

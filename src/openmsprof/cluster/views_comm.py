@@ -75,7 +75,7 @@ def communication_json(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         return {}
     groups = communication_groups(con)
     out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
-    rows = con.execute("SELECT rank, step, type, op_key, info FROM comm ORDER BY rank").fetchall()
+    rows = con.execute("SELECT rank, step, type, op_key, info FROM comm ORDER BY rank, seq").fetchall()
     for rank, step, kind, key, info in rows:
         ranks = groups.get(kind, {}).get(key.split("@")[-1], set())
         out.setdefault(_tuple_key(ranks), {}).setdefault(step, {}).setdefault(key, {}).setdefault(
@@ -141,7 +141,7 @@ def matrix_json(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     groups = communication_groups(con)
     out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
     for rank, step, kind, key, link, info in con.execute(
-            "SELECT rank, step, type, op_key, link, info FROM matrix ORDER BY rank").fetchall():
+            "SELECT rank, step, type, op_key, link, info FROM matrix ORDER BY rank, seq").fetchall():
         ranks = groups.get(kind, {}).get(key.split("@")[-1], set())
         per_rank = out.setdefault(_tuple_key(ranks), {}).setdefault(step, {}).setdefault(key, {})
         per_rank.setdefault(str(rank), {})[link] = orjson.loads(info)

@@ -56,7 +56,7 @@ def step_trace_frame(con: duckdb.DuckDBPyConnection, distributed_args: dict[str,
     """The rows of cluster_step_trace_time.csv (``pipeline``: the job has ``pp*`` p2p groups)."""
     if not has(con, "step_trace"):
         return pd.DataFrame()
-    df = con.execute("SELECT * FROM step_trace").df()
+    df = con.execute("SELECT * FROM step_trace ORDER BY rank, TRY_CAST(step AS BIGINT), step").df()
     df = df.sort_values("rank", kind="stable")
     cols = [c for c in df.columns if c not in ("rank", "step")]
     rows = pd.DataFrame({"Step": df["step"], "Type": "rank", "Index": df["rank"].astype(str)})
