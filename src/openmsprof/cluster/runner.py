@@ -21,7 +21,7 @@ import psutil
 from rich.progress import Progress
 
 from openmsprof.cluster.discover import RankSource
-from openmsprof.cluster.store import parse_rank
+from openmsprof.cluster.store import cached_partial, parse_rank
 from openmsprof.config.errors import ConfigError
 
 __all__ = ["RETRIES", "WORKER_BUDGET", "local_workers", "run_dask", "run_local"]
@@ -59,33 +59,29 @@ def _failed(src: RankSource, why: str) -> dict[str, Any]:
 def run_local(ranks: list[RankSource], store: Path, workers: int | None = None,
               kernels: bool = True) -> list[dict[str, Any]]:
     """Parse every rank in a process pool (in this process when one worker suffices)."""
-    n = local_workers(len(ranks), workers)
-    bar = _progress(len(ranks))
     done: dict[int, dict[str, Any]] = {}
+    for src in ranks:  # current stores need no worker
+        hit = cached_partial(src, store, kernels=kernels)
+        if hit is not None:
+            done[src.rank] = hit
+    fresh = [s for s in ranks if s.rank not in done]
+    n = local_workers(len(fresh), workers)
+    bar = _progress(len(fresh)) if fresh else None
     try:
         if n == 1:
-            for src in ranks:
+            for src in fresh:
                 done[src.rank] = parse_rank(src, store, kernels=kernels)
                 if bar:
                     bar.advance(bar.task_ids[0])
             return [done[s.rank] for s in ranks]
-        todo = list(ranks)
+        todo = list(fresh)
         for attempt in range(RETRIES + 1):
             if not todo:
                 break
-            with ProcessPoolExecutor(max_workers=min(n, len(todo))) as pool:
-                futs: dict[Future[dict[str, Any]], RankSource] = {pool.submit(parse_rank, s, store, kernels=kernels): s
-                                                                  for s in todo}
-                pending = set(futs)
-                while pending:
-                    fin, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for f in fin:
-                        try:
-                            done[futs[f].rank] = f.result()
-                        except BrokenProcessPool:
-                            continue
-                        if bar:
-                            bar.advance(bar.task_ids[0])
+            try:
+                _pool_round(todo, store, kernels, min(n, len(todo)), done, bar)
+            except BrokenProcessPool:  # a worker died (even before taking work): retry what is left
+                pass
             todo = [s for s in todo if s.rank not in done]
             if todo and attempt == RETRIES:
                 for s in todo:
@@ -94,6 +90,24 @@ def run_local(ranks: list[RankSource], store: Path, workers: int | None = None,
         if bar:
             bar.stop()
     return [done[s.rank] for s in ranks]
+
+
+def _pool_round(todo: list[RankSource], store: Path, kernels: bool, n: int, done: dict[int, dict[str, Any]],
+                bar: Progress | None) -> None:
+    """One pool over ``todo``; finished ranks go into ``done`` (a dead worker breaks the round)."""
+    with ProcessPoolExecutor(max_workers=n) as pool:
+        futs: dict[Future[dict[str, Any]], RankSource] = {pool.submit(parse_rank, s, store, kernels=kernels): s
+                                                          for s in todo}
+        pending = set(futs)
+        while pending:
+            fin, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in fin:
+                try:
+                    done[futs[f].rank] = f.result()
+                except BrokenProcessPool:
+                    continue
+                if bar:
+                    bar.advance(bar.task_ids[0])
 
 
 def _client(scheduler: str | None, scheduler_file: str | None) -> Any:

@@ -30,7 +30,7 @@ from openmsprof.cluster.rank_pt import (
 )
 from openmsprof.recorder import fs
 
-__all__ = ["SMALL_TABLES", "parse_rank", "rank_store", "source_key"]
+__all__ = ["SMALL_TABLES", "cached_partial", "parse_rank", "rank_store", "restore_small", "source_key"]
 
 SMALL_TABLES = ("step_trace", "comm", "comm_bw", "matrix")
 STORE_VERSION = 2
@@ -136,6 +136,16 @@ def _manifest(path: Path, key: str) -> dict[str, Any]:
     except (OSError, orjson.JSONDecodeError):
         return {}
     return old if isinstance(old, dict) and old.get("key") == key else {}
+
+
+def cached_partial(src: RankSource, store_root: Path, *, kernels: bool = True) -> dict[str, Any] | None:
+    """The rank's partial when its store is complete and current (no parse needed), else None."""
+    out = rank_store(store_root, src.rank)
+    partial = _manifest(out / "manifest.json", source_key(src))
+    if not ({"small", "kernels"} if kernels else {"small"}) <= set(partial.get("done", [])):
+        return None
+    partial.update(cached=True, seconds=0.0, small={})
+    return partial
 
 
 def parse_rank(src: RankSource, store_root: Path, *, kernels: bool = True, host: str = "") -> dict[str, Any]:
