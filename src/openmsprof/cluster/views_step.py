@@ -16,7 +16,9 @@ import pandas as pd
 
 from openmsprof.cluster.sqlviews import has
 
-__all__ = ["compute_op_frames", "parallel_index", "step_trace_frame"]
+__all__ = ["EXACT_LIMIT", "compute_op_frames", "parallel_index", "step_trace_frame"]
+
+EXACT_LIMIT = 16_000_000
 
 STATS = """min(d) AS MinNs, max(d) AS MaxNs, count(*) AS Count, stddev_samp(d) AS StdNs, avg(d) AS MeanNs,
            sum(d) AS SumNs, quantile_cont(d, 0.25) AS Q1Ns, quantile_cont(d, 0.5) AS MedianNs,
@@ -79,20 +81,33 @@ def step_trace_frame(con: duckdb.DuckDBPyConnection, distributed_args: dict[str,
     return out
 
 
-def compute_op_frames(con: duckdb.DuckDBPyConnection) -> dict[str, pd.DataFrame]:
-    """all_stats / rank_stats_by_optype / rank_stats_by_opname of msprof-analyze's compute_op_sum."""
+def compute_op_frames(con: duckdb.DuckDBPyConnection, exact_limit: int = EXACT_LIMIT) -> dict[str, pd.DataFrame]:
+    """all_stats / rank_stats_by_optype / rank_stats_by_opname of msprof-analyze's compute_op_sum.
+
+    Per-rank tables are computed one rank at a time (exact quantiles, bounded memory).  The
+    all-rank quantiles are exact up to ``exact_limit`` kernels and t-digest approximations above
+    it (holding every duration of 64 M kernels would need 512 MiB)."""
     if not has(con, "kernels"):
         return {}
     base = "(SELECT rank, name, op_type, task_type, input_shapes, dur_us * 1000 AS d FROM kernels " \
-           "WHERE task_type IS DISTINCT FROM 'COMMUNICATION' AND dur_us IS NOT NULL)"
-    q = {
-        "all_stats": f"SELECT op_type AS OpType, task_type AS TaskType, {STATS} FROM {base} GROUP BY ALL",
-        "rank_stats_by_optype": f"SELECT op_type AS OpType, task_type AS TaskType, {STATS}, rank AS Rank "
-                                f"FROM {base} GROUP BY op_type, task_type, rank",
-        "rank_stats_by_opname": f"SELECT name AS OpName, op_type AS OpType, task_type AS TaskType, "
-                                f"input_shapes AS InputShapes, {STATS}, rank AS Rank FROM {base} "
-                                "GROUP BY name, op_type, task_type, input_shapes, rank",
-    }
-    order = {"all_stats": "OpType, TaskType", "rank_stats_by_optype": "Rank, OpType, TaskType",
-             "rank_stats_by_opname": "Rank, OpName, OpType, TaskType, InputShapes"}
-    return {k: con.execute(f"{sql} ORDER BY SumNs DESC, {order[k]}").df() for k, sql in q.items()}
+           "WHERE task_type IS DISTINCT FROM 'COMMUNICATION' AND dur_us IS NOT NULL {where})"
+    total = con.execute("SELECT count(*) FROM kernels").fetchone()[0]  # type: ignore[index]
+    stats = STATS if total <= exact_limit else STATS.replace("quantile_cont", "approx_quantile")
+    out = {"all_stats": con.execute(
+        f"SELECT op_type AS OpType, task_type AS TaskType, {stats} FROM {base.format(where='')} GROUP BY ALL "
+        "ORDER BY SumNs DESC, OpType, TaskType").df()}
+    by_type, by_name = [], []
+    for (rank,) in con.execute("SELECT DISTINCT rank FROM kernels ORDER BY rank").fetchall():
+        one = base.format(where=f"AND rank = {int(rank)}")
+        by_type.append(con.execute(f"SELECT op_type AS OpType, task_type AS TaskType, {STATS}, rank AS Rank "
+                                   f"FROM {one} GROUP BY op_type, task_type, rank").df())
+        by_name.append(con.execute(f"SELECT name AS OpName, op_type AS OpType, task_type AS TaskType, "
+                                   f"input_shapes AS InputShapes, {STATS}, rank AS Rank FROM {one} "
+                                   "GROUP BY name, op_type, task_type, input_shapes, rank").df())
+    for key, parts, order in (("rank_stats_by_optype", by_type, ["Rank", "OpType", "TaskType"]),
+                              ("rank_stats_by_opname", by_name, ["Rank", "OpName", "OpType", "TaskType", "InputShapes"])):
+        df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+        if not df.empty:
+            df = df.sort_values(["SumNs", *order], ascending=[False] + [True] * len(order), kind="stable")
+        out[key] = df.reset_index(drop=True)
+    return out

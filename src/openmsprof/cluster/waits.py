@@ -49,7 +49,8 @@ win AS (
   FROM waits w JOIN sel USING (step, op_key)),
 per AS (
   SELECT win.step, win.op_key, win.rank, k.name, sum(least(k.start_us + k.dur_us, win.w1) - k.start_us) AS us
-  FROM win JOIN kernels k ON k.rank = win.rank AND k.start_us >= win.w0 AND k.start_us < win.w1
+  FROM kernels k ASOF JOIN win ON k.rank = win.rank AND k.start_us >= win.w0
+  WHERE k.start_us < win.w1
   GROUP BY ALL),
 excess AS (
   SELECT p.step, p.op_key, p.name,
