@@ -145,14 +145,22 @@ def run_dask(ranks: list[RankSource], store: Path, scheduler: str | None = None,
     """Parse every rank on the workers of a Dask cluster (``client.submit`` per rank)."""
     from distributed import as_completed
 
+    done: dict[int, dict[str, Any]] = {}
+    if shared:  # current stores need no worker
+        for src in ranks:
+            hit = cached_partial(src, store, kernels=kernels)
+            if hit is not None:
+                done[src.rank] = hit
+    fresh = [s for s in ranks if s.rank not in done]
+    if not fresh:
+        return [done[s.rank] for s in ranks]
     client = _client(scheduler, scheduler_file)
-    bar = _progress(len(ranks))
+    bar = _progress(len(fresh))
     try:
-        pins = _pin(client, ranks, shared)
+        pins = _pin(client, fresh, shared)
         futs = {client.submit(parse_rank, s, store, kernels=kernels, key=f"openmsprof-rank-{s.rank}-{os.getpid()}", pure=False,
                               retries=RETRIES, workers=pins.get(s.rank), allow_other_workers=False): s
-                for s in ranks}
-        done: dict[int, dict[str, Any]] = {}
+                for s in fresh}
         for fut in as_completed(list(futs)):
             src = futs[fut]
             try:
