@@ -52,12 +52,12 @@ def test_unknown_mode(tmp_path: Path, synthetic: Path) -> None:
 
 
 def test_all_rank_quantiles_approximate_above_the_limit(synthetic: Path, tmp_path: Path) -> None:
-    from openmsprof.cluster import sqlviews, views_step
+    from openmsprof.cluster import opstats, sqlviews
 
     with cluster.load(synthetic, output=tmp_path) as c:
         con = sqlviews.connect(c.store)
-        exact = views_step.compute_op_frames(con)["all_stats"].set_index(["OpType", "TaskType"])
-        approx = views_step.compute_op_frames(con, exact_limit=0)["all_stats"].set_index(["OpType", "TaskType"])
+        exact = opstats.compute_op_frames(con)["all_stats"].set_index(["OpType", "TaskType"])
+        approx = opstats.compute_op_frames(con, exact_limit=0)["all_stats"].set_index(["OpType", "TaskType"])
         con.close()
     assert (exact["Count"] == approx["Count"]).all() and (exact["SumNs"] - approx["SumNs"]).abs().max() < 1e-3
     assert ((approx["MedianNs"] / exact["MedianNs"] - 1).abs() < 0.05).all()

@@ -18,8 +18,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                     "parsed once into a columnar store (reused while its files are unchanged); results go "
                     "to OUTPUT/cluster_analysis_output/ with msprof-analyze's file names and columns.")
     p.add_argument("-d", "--profiling_path", "--dir", dest="dir", required=True, metavar="DIR")
-    p.add_argument("-m", "--mode", dest="modes", action="append", default=[], metavar="MODE",
-                   help="step_trace, communication, compute_op, slow_rank or all (default all; repeatable)")
+    p.add_argument("-m", "--mode", dest="modes", action="extend", nargs="+", default=[], metavar="MODE",
+                   help="step_trace, communication, compute_op, slow_rank or all (default all); "
+                        "several after one -m, repeated, or comma-separated")
     p.add_argument("-o", "--output", "--output_path", dest="output", metavar="DIR",
                    help="where cluster_analysis_output/ goes (default DIR)")
     where = p.add_mutually_exclusive_group()
@@ -46,8 +47,10 @@ def run(args: argparse.Namespace) -> int:
     for line in res.problems:
         print(f"openmsprof: warning: {line}", file=sys.stderr)
     cached = sum(1 for p in res.partials if p.get("cached"))
+    phases = ", ".join(f"{m} {res.seconds[m]:.2f}" for m in ("step_trace", "communication", "compute_op", "slow_rank")
+                       if res.seconds.get(m, 0) >= 0.005)
     print(f"{len(res.partials)} ranks ({cached} from cached stores) in {res.seconds['parse']:.1f} s; "
-          f"analysis {res.seconds['analyse']:.2f} s")
+          f"analysis {res.seconds['analyse']:.2f} s ({phases})")
     slow = (res.slow_rank or {}).get("slow_rank")
     if slow:
         cause = slow["cause"]

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import pandas as pd
 
-from openmsprof.cluster import runner, sqlviews, views_comm, views_step, waits
+from openmsprof.cluster import opstats, runner, sqlviews, views_comm, views_step, waits
 from openmsprof.cluster.discover import discover
 from openmsprof.cluster.store import restore_small
 from openmsprof.config.errors import ConfigError
@@ -88,6 +88,8 @@ def run_cluster(root: Path, modes: list[str], output: Path | None = None, *, sch
     if bad:
         raise ConfigError(f"cluster mode {bad[0]!r}: unknown (choose from {', '.join((*MODES, 'all'))})")
     chosen = list(MODES) if "all" in modes or not modes else modes
+    if not root.is_dir():
+        raise ConfigError(f"cluster input {root}: not a directory")
     out = fs.make_dir((output or root) / OUTPUT)
     store = out / STORE
     t0 = time.perf_counter()
@@ -104,6 +106,7 @@ def run_cluster(root: Path, modes: list[str], output: Path | None = None, *, sch
         df = views_step.step_trace_frame(con, _metadata(partials, "distributed_args"), pipeline)
         if not df.empty:
             run.files.append(_csv(out / "cluster_step_trace_time.csv", df))
+    run.seconds["step_trace"] = time.perf_counter() - t1
     if "communication" in chosen:
         comm = views_comm.communication_json(con)
         if comm:
@@ -112,13 +115,17 @@ def run_cluster(root: Path, modes: list[str], output: Path | None = None, *, sch
         matrix = views_comm.matrix_json(con)
         if matrix:
             run.files.append(_json(out / "cluster_communication_matrix.json", matrix))
+    run.seconds["communication"] = time.perf_counter() - t1 - run.seconds["step_trace"]
     if "compute_op" in chosen:
-        frames = views_step.compute_op_frames(con)
+        frames = opstats.compute_op_frames(con)
         if frames:
             d = fs.make_dir(out / "compute_op_sum")
             run.files += [_csv(d / f"{name}.csv", df) for name, df in frames.items()]
+    t2 = time.perf_counter()
+    run.seconds["compute_op"] = t2 - t1 - run.seconds["step_trace"] - run.seconds["communication"]
     if "slow_rank" in chosen:
         run.slow_rank = _slow_rank(con, out, run)
+    run.seconds["slow_rank"] = time.perf_counter() - t2
     run.seconds["analyse"] = time.perf_counter() - t1
     con.close()
     return run

@@ -8,8 +8,9 @@ from typing import Any
 
 import pandas as pd
 
-from openmsprof.cluster import sqlviews, views_step, waits
+from openmsprof.cluster import opstats, sqlviews, views_step, waits
 from openmsprof.cluster.analyse import OUTPUT, STORE, parse_all
+from openmsprof.config.errors import ConfigError
 from openmsprof.recorder import fs
 
 __all__ = ["Cluster", "load"]
@@ -48,7 +49,7 @@ class Cluster:
         return self.sql("SELECT * FROM waits") if sqlviews.has(self._con, "waits") else pd.DataFrame()
 
     def compute_op(self) -> dict[str, pd.DataFrame]:
-        return views_step.compute_op_frames(self._con)
+        return opstats.compute_op_frames(self._con)
 
     def slow_rank(self) -> dict[str, Any]:
         return waits.slow_rank_report(self._con)
@@ -67,6 +68,8 @@ def load(directory: str | Path, *, output: str | Path | None = None, workers: in
          scheduler: str | None = None) -> Cluster:
     """Parse (or reuse the stores of) every rank under ``directory``."""
     root = Path(directory)
+    if not root.is_dir():
+        raise ConfigError(f"cluster input {root}: not a directory")
     store = fs.make_dir(Path(output or root) / OUTPUT) / STORE
     partials, problems = parse_all(root, store, scheduler=scheduler, workers=workers)
     return Cluster(store, partials, problems)

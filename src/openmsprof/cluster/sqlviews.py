@@ -4,7 +4,8 @@ Views: ``kernels`` (rank, step, name, op_type, task_type, start_us, dur_us, inpu
 ``step_trace`` (rank, step, then the step_trace_time.csv columns), ``comm`` (rank, step, type,
 op_key, op_name, group_name, start_us, elapse_ms, transit_ms, wait_ms, sync_ms, idle_ms, info),
 ``comm_bw`` (rank, step, type, op_key, transport, size_mb, time_ms, bandwidth), ``matrix``
-(rank, step, type, op_key, link, info) and, once computed, ``waits`` (see :mod:`.waits`).
+(rank, step, type, op_key, link, info), ``op_by_type``/``op_by_name`` (per-rank operator statistics,
+:mod:`.opstats`) and, once computed, ``waits`` (see :mod:`.waits`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import duckdb
 
 __all__ = ["TABLES", "connect"]
 
-TABLES = ("kernels", "step_trace", "comm", "comm_bw", "matrix")
+TABLES = ("kernels", "step_trace", "comm", "comm_bw", "matrix", "op_by_type", "op_by_name")
 
 
 def connect(store_root: Path, ranks: list[int] | None = None, threads: int | None = None) -> duckdb.DuckDBPyConnection:

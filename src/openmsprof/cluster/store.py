@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from openmsprof.cluster.discover import RankSource
+from openmsprof.cluster.opstats import rank_op_stats
 from openmsprof.cluster.rank_prof import read_prof
 from openmsprof.cluster.rank_pt import (
     KERNEL_SCHEMA,
@@ -33,7 +34,7 @@ from openmsprof.recorder import fs
 __all__ = ["SMALL_TABLES", "cached_partial", "parse_rank", "rank_store", "restore_small", "source_key"]
 
 SMALL_TABLES = ("step_trace", "comm", "comm_bw", "matrix")
-STORE_VERSION = 2
+STORE_VERSION = 3
 _PT_FILES = ("step_trace_time.csv", "communication.json", "communication_matrix.json", "kernel_details.csv")
 
 
@@ -120,6 +121,7 @@ def _parse_pt_kernels(src: RankSource, out: Path, problems: list[str]) -> dict[s
         writer.close()
     os.chmod(tmp, fs.FILE_MODE)
     os.replace(tmp, out / "kernels.parquet")
+    rank_op_stats(out)
     return {"kernels": kernels}
 
 
@@ -127,6 +129,7 @@ def _parse_prof(src: RankSource, out: Path) -> dict[str, Any]:
     kernels, steps = read_prof(src.rank, src.path)
     _write(out / "kernels.parquet", kernels)
     _write(out / "step_trace.parquet", steps)
+    rank_op_stats(out)
     return {"kernels": kernels.num_rows, "step_trace": steps.num_rows}
 
 

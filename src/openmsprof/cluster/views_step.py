@@ -1,10 +1,9 @@
-"""``cluster_step_trace_time.csv`` (msprof-analyze's columns) and the ``compute_op_sum`` CSVs.
+"""``cluster_step_trace_time.csv`` with msprof-analyze's columns.
 
 Step trace: one ``rank`` row per rank and step (every step_trace_time.csv column but Step and
 Device_id, as float, in order), then one ``stage`` row per step with each column's maximum over
 the stage's ranks; ``DP/PP/TP Index`` follow when profiler_metadata.json gives a consistent
-Megatron layout.  compute_op_sum: duration statistics (ns) by OpType+TaskType over all ranks, per
-rank, and per rank by OpName+OpType+TaskType+InputShapes, sorted by SumNs.
+Megatron layout.
 """
 
 from __future__ import annotations
@@ -16,13 +15,8 @@ import pandas as pd
 
 from openmsprof.cluster.sqlviews import has
 
-__all__ = ["EXACT_LIMIT", "compute_op_frames", "parallel_index", "step_trace_frame"]
+__all__ = ["parallel_index", "step_trace_frame"]
 
-EXACT_LIMIT = 16_000_000
-
-STATS = """min(d) AS MinNs, max(d) AS MaxNs, count(*) AS Count, stddev_samp(d) AS StdNs, avg(d) AS MeanNs,
-           sum(d) AS SumNs, quantile_cont(d, 0.25) AS Q1Ns, quantile_cont(d, 0.5) AS MedianNs,
-           quantile_cont(d, 0.75) AS Q3Ns"""
 
 
 def parallel_index(args: dict[str, Any] | None, world: int) -> dict[int, tuple[int, int, int]] | None:
@@ -78,36 +72,4 @@ def step_trace_frame(con: duckdb.DuckDBPyConnection, distributed_args: dict[str,
         trip = [index.get(int(i)) if t == "rank" else None for t, i in zip(out["Type"], out["Index"], strict=False)]
         for pos, name in enumerate(("DP Index", "PP Index", "TP Index")):
             out[name] = [t[pos] if t else "NA" for t in trip]
-    return out
-
-
-def compute_op_frames(con: duckdb.DuckDBPyConnection, exact_limit: int = EXACT_LIMIT) -> dict[str, pd.DataFrame]:
-    """all_stats / rank_stats_by_optype / rank_stats_by_opname of msprof-analyze's compute_op_sum.
-
-    Per-rank tables are computed one rank at a time (exact quantiles, bounded memory).  The
-    all-rank quantiles are exact up to ``exact_limit`` kernels and t-digest approximations above
-    it (holding every duration of 64 M kernels would need 512 MiB)."""
-    if not has(con, "kernels"):
-        return {}
-    base = "(SELECT rank, name, op_type, task_type, input_shapes, dur_us * 1000 AS d FROM kernels " \
-           "WHERE task_type IS DISTINCT FROM 'COMMUNICATION' AND dur_us IS NOT NULL {where})"
-    total = con.execute("SELECT count(*) FROM kernels").fetchone()[0]  # type: ignore[index]
-    stats = STATS if total <= exact_limit else STATS.replace("quantile_cont", "approx_quantile")
-    out = {"all_stats": con.execute(
-        f"SELECT op_type AS OpType, task_type AS TaskType, {stats} FROM {base.format(where='')} GROUP BY ALL "
-        "ORDER BY SumNs DESC, OpType, TaskType").df()}
-    by_type, by_name = [], []
-    for (rank,) in con.execute("SELECT DISTINCT rank FROM kernels ORDER BY rank").fetchall():
-        one = base.format(where=f"AND rank = {int(rank)}")
-        by_type.append(con.execute(f"SELECT op_type AS OpType, task_type AS TaskType, {STATS}, rank AS Rank "
-                                   f"FROM {one} GROUP BY op_type, task_type, rank").df())
-        by_name.append(con.execute(f"SELECT name AS OpName, op_type AS OpType, task_type AS TaskType, "
-                                   f"input_shapes AS InputShapes, {STATS}, rank AS Rank FROM {one} "
-                                   "GROUP BY name, op_type, task_type, input_shapes, rank").df())
-    for key, parts, order in (("rank_stats_by_optype", by_type, ["Rank", "OpType", "TaskType"]),
-                              ("rank_stats_by_opname", by_name, ["Rank", "OpName", "OpType", "TaskType", "InputShapes"])):
-        df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-        if not df.empty:
-            df = df.sort_values(["SumNs", *order], ascending=[False] + [True] * len(order), kind="stable")
-        out[key] = df.reset_index(drop=True)
     return out

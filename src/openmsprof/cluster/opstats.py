@@ -1,0 +1,73 @@
+"""msprof-analyze's ``compute_op_sum`` views: operator duration statistics (ns).
+
+Per rank (by OpType+TaskType, and by OpName+OpType+TaskType+InputShapes) they are computed in the
+worker right after the rank's kernels are stored (:func:`rank_op_stats`), exact, and kept in the
+store; the parent only concatenates them.  The all-rank table scans the kernels once: exact
+quantiles up to ``EXACT_LIMIT`` kernels, t-digest approximations above (holding every duration
+of 64 M kernels would need 512 MiB).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from openmsprof.cluster.sqlviews import has
+from openmsprof.recorder import fs
+
+__all__ = ["EXACT_LIMIT", "compute_op_frames", "rank_op_stats"]
+
+EXACT_LIMIT = 16_000_000
+STATS = """min(d) AS MinNs, max(d) AS MaxNs, count(*) AS Count, stddev_samp(d) AS StdNs, avg(d) AS MeanNs,
+           sum(d) AS SumNs, quantile_cont(d, 0.25) AS Q1Ns, quantile_cont(d, 0.5) AS MedianNs,
+           quantile_cont(d, 0.75) AS Q3Ns"""
+BASE = ("(SELECT rank, name, op_type, task_type, input_shapes, dur_us * 1000 AS d FROM {src} "
+        "WHERE task_type IS DISTINCT FROM 'COMMUNICATION' AND dur_us IS NOT NULL)")
+BY_TYPE = "SELECT op_type AS OpType, task_type AS TaskType, {stats}, any_value(rank) AS Rank FROM {base} GROUP BY ALL"
+BY_NAME = ("SELECT name AS OpName, op_type AS OpType, task_type AS TaskType, input_shapes AS InputShapes, {stats}, "
+           "any_value(rank) AS Rank FROM {base} GROUP BY ALL")
+
+
+def _quote(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def rank_op_stats(out: Path) -> None:
+    """Write ``op_by_type.parquet`` and ``op_by_name.parquet`` next to the rank's kernels.parquet."""
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SET threads=1")
+        con.execute("SET memory_limit='256MB'")
+        base = BASE.format(src=f"read_parquet({_quote(out / 'kernels.parquet')})")
+        for name, sql in (("op_by_type", BY_TYPE), ("op_by_name", BY_NAME)):
+            tmp = out / f"{name}.parquet.tmp"
+            con.execute(f"COPY ({sql.format(stats=STATS, base=base)}) TO {_quote(tmp)} (FORMAT parquet)")
+            os.chmod(tmp, fs.FILE_MODE)
+            os.replace(tmp, out / f"{name}.parquet")
+    finally:
+        con.close()
+
+
+def _ranked(con: duckdb.DuckDBPyConnection, view: str, order: list[str]) -> pd.DataFrame:
+    if not has(con, view):
+        return pd.DataFrame()
+    keys = ", ".join(order)
+    return con.execute(f"SELECT * FROM {view} ORDER BY SumNs DESC, {keys}").df()
+
+
+def compute_op_frames(con: duckdb.DuckDBPyConnection, exact_limit: int = EXACT_LIMIT) -> dict[str, pd.DataFrame]:
+    """all_stats / rank_stats_by_optype / rank_stats_by_opname (empty dict without kernels)."""
+    if not has(con, "kernels"):
+        return {}
+    total = con.execute("SELECT count(*) FROM kernels").fetchone()[0]  # type: ignore[index]
+    stats = STATS if total <= exact_limit else STATS.replace("quantile_cont", "approx_quantile")
+    all_stats = con.execute(
+        f"SELECT op_type AS OpType, task_type AS TaskType, {stats} FROM {BASE.format(src='kernels')} "
+        "GROUP BY ALL ORDER BY SumNs DESC, OpType, TaskType").df()
+    return {"all_stats": all_stats,
+            "rank_stats_by_optype": _ranked(con, "op_by_type", ["Rank", "OpType", "TaskType"]),
+            "rank_stats_by_opname": _ranked(con, "op_by_name", ["Rank", "OpName", "OpType", "TaskType",
+                                                               "InputShapes"])}
