@@ -18,7 +18,7 @@ import pandas as pd
 from openmsprof.cluster.sqlviews import has
 from openmsprof.recorder import fs
 
-__all__ = ["EXACT_LIMIT", "compute_op_frames", "rank_op_stats"]
+__all__ = ["EXACT_LIMIT", "compute_op_frames", "rank_gaps", "rank_op_stats"]
 
 EXACT_LIMIT = 16_000_000
 STATS = """min(d) AS MinNs, max(d) AS MaxNs, count(*) AS Count, stddev_samp(d) AS StdNs, avg(d) AS MeanNs,
@@ -47,6 +47,38 @@ def rank_op_stats(out: Path) -> None:
             con.execute(f"COPY ({sql.format(stats=STATS, base=base)}) TO {_quote(tmp)} (FORMAT parquet)")
             os.chmod(tmp, fs.FILE_MODE)
             os.replace(tmp, out / f"{name}.parquet")
+    finally:
+        con.close()
+
+
+GAPS = """
+COPY (
+  WITH c AS (SELECT step, op_key, start_us AS w1,
+                    lag(start_us + elapse_ms * 1000) OVER (ORDER BY start_us) AS prev_end
+             FROM read_parquet({comm}) WHERE type = 'collective'),
+  win AS (SELECT step, op_key, coalesce(prev_end, w1 - 1e12) AS w0, w1 FROM c)
+  SELECT any_value(k.rank) AS rank, win.step, win.op_key, k.name,
+         sum(least(k.start_us + k.dur_us, win.w1) - k.start_us) AS us
+  FROM read_parquet({kernels}) k ASOF JOIN win ON k.start_us >= win.w0
+  WHERE k.start_us < win.w1 GROUP BY win.step, win.op_key, k.name
+) TO {dst} (FORMAT parquet)
+"""
+
+
+def rank_gaps(out: Path) -> None:
+    """``gaps.parquet``: per collective of this rank, operator time (µs) by name between its
+    previous collective's end and its start — what the slow-rank cause compares across ranks."""
+    if not (out / "comm.parquet").exists() or not (out / "kernels.parquet").exists():
+        return
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SET threads=1")
+        con.execute("SET memory_limit='256MB'")
+        tmp = out / "gaps.parquet.tmp"
+        con.execute(GAPS.format(comm=_quote(out / "comm.parquet"), kernels=_quote(out / "kernels.parquet"),
+                                dst=_quote(tmp)))
+        os.chmod(tmp, fs.FILE_MODE)
+        os.replace(tmp, out / "gaps.parquet")
     finally:
         con.close()
 

@@ -16,7 +16,7 @@ import duckdb
 
 __all__ = ["TABLES", "connect"]
 
-TABLES = ("kernels", "step_trace", "comm", "comm_bw", "matrix", "op_by_type", "op_by_name")
+TABLES = ("kernels", "step_trace", "comm", "comm_bw", "matrix", "op_by_type", "op_by_name", "gaps")
 
 
 def connect(store_root: Path, ranks: list[int] | None = None, threads: int | None = None) -> duckdb.DuckDBPyConnection:

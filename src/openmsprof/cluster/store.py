@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from openmsprof.cluster.discover import RankSource
-from openmsprof.cluster.opstats import rank_op_stats
+from openmsprof.cluster.opstats import rank_gaps, rank_op_stats
 from openmsprof.cluster.rank_prof import read_prof
 from openmsprof.cluster.rank_pt import (
     KERNEL_SCHEMA,
@@ -34,7 +34,7 @@ from openmsprof.recorder import fs
 __all__ = ["SMALL_TABLES", "cached_partial", "parse_rank", "rank_store", "restore_small", "source_key"]
 
 SMALL_TABLES = ("step_trace", "comm", "comm_bw", "matrix")
-STORE_VERSION = 3
+STORE_VERSION = 4
 _PT_FILES = ("step_trace_time.csv", "communication.json", "communication_matrix.json", "kernel_details.csv")
 
 
@@ -122,6 +122,7 @@ def _parse_pt_kernels(src: RankSource, out: Path, problems: list[str]) -> dict[s
     os.chmod(tmp, fs.FILE_MODE)
     os.replace(tmp, out / "kernels.parquet")
     rank_op_stats(out)
+    rank_gaps(out)
     return {"kernels": kernels}
 
 

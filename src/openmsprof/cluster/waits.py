@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 import duckdb
-import pandas as pd
 
 from openmsprof.cluster.sqlviews import has
 
@@ -45,17 +44,6 @@ SELECTED = """
 SELECT step, op_key, sum(wait_ms) AS imposed_ms FROM waits
 WHERE last_rank = $rank GROUP BY step, op_key ORDER BY imposed_ms DESC LIMIT $top
 """
-# one rank at a time: its kernels (one Parquet file) against its windows, so memory stays bounded
-PER_RANK = """
-WITH win AS (
-  SELECT w.rank, w.step, w.op_key, coalesce(w.prev_end_us, w.start_us - 1e12) AS w0, w.start_us AS w1
-  FROM waits w JOIN sel USING (step, op_key) WHERE w.rank = $rank)
-SELECT win.step, win.op_key, win.rank, k.name, sum(least(k.start_us + k.dur_us, win.w1) - k.start_us) AS us
-FROM (SELECT rank, name, start_us, dur_us FROM kernels WHERE rank = $rank) k
-ASOF JOIN win ON k.rank = win.rank AND k.start_us >= win.w0
-WHERE k.start_us < win.w1
-GROUP BY ALL
-"""
 EXCESS = """
 WITH excess AS (
   SELECT step, op_key, name,
@@ -67,13 +55,12 @@ WHERE excess_us IS NOT NULL GROUP BY name ORDER BY excess_us DESC LIMIT 5
 
 
 def _cause_ops(con: duckdb.DuckDBPyConnection, rank: int, top: int) -> list[tuple[str, float, int]]:
-    """Operators by their excess time on ``rank`` before its ``top`` most costly late arrivals."""
-    sel = con.execute(SELECTED, {"rank": rank, "top": top}).df()
-    con.register("sel", sel)
-    ranks = [r for (r,) in con.execute("SELECT DISTINCT rank FROM waits ORDER BY rank").fetchall()]
-    parts = [con.execute(PER_RANK, {"rank": r}).df() for r in ranks]
-    con.unregister("sel")
-    per = pd.concat(parts, ignore_index=True)
+    """Operators by their excess time on ``rank`` before its ``top`` most costly late arrivals
+    (from each rank's ``gaps`` table, computed by its worker: see :func:`.opstats.rank_gaps`)."""
+    if not has(con, "gaps"):
+        return []
+    sel = con.execute(SELECTED, {"rank": rank, "top": top}).df()  # noqa: F841 - read by name in SQL
+    per = con.execute("SELECT g.step, g.op_key, g.rank, g.name, g.us FROM gaps g JOIN sel USING (step, op_key)").df()
     if not len(per):
         return []
     con.register("per", per)
@@ -123,7 +110,7 @@ def slow_rank_report(con: duckdb.DuckDBPyConnection, top: int = 50) -> dict[str,
     rank = int(worst["rank"])
     cause: dict[str, Any] = {"phase": "unknown", "op": None}
     late_us = _lateness(con, rank)
-    if has(con, "kernels"):
+    if has(con, "gaps"):
         ops = _cause_ops(con, rank, top)
         if ops and ops[0][1] > 0 and (late_us <= 0 or ops[0][1] >= 0.5 * late_us):
             cause = {"phase": "compute", "op": ops[0][0], "excess_ms": ops[0][1] / 1000, "collectives": int(ops[0][2]),
