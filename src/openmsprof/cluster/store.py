@@ -34,7 +34,7 @@ from openmsprof.recorder import fs
 __all__ = ["SMALL_TABLES", "cached_partial", "parse_rank", "rank_store", "restore_small", "source_key"]
 
 SMALL_TABLES = ("step_trace", "comm", "comm_bw", "matrix")
-STORE_VERSION = 4
+STORE_VERSION = 5
 _PT_FILES = ("step_trace_time.csv", "communication.json", "communication_matrix.json", "kernel_details.csv")
 
 
