@@ -7,8 +7,9 @@ Generates the ranks with ``gen_cluster.py`` (our torch formats, planted slow ran
 store), ours on the cached stores, msprof-analyze ``cluster -m all`` (text mode: it reads
 step_trace_time.csv and the communication JSONs, not kernel_details.csv), and ours cold with
 ``-m step_trace -m communication`` (the same work as msprof-analyze's ``all``).  Each side is a
-fresh process; wall time and the peak RSS of the whole process tree (sampled every 20 ms) are
-printed with the load average.  Then a cross-rank query on the cached stores (p99 all_reduce
+fresh process; wall time, CPU time (user + system of the whole tree: what a quiet machine
+would need, divided by its cores) and the peak RSS of the whole process tree (sampled every
+20 ms) are printed with the load average.  Then a cross-rank query on the cached stores (p99 all_reduce
 wait per rank, from a new connection: the wait/transfer table is built by the query) and the
 store format comparison (Parquet vs a DuckDB file, one rank).
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -31,8 +33,9 @@ HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
 
 
-def tree_run(cmd: list[str], cwd: Path) -> tuple[float, float]:
-    """(wall s, peak MiB RSS of the process and all its children)."""
+def tree_run(cmd: list[str], cwd: Path) -> tuple[float, float, float]:
+    """(wall s, peak MiB RSS of the process and all its children, their CPU s: user + system)."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = 0
@@ -48,7 +51,9 @@ def tree_run(cmd: list[str], cwd: Path) -> tuple[float, float]:
     err = p.stderr.read().decode() if p.stderr else ""
     if p.returncode != 0 or "[ERROR]" in err:
         print(f"  ! {cmd[0]} rc={p.returncode}: {err.strip()[-400:]}")
-    return wall, peak / 2**20
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return wall, peak / 2**20, cpu
 
 
 def load() -> str:
@@ -120,7 +125,7 @@ def main() -> None:
     print(f"input: {a.ranks} ranks x {a.events} kernels, {size:.1f} GiB")
     work = Path(tempfile.mkdtemp(prefix="bench_cluster_out_"))
     ours = [str(BIN / "openmsprof"), "cluster", "-d", str(data), "-o"]
-    res: dict[str, list[tuple[float, float]]] = {}
+    res: dict[str, list[tuple[float, float, float]]] = {}
     try:
         for r in range(a.rounds):
             cold = work / f"cold{r}"
@@ -130,13 +135,14 @@ def main() -> None:
                                                                  "-o", str(work / f"ma{r}"), "-m", "all"]),
                               ("ours cold -m step_trace,communication",
                                [*ours, str(work / f"sc{r}"), "-m", "step_trace", "-m", "communication"])):
-                wall, rss = tree_run(cmd, work)
-                res.setdefault(name, []).append((wall, rss))
-                print(f"  round {r}: {name}: {wall:.2f} s, peak tree RSS {rss:.0f} MiB ({load()})", flush=True)
+                wall, rss, cpu = tree_run(cmd, work)
+                res.setdefault(name, []).append((wall, rss, cpu))
+                print(f"  round {r}: {name}: {wall:.2f} s wall, {cpu:.1f} s CPU, peak tree RSS {rss:.0f} MiB "
+                      f"({load()})", flush=True)
         for name, xs in res.items():
             walls = [x[0] for x in xs]
             print(f"{name}: median {statistics.median(walls):.2f} s (min {min(walls):.2f}, max {max(walls):.2f}), "
-                  f"peak RSS max {max(x[1] for x in xs):.0f} MiB")
+                  f"peak RSS max {max(x[1] for x in xs):.0f} MiB, CPU median {statistics.median(x[2] for x in xs):.1f} s")
         theirs = statistics.median(x[0] for x in res["msprof-analyze cluster -m all"])
         for name in ("ours cold -m all", "ours cached -m all", "ours cold -m step_trace,communication"):
             print(f"msprof-analyze / {name} = {theirs / statistics.median(x[0] for x in res[name]):.2f}x")
