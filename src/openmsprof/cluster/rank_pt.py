@@ -8,6 +8,7 @@ of kernels is never held whole in memory.
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -122,10 +123,13 @@ def _kernel_batch(rank: int, batch: pa.RecordBatch) -> pa.Table:
 
 def stream_kernels(rank: int, path: Path, sink: Callable[[pa.Table], None]) -> int:
     """Feed kernel_details.csv to ``sink`` in blocks of the kernel schema; returns the row count."""
-    reader = pacsv.open_csv(path, read_options=pacsv.ReadOptions(block_size=4 << 20, use_threads=False),
+    with open(path, newline="", encoding="utf-8", errors="replace") as f:
+        header = next(csv.reader([f.readline()]), [])
+    wanted = [c for c in header if c in KERNEL_COLS]  # only the columns we keep are converted
+    reader = pacsv.open_csv(path, read_options=pacsv.ReadOptions(block_size=2 << 20, use_threads=False),
                             convert_options=pacsv.ConvertOptions(
                                 column_types={k: pa.string() for k in KERNEL_COLS},
-                                include_columns=None, strings_can_be_null=False))
+                                include_columns=wanted or None, strings_can_be_null=False))
     rows = 0
     for batch in reader:
         tab = _kernel_batch(rank, batch)
