@@ -80,6 +80,14 @@ def append(record: tuple[Any, ...]) -> None:
         append_slow(record)
 
 
+def length() -> int:
+    """Records the calling thread has buffered and the flusher not yet taken."""
+    try:
+        return len(TLS.items)
+    except AttributeError:
+        return 0
+
+
 def snapshot() -> list[ThreadBuffer]:
     with _registry_lock:
         return list(_registry)

@@ -76,11 +76,15 @@ class Flusher:
     """Owns the encoding and the writer thread of one session."""
 
     def __init__(self, host: DataDir, device_dir: Callable[[int], DataDir], interval: float = 0.2,
-                 on_written: Callable[[int], None] | None = None) -> None:
+                 on_written: Callable[[int], None] | None = None,
+                 on_cycle: Callable[[], None] | None = None) -> None:
         self.host = host
         self.device_dir = device_dir
         self.interval = interval
         self.on_written = on_written
+        self.on_cycle = on_cycle
+        #: CPU time spent draining (thread CPU of whoever drained).
+        self.cpu_ns = 0
         self.records = 0
         self.error: BaseException | None = None
         self._stop = threading.Event()
@@ -106,6 +110,11 @@ class Flusher:
             n = self.drain()
             if self.error is not None:
                 return
+            if self.on_cycle is not None:
+                try:
+                    self.on_cycle()
+                except Exception as exc:  # pragma: no cover - defensive
+                    log.warning("openmsprof: flusher hook failed: %s", exc)
             # A big backlog means a producer outpaces one cycle a interval: go again at once.
             wait = 0.0 if n >= CHUNK else self.interval
 
@@ -116,6 +125,7 @@ class Flusher:
             return 0
         with self._lock:
             t0 = time.perf_counter()
+            c0 = time.thread_time_ns()
             n = 0
             written = 0
             dirs: list[DataDir] = [self.host]
@@ -148,6 +158,7 @@ class Flusher:
                 return n
             self.records += n
             self.cycle_seconds += time.perf_counter() - t0
+            self.cpu_ns += time.thread_time_ns() - c0
             if written and self.on_written is not None:
                 self.on_written(written)
             return n

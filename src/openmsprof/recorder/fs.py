@@ -18,6 +18,12 @@ DIR_MODE = 0o750
 FILE_MODE = 0o640
 #: Below this many free bytes nothing is written (FORMATS.md §7.2: 20 MB).
 FREE_SPACE_FLOOR = 20 * 1024 * 1024
+#: Collection halts this far above the floor (checked at least every SPACE_CHECK_BYTES written),
+#: so a burst between two checks cannot cross the floor.
+SPACE_MARGIN = 4 * 1024 * 1024
+SPACE_CHECK_BYTES = 2 * 1024 * 1024
+#: Space held back during a session for its end records (end_info, overhead, .done markers).
+RESERVE_BYTES = 1024 * 1024
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
@@ -123,6 +129,42 @@ def open_lock_file(path: Path) -> int:
         raise PathError(f"cannot create lock file {str(path)!r}: {exc.strerror}") from None
     os.fchmod(fd, FILE_MODE)
     return fd
+
+
+def open_dir_fd(path: Path) -> int:
+    """A read-only fd of the directory ``path`` that refuses a symlink at its last component."""
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(path, flags)
+    except OSError as exc:
+        raise PathError(f"cannot open directory {str(path)!r}: {exc.strerror}") from None
+
+
+class Reserve:
+    """Disk space held back (a preallocated private file) and given back at release, so the end
+    records of a session are written even when collection filled the disk to its floor."""
+
+    def __init__(self, path: Path, nbytes: int = RESERVE_BYTES) -> None:
+        self.path: Path | None = path
+        try:
+            fd = open_new(path, append=False)
+        except PathError:
+            self.path = None
+            return
+        try:
+            os.posix_fallocate(fd, 0, nbytes)
+        except (OSError, AttributeError):
+            pass
+        finally:
+            os.close(fd)
+
+    def release(self) -> None:
+        if self.path is not None:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+            self.path = None
 
 
 def free_bytes(path: Path) -> int:

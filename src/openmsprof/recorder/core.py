@@ -1,0 +1,104 @@
+"""The recorder core behind one interface: the native ring buffers or the pure-Python fallback.
+
+``BACKEND`` is ``"native"`` when the C extension ``openmsprof.recorder._ring`` was built and
+not switched off (``OPENMSPROF_RECORDER=python``), else ``"python"``.  Markers take their entry
+points from here; the session starts and stops the core and writes what it counted:
+
+- native: producers write 32-byte records into per-thread rings (``_ring.c``); a native flusher
+  thread moves them to ``host/data/Mstx.records.host.slice_*`` with no GIL; a full ring drops
+  and counts per thread and kind.
+- python: producers append tuples to per-thread lists (:mod:`~openmsprof.recorder.buffers`); a
+  list at its cap drops and counts per thread and kind the same way.
+
+Both keep session memory under :data:`MEMORY_BYTES` (``OPENMSPROF_RECORDER_MB``, default 64).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+from collections import Counter
+from types import ModuleType
+from typing import Any
+
+__all__ = ["BACKEND", "KIND_NAMES", "MEMORY_BYTES", "RING_RECORDS", "available", "ring"]
+
+#: Marker kinds by record kind code (the drop report's names).
+KIND_NAMES = {1: "mark", 2: "push", 3: "pop", 4: "range_start", 5: "range_end"}
+
+
+def _env_mb() -> int:
+    text = os.environ.get("OPENMSPROF_RECORDER_MB", "64")
+    try:
+        mb = int(text)
+    except ValueError:
+        return 64
+    return min(max(mb, 8), 4096)
+
+
+MEMORY_BYTES = _env_mb() * 1024 * 1024
+#: Records per thread ring (native) and per thread list (python): 4 MB of native records.
+RING_RECORDS = 1 << 17
+
+ring: ModuleType | None
+try:
+    ring = importlib.import_module("openmsprof.recorder._ring")
+except ImportError:  # no compiler at install time: the pure-Python recorder
+    ring = None
+
+
+def available() -> bool:
+    """Whether the native core was built."""
+    return ring is not None
+
+
+def _choose() -> str:
+    want = os.environ.get("OPENMSPROF_RECORDER", "auto").strip().lower()
+    if want == "python" or ring is None:
+        return "python"
+    return "native"
+
+
+BACKEND = _choose()
+
+if ring is not None:
+    ring.configure(ring_records=RING_RECORDS, memory_bytes=MEMORY_BYTES,
+                   string_bytes=MEMORY_BYTES // 8,
+                   thread_name=lambda: threading.current_thread().name)
+
+
+class PythonDrops:
+    """Drop counts of the pure-Python path: (tid, kind) -> records."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[tuple[int, int]] = Counter()
+        self._lock = threading.Lock()
+
+    def add(self, kind: int, n: int = 1) -> None:
+        tid = threading.get_native_id()
+        with self._lock:
+            self.counts[(tid, kind)] += n
+
+    def clear(self) -> None:
+        with self._lock:
+            self.counts.clear()
+
+    def rows(self) -> list[tuple[int, int, int]]:
+        with self._lock:
+            return [(tid, kind, n) for (tid, kind), n in sorted(self.counts.items())]
+
+
+python_drops = PythonDrops()
+
+
+def drops_by_thread_kind(rows: list[tuple[int, int, int]]) -> dict[str, dict[str, int]]:
+    """``{"tid": {"mark": n, ...}}`` for the overhead file and end_info."""
+    out: dict[str, dict[str, int]] = {}
+    for tid, kind, n in rows:
+        out.setdefault(str(tid), {})[KIND_NAMES.get(kind, str(kind))] = int(n)
+    return out
+
+
+def native_stats() -> dict[str, Any]:
+    return dict(ring.stats()) if ring is not None else {}
