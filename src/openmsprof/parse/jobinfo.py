@@ -39,6 +39,9 @@ class JobInfo:
     end_wall_ns: int | None = None
     offset_ns: int = 0
     warnings: list[str] = field(default_factory=list)
+    #: Records the recorder dropped (buffers full), in total and by thread id and marker kind.
+    dropped: int = 0
+    drops: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def pid(self) -> int:
@@ -153,6 +156,7 @@ def read_job(root: Path) -> JobInfo:
         if job.end_wall_ns is None and end_wall is not None:
             job.end_wall_ns = end_wall
         job.dirs.append(DataDirInfo(directory / "data", dev, offset, end_mono))
+    _read_drops(job, host)
     if job.start_wall_ns is None:
         job.warnings.append(f"{root.name}: no readable start_info; times are left on the monotonic clock")
     if job.end_wall_ns is None:
@@ -160,6 +164,24 @@ def read_job(root: Path) -> JobInfo:
             f"{root.name}: no end_info (the run did not stop cleanly); open ranges end at the last record"
         )
     return job
+
+
+def _read_drops(job: JobInfo, host: Path) -> None:
+    """Drop counts from host/openmsprof_overhead.json (else end_info), range-checked."""
+    over = _read_json(host / "openmsprof_overhead.json") or {}
+    total = _int(over, "records_dropped")
+    if total is None:
+        total = _int(_read_json(host / "end_info"), "openmsprofDropped")
+    if total is None or not 0 <= total < 1 << 62:
+        return
+    job.dropped = total
+    raw = over.get("drops_by_thread_kind")
+    if isinstance(raw, dict):
+        for tid, kinds in list(raw.items())[:10_000]:
+            if isinstance(kinds, dict):
+                ok = {str(k): n for k, n in kinds.items() if type(n) is int and 0 < n < 1 << 62}
+                if ok:
+                    job.drops[str(tid)[:32]] = ok
 
 
 def device_names(job: JobInfo) -> dict[int, str]:

@@ -70,6 +70,7 @@ static uint64_t cfg_budget = 56ull * 1024 * 1024;      /* ring data ceiling */
 static uint64_t cfg_string_bytes = 8ull * 1024 * 1024; /* pending string entries ceiling */
 static uint64_t cfg_string_cache = 65536;
 static PyObject *thread_name_fn = NULL;
+static pthread_cond_t fl_cond;
 
 static _Atomic int enabled = 0;
 static _Atomic uint64_t budget_used = 0;
@@ -92,7 +93,6 @@ static slice_t str_slice = {"MstxNative", "table", "OMSPSTR\0", -1, -1, 0};
 static pthread_t flusher;
 static int flusher_running = 0;
 static pthread_mutex_t fl_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t fl_cond;
 static int fl_stop = 0;
 static uint64_t interval_ns = 200000000ull;
 static uint64_t floor_bytes = 0, max_bytes = 0, check_every = 1024ull * 1024;
@@ -214,6 +214,8 @@ static inline void put_rec(ring_t *r, int kind, int64_t t0, int64_t t1, uint32_t
     rec->kind = (uint8_t)kind; rec->flags = 0; rec->aux = 0; rec->tid = r->tid;
     rec->t0 = t0; rec->t1 = t1; rec->a = a; rec->b = b;
     atomic_store_explicit(&r->head, h + 1, memory_order_release);
+    /* half full: wake the flusher now (once per half ring; a cheap no-op without waiters) */
+    if (h + 1 - t == (r->cap >> 1)) pthread_cond_signal(&fl_cond);
 }
 
 static ring_t *my_ring(void) {
@@ -464,19 +466,14 @@ static uint64_t drain_once(int final) {
 
 static void *flusher_main(void *arg) {
     (void)arg;
-    uint64_t wait = interval_ns;
     struct timespec c0, c1;
     for (;;) {
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
         uint64_t most = drain_once(0);
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
         atomic_fetch_add(&flusher_cpu_ns, (uint64_t)((c1.tv_sec - c0.tv_sec) * 1000000000LL + (c1.tv_nsec - c0.tv_nsec)));
-        /* adapt: aim to find the fullest ring about a quarter full at the next wake */
-        uint64_t quarter = cfg_ring_records / 4;
-        if (most > quarter) wait = wait / 2;
-        else if (most < quarter / 4) wait = wait * 2;
-        if (wait < 1000000ull) wait = 1000000ull;
-        if (wait > interval_ns) wait = interval_ns;
+        /* a busy ring: come back soon; producers also wake us at half full */
+        uint64_t wait = most > cfg_ring_records / 8 ? 1000000ull : interval_ns;
         pthread_mutex_lock(&fl_lock);
         if (fl_stop) { pthread_mutex_unlock(&fl_lock); break; }
         struct timespec dl;

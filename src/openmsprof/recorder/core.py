@@ -28,18 +28,21 @@ __all__ = ["BACKEND", "KIND_NAMES", "MEMORY_BYTES", "RING_RECORDS", "available",
 KIND_NAMES = {1: "mark", 2: "push", 3: "pop", 4: "range_start", 5: "range_end"}
 
 
-def _env_mb() -> int:
-    text = os.environ.get("OPENMSPROF_RECORDER_MB", "64")
+def _env_int(name: str, default: int, low: int, high: int) -> int:
     try:
-        mb = int(text)
+        value = int(os.environ.get(name, default))
     except ValueError:
-        return 64
-    return min(max(mb, 8), 4096)
+        return default
+    return min(max(value, low), high)
 
 
-MEMORY_BYTES = _env_mb() * 1024 * 1024
-#: Records per thread ring (native) and per thread list (python): 4 MB of native records.
-RING_RECORDS = 1 << 17
+MEMORY_BYTES = _env_int("OPENMSPROF_RECORDER_MB", 64, 8, 4096) * 1024 * 1024
+#: Records per thread ring (native; a power of two, 4 MB by default) and per thread list
+#: (python).  ``OPENMSPROF_RING_RECORDS`` changes it (tests force drops with small rings).
+RING_RECORDS = _env_int("OPENMSPROF_RING_RECORDS", 1 << 17, 2048, 1 << 24)
+#: The pure-Python lists hold a sixteenth of that: a tuple costs ~4x a native record, and a short
+#: backlog keeps the newest record on disk young when the GIL-bound flusher falls behind.
+PY_LIST_RECORDS = max(RING_RECORDS // 16, 2048)
 
 ring: ModuleType | None
 try:
@@ -96,7 +99,9 @@ def drops_by_thread_kind(rows: list[tuple[int, int, int]]) -> dict[str, dict[str
     """``{"tid": {"mark": n, ...}}`` for the overhead file and end_info."""
     out: dict[str, dict[str, int]] = {}
     for tid, kind, n in rows:
-        out.setdefault(str(tid), {})[KIND_NAMES.get(kind, str(kind))] = int(n)
+        per = out.setdefault(str(tid), {})
+        name = KIND_NAMES.get(kind, str(kind))
+        per[name] = per.get(name, 0) + int(n)
     return out
 
 

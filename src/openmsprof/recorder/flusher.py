@@ -34,7 +34,7 @@ log = logging.getLogger("openmsprof")
 _API_CODE = {lvl: i for i, lvl in enumerate(API_LEVEL_CODES)}
 _MASK32 = 0xFFFFFFFF
 #: Records encoded per write: bounds the work between two writes of one busy thread.
-CHUNK = 1 << 18
+CHUNK = 1 << 15
 _KIND, _TS, _MSG, _DOMAIN = (operator.itemgetter(i) for i in range(4))
 _MARKER_KINDS = frozenset((1, 2, 3))
 
@@ -83,6 +83,8 @@ class Flusher:
         self.interval = interval
         self.on_written = on_written
         self.on_cycle = on_cycle
+        #: Source name of marker records written here ("MstxPy" beside the native core's "Mstx").
+        self.mstx_source = "Mstx"
         #: CPU time spent draining (thread CPU of whoever drained).
         self.cpu_ns = 0
         self.records = 0
@@ -146,9 +148,10 @@ class Flusher:
                         del items[:take]
                         count -= take
                         n += self._encode(chunk, buf.tid, dirs)
-                        if count:  # write big backlogs piecewise: a kill loses less
-                            for d in dirs:
-                                written += d.flush()
+                        # write each piece at once: under 4 busy threads the GIL makes a
+                        # cycle long, and a kill must not lose what was already encoded
+                        for d in dirs:
+                            written += d.flush()
                 for d in dirs:
                     written += d.flush()
                 buffers.drop_dead_empty()
@@ -191,12 +194,12 @@ class Flusher:
         domains = list(map(_DOMAIN, chunk))
         if domains.count(None) != n:  # the usual case (no domain) costs one C-level count
             arr["b"] = np.fromiter(map(ids, domains), dtype=np.uint32, count=n)
-        self.host.out("Mstx").extend(arr.tobytes())
+        self.host.out(self.mstx_source).extend(arr.tobytes())
 
     def _encode_each(self, chunk: list[tuple[Any, ...]], tid: int, dirs: list[DataDir]) -> None:
         host = self.host
         hs = host.strings.intern
-        mstx = host.out("Mstx")
+        mstx = host.out(self.mstx_source)
         api = host.out("Api")
         pack = GENERIC.pack
         tid &= _MASK32

@@ -181,6 +181,7 @@ class Session:
             finally:
                 os.close(fd)
             self._native = True
+            self.flusher.mstx_source = "MstxPy"
         self.flusher.start()
         for on, _off in list(_listeners):
             try:

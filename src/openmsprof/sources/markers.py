@@ -20,7 +20,7 @@ __all__ = ["BACKEND", "Range", "is_on", "mark", "pop", "push", "range_end", "ran
 _now = time.perf_counter_ns
 _on = False
 _tls = TLS
-_CAP = core.RING_RECORDS
+_CAP = core.PY_LIST_RECORDS
 _drop = core.python_drops.add
 BACKEND = core.BACKEND
 
