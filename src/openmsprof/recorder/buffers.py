@@ -41,11 +41,13 @@ TASK_BATCH = 100
 
 
 class ThreadBuffer:
-    __slots__ = ("items", "name", "thread", "tid")
+    __slots__ = ("drops", "items", "name", "thread", "tid")
 
     def __init__(self) -> None:
         t = threading.current_thread()
         self.items: list[tuple[Any, ...]] = []
+        #: records dropped by this thread (list full), by record kind (index = kind)
+        self.drops = [0] * 16
         self.thread = t
         self.tid = threading.get_native_id()
         self.name = t.name
@@ -63,6 +65,7 @@ def register_current_thread() -> list[tuple[Any, ...]]:
     with _registry_lock:
         _registry.append(buf)
     TLS.items = buf.items
+    TLS.drops = buf.drops
     TLS.append = buf.items.append  # one attribute lookup less on the hot path
     return buf.items
 
@@ -93,16 +96,42 @@ def snapshot() -> list[ThreadBuffer]:
         return list(_registry)
 
 
+_dead_drops: dict[tuple[int, int], int] = {}
+
+
 def drop_dead_empty() -> None:
-    """Forget buffers of finished threads once drained (bounded registry)."""
+    """Forget buffers of finished threads once drained (bounded registry); their drop counts
+    are kept."""
     with _registry_lock:
-        _registry[:] = [b for b in _registry if b.items or b.thread.is_alive()]
+        keep = []
+        for b in _registry:
+            if b.items or b.thread.is_alive():
+                keep.append(b)
+                continue
+            for kind, n in enumerate(b.drops):
+                if n:
+                    _dead_drops[(b.tid, kind)] = _dead_drops.get((b.tid, kind), 0) + n
+        _registry[:] = keep
+
+
+def drop_rows() -> list[tuple[int, int, int]]:
+    """(tid, kind, records dropped) of every thread since the session began."""
+    with _registry_lock:
+        counts = dict(_dead_drops)
+        for b in _registry:
+            for kind, n in enumerate(b.drops):
+                if n:
+                    counts[(b.tid, kind)] = counts.get((b.tid, kind), 0) + n
+    return [(tid, kind, n) for (tid, kind), n in sorted(counts.items())]
 
 
 def clear_all() -> None:
     """Discard anything left from a previous session (records that raced its stop)."""
     for b in snapshot():
         del b.items[:]
+        b.drops[:] = [0] * len(b.drops)
+    with _registry_lock:
+        _dead_drops.clear()
 
 
 def next_connection_id() -> int:

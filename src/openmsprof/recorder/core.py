@@ -18,7 +18,6 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from collections import Counter
 from types import ModuleType
 from typing import Any
 
@@ -69,30 +68,6 @@ if ring is not None:
     ring.configure(ring_records=RING_RECORDS, memory_bytes=MEMORY_BYTES,
                    string_bytes=MEMORY_BYTES // 8,
                    thread_name=lambda: threading.current_thread().name)
-
-
-class PythonDrops:
-    """Drop counts of the pure-Python path: (tid, kind) -> records."""
-
-    def __init__(self) -> None:
-        self.counts: Counter[tuple[int, int]] = Counter()
-        self._lock = threading.Lock()
-
-    def add(self, kind: int, n: int = 1) -> None:
-        tid = threading.get_native_id()
-        with self._lock:
-            self.counts[(tid, kind)] += n
-
-    def clear(self) -> None:
-        with self._lock:
-            self.counts.clear()
-
-    def rows(self) -> list[tuple[int, int, int]]:
-        with self._lock:
-            return [(tid, kind, n) for (tid, kind), n in sorted(self.counts.items())]
-
-
-python_drops = PythonDrops()
 
 
 def drops_by_thread_kind(rows: list[tuple[int, int, int]]) -> dict[str, dict[str, int]]:

@@ -170,7 +170,6 @@ class Session:
     # -- lifecycle -------------------------------------------------------------------------
     def _begin(self) -> None:
         buffers.clear_all()
-        core.python_drops.clear()
         if self.backend == "native" and core.ring is not None:
             limit = self.config.storage_limit_mb
             fd = fs.open_dir_fd(self.job.host_data)
@@ -242,7 +241,7 @@ class Session:
 
     def _overhead(self, native: dict[str, Any] | None) -> dict[str, Any]:
         """The recorder's own cost and losses (``host/openmsprof_overhead.json``)."""
-        rows = core.python_drops.rows() + (list(native["drops"]) if native else [])
+        rows = buffers.drop_rows() + (list(native["drops"]) if native else [])
         return {
             "records_written": self.flusher.records + (native["records_written"] if native else 0),
             "bytes_written": self.bytes_written + (native["bytes_written"] if native else 0),

@@ -21,21 +21,20 @@ _now = time.perf_counter_ns
 _on = False
 _tls = TLS
 _CAP = core.PY_LIST_RECORDS
-_drop = core.python_drops.add
 BACKEND = core.BACKEND
 
 
 def _on_start(s: session.Session) -> None:
     global _on
     _on = bool(s.config.msproftx)
-    if core.ring is not None and BACKEND == "native":
+    if core.ring is not None and s.backend == "native":
         core.ring.set_enabled(_on)
 
 
 def _on_stop(s: session.Session) -> None:
     global _on
     _on = False
-    if core.ring is not None and BACKEND == "native":
+    if core.ring is not None:
         core.ring.set_enabled(False)
 
 
@@ -62,7 +61,7 @@ def py_mark(message: str, domain: str | None = None) -> None:
         if len(items) < _CAP:
             items.append((1, _now(), message, domain))
         else:
-            _drop(1)
+            _tls.drops[1] += 1
 
 
 def py_push(message: str, domain: str | None = None) -> None:
@@ -75,7 +74,7 @@ def py_push(message: str, domain: str | None = None) -> None:
         if len(items) < _CAP:
             items.append((2, _now(), message, domain))
         else:
-            _drop(2)
+            _tls.drops[2] += 1
 
 
 def py_pop() -> None:
@@ -88,7 +87,7 @@ def py_pop() -> None:
         if len(items) < _CAP:
             items.append((3, _now(), None, None))
         else:
-            _drop(3)
+            _tls.drops[3] += 1
 
 
 def py_range_start(message: str, domain: str | None = None) -> int:
@@ -99,7 +98,7 @@ def py_range_start(message: str, domain: str | None = None) -> int:
     if buffers.length() < _CAP:
         buffers.append((4, _now(), message, domain, rid))
     else:
-        _drop(4)
+        _tls.drops[4] += 1
     return rid
 
 
@@ -109,7 +108,7 @@ def py_range_end(range_id: int) -> None:
         if buffers.length() < _CAP:
             buffers.append((5, _now(), range_id))
         else:
-            _drop(5)
+            _tls.drops[5] += 1
 
 
 if core.ring is not None and BACKEND == "native":
