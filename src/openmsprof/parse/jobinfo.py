@@ -7,6 +7,7 @@ A job is a ``PROF_*`` directory (``host/`` and/or ``device_{id}/`` with ``data/`
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,9 @@ from typing import Any
 import orjson
 
 from openmsprof.config.errors import RawDataError
+from openmsprof.config.files import escape, read_regular
 
+_MAX_JSON = 16 * 1024 * 1024
 _DEVICE_RE = re.compile(r"^device_(\d+)$")
 _SUFFIX_RE = re.compile(r"^(?:info\.json|start_info)\.(\d+)$")
 
@@ -45,25 +48,39 @@ class JobInfo:
 
     @property
     def pid(self) -> int:
-        try:
-            return int(self.info.get("pid", 0)) & 0x7FFFFFFF
-        except (TypeError, ValueError):
-            return 0
+        pid = _int(self.info, "pid")
+        return pid & 0x7FFFFFFF if pid is not None and pid >= 0 else 0
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def _read_json(path: Path, warnings: list[str] | None = None) -> dict[str, Any] | None:
+    """A job JSON file as a dict; None when missing, not a regular file, too big or invalid
+    (said in ``warnings`` unless it is simply missing)."""
     try:
-        obj = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        obj = orjson.loads(read_regular(path, "job file", _MAX_JSON, RawDataError))
+    except RawDataError as exc:
+        if warnings is not None and os.path.lexists(path):
+            warnings.append(str(exc))
+        return None
+    except orjson.JSONDecodeError:
+        if warnings is not None:
+            warnings.append(f"{escape(path.name)}: not valid JSON; ignored")
         return None
     return obj if isinstance(obj, dict) else None
 
 
 def _int(obj: dict[str, Any] | None, key: str) -> int | None:
-    try:
-        return int(obj[key]) if obj is not None and key in obj else None
-    except (TypeError, ValueError):
+    """An integer field (int or decimal text) within +-2^62, else None (range-checked)."""
+    if obj is None:
         return None
+    v = obj.get(key)
+    if isinstance(v, str) and len(v) <= 24:
+        try:
+            v = int(v)
+        except ValueError:
+            return None
+    if type(v) is not int or not -(1 << 62) < v < 1 << 62:
+        return None
+    return v
 
 
 def _device_dirs(root: Path) -> list[tuple[int, Path]]:
@@ -123,12 +140,15 @@ def find_jobs(path: Path) -> list[Path]:
     return found
 
 
-def _clock(directory: Path, suffix: str) -> tuple[int | None, int | None, int | None, int | None]:
-    """(offset_ns, start_wall_ns, end_mono_ns, end_wall_ns) from start_info/end_info."""
-    start = _read_json(directory / f"start_info{suffix}")
-    end = _read_json(directory / f"end_info{suffix}")
+def _clock(directory: Path, suffix: str, warnings: list[str]) -> tuple[int | None, int | None, int | None, int | None]:
+    """(offset_ns, start_wall_ns, end_mono_ns, end_wall_ns) from start_info/end_info; values
+    outside 0..2^52 us / 0..2^61 ns are left out."""
+    start = _read_json(directory / f"start_info{suffix}", warnings)
+    end = _read_json(directory / f"end_info{suffix}", warnings)
     begin_us, mono0 = _int(start, "collectionTimeBegin"), _int(start, "clockMonotonicRaw")
     end_us, mono1 = _int(end, "collectionTimeEnd"), _int(end, "clockMonotonicRaw")
+    begin_us, end_us = (x if x is not None and 0 <= x < 1 << 52 else None for x in (begin_us, end_us))
+    mono0, mono1 = (x if x is not None and 0 <= x < 1 << 61 else None for x in (mono0, mono1))
     offset = begin_us * 1000 - mono0 if begin_us is not None and mono0 is not None else None
     return (offset, begin_us * 1000 if begin_us is not None else None, mono1,
             end_us * 1000 if end_us is not None else None)
@@ -141,16 +161,16 @@ def read_job(root: Path) -> JobInfo:
     s2 = None if host.is_dir() or _device_dirs(root) else _s2_device(root)
     if s2 is not None:
         places = [(s2, root, f".{s2}")]
-        job.info = _read_json(root / f"info.json.{s2}") or {}
+        job.info = _read_json(root / f"info.json.{s2}", job.warnings) or {}
     else:
         places = [(-1, host, "")] if host.is_dir() else []
         places += [(d, p, f".{d}") for d, p in _device_dirs(root)]
-        job.info = _read_json(host / "info.json") or {}
+        job.info = _read_json(host / "info.json", job.warnings) or {}
         if not job.info and len(places) > (1 if host.is_dir() else 0):
             _d0, p0, s0 = places[-1]
             job.info = _read_json(p0 / f"info.json{s0}") or {}
     for dev, directory, suffix in places:
-        offset, start_wall, end_mono, end_wall = _clock(directory, suffix)
+        offset, start_wall, end_mono, end_wall = _clock(directory, suffix, job.warnings)
         if job.start_wall_ns is None and start_wall is not None:
             job.start_wall_ns, job.offset_ns = start_wall, offset or 0
         if job.end_wall_ns is None and end_wall is not None:

@@ -13,6 +13,16 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from openmsprof.config.errors import PathError, StorageError
+from openmsprof.config.files import escape, open_regular, read_regular
+
+__all__ = ["DIR_MODE", "FILE_MODE", "FREE_SPACE_FLOOR", "Reserve", "check_writable", "escape",
+           "free_bytes", "make_dir", "open_dir_fd", "open_new", "open_regular", "read_regular",
+           "write_all", "write_file_atomic", "write_stream_atomic"]
+
+#: Size limits of what readers accept (``read_regular``): job JSON files, raw slices, tables.
+MAX_JOB_JSON_BYTES = 16 * 1024 * 1024
+MAX_SLICE_BYTES = 1024 * 1024 * 1024
+MAX_TABLE_BYTES = 256 * 1024 * 1024
 
 DIR_MODE = 0o750
 FILE_MODE = 0o640

@@ -203,23 +203,32 @@ def iter_record_chunks(path: Path, report: ReadReport, chunk_records: int = 1 <<
     """Yield GENERIC_DTYPE arrays of at most ``chunk_records`` from one slice; a torn tail
     (a partial record) is counted in ``report.dropped_bytes``."""
     report.files += 1
-    with open(path, "rb") as f:
+    try:
+        fd, _size = fs.open_regular(path, "raw file", fs.MAX_SLICE_BYTES, RawDataError)
+    except RawDataError as exc:
+        report.skipped_files += 1
+        report.warnings.append(f"{exc}; skipped")
+        return
+    with os.fdopen(fd, "rb") as f:
         if not _check_header(path, f.read(HEADER.size), RECORDS_MAGIC, report):
             return
-        while True:
-            buf = f.read(chunk_records * RECORD_SIZE)
+        left = fs.MAX_SLICE_BYTES  # a file that grows while read is still bounded
+        while left > 0:
+            buf = f.read(min(chunk_records * RECORD_SIZE, left))
             if not buf:
                 break
+            left -= len(buf)
             whole = len(buf) - len(buf) % RECORD_SIZE
             if whole != len(buf):
-                rest = f.read()
+                rest = f.read(min(RECORD_SIZE, left))
                 if rest:  # the file grew while reading: keep going in order
                     buf += rest
+                    left -= len(rest)
                     whole = len(buf) - len(buf) % RECORD_SIZE
                 tail = len(buf) - whole
                 if tail:
                     report.dropped_bytes += tail
-                    report.warnings.append(f"{path.name}: torn tail of {tail} bytes dropped")
+                    report.warnings.append(f"{fs.escape(path.name)}: torn tail of {tail} bytes dropped")
             if whole:
                 arr = np.frombuffer(buf, dtype=GENERIC_DTYPE, count=whole // RECORD_SIZE)
                 report.records += len(arr)
@@ -233,7 +242,12 @@ def read_strings(data_dir: Path, report: ReadReport | None = None) -> dict[int, 
     report = report if report is not None else ReadReport()
     table: dict[int, str] = {}
     for _src, _dev, _n, path in list_slices(data_dir, "table"):
-        data = path.read_bytes()
+        try:
+            data = fs.read_regular(path, "string table", fs.MAX_TABLE_BYTES, RawDataError)
+        except RawDataError as exc:
+            report.skipped_files += 1
+            report.warnings.append(f"{exc}; skipped")
+            continue
         if not _check_header(path, data[: HEADER.size], STRINGS_MAGIC, report):
             continue
         pos, end = HEADER.size, len(data)
