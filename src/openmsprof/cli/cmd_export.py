@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from openmsprof.cli.argtypes import finite_float, input_dir
 from openmsprof.config.errors import ConfigError, ProfilingError
 from openmsprof.export.db import find_jobs
 from openmsprof.export.msprof.summary import FORMATS, export_summary
@@ -14,7 +15,7 @@ from openmsprof.export.msprof.timeline import export_timeline
 
 
 def _add_dir(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-dir", "--collection-dir", dest="collection_dir", required=True,
+    p.add_argument("-dir", "--collection-dir", dest="collection_dir", required=True, type=input_dir,
                    metavar="DIR", help="a PROF_* job directory, or a folder holding several")
 
 
@@ -29,11 +30,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     _add_dir(tl)
     tl.add_argument("--ascend-compat", action="store_true",
                     help="Ascend spelling: bare array, absolute string ts, bit-packed pids")
-    tl.add_argument("--start-us", type=float, default=None, metavar="US",
+    tl.add_argument("--start-us", type=finite_float(-1e15, 1e15), default=None, metavar="US",
                     help="only events ending at/after this time (µs from the trace base)")
-    tl.add_argument("--end-us", type=float, default=None, metavar="US",
+    tl.add_argument("--end-us", type=finite_float(-1e15, 1e15), default=None, metavar="US",
                     help="only events starting before this time (µs from the trace base)")
-    tl.add_argument("--max-size-mb", type=float, default=None, metavar="MB",
+    tl.add_argument("--max-size-mb", type=finite_float(0.001, 1e6), default=None, metavar="MB",
                     help="split into msprof_{dev}_slice_{k}.json files of about this size")
     tl.set_defaults(func=run_timeline)
     sm = sub.add_parser("summary", help="CSV/JSON summaries -> JOB/summary/{name}_{dev}.csv")

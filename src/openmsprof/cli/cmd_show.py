@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from openmsprof.cli.argtypes import bounded_int, input_dir
 from openmsprof.config.errors import ConfigError
 from openmsprof.export.db import find_jobs, open_job
 from openmsprof.export.msprof.show import render_rich, render_text, sections
@@ -17,9 +18,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser = subparsers.add_parser("show", help="print a job's statistics as tables",
                                    description="Print top operators, op and API statistics, "
                                                "steps and host usage; imports first if needed.")
-    parser.add_argument("-dir", "--collection-dir", dest="collection_dir", required=True,
+    parser.add_argument("-dir", "--collection-dir", dest="collection_dir", required=True, type=input_dir,
                         metavar="DIR", help="a PROF_* job directory, or a folder holding several")
-    parser.add_argument("--top", type=int, default=20, metavar="N",
+    parser.add_argument("--top", type=bounded_int(1, 1_000_000), default=20, metavar="N",
                         help="rows per table (default 20)")
     parser.add_argument("--format", choices=("csv", "json"), default=None,
                         help="machine-readable output on stdout instead of tables")

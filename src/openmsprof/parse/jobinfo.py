@@ -118,23 +118,33 @@ def find_jobs(path: Path) -> list[Path]:
     """The job directories at ``path``: itself if it is a job, else jobs up to two levels below."""
     path = Path(path)
     if not path.exists():
-        raise RawDataError(f"collection directory {str(path)!r} does not exist")
+        raise RawDataError(f"collection directory {escape(str(path))!r} does not exist")
     if not path.is_dir():
-        raise RawDataError(f"collection directory {str(path)!r} is not a directory")
+        raise RawDataError(f"collection directory {escape(str(path))!r} is not a directory")
+    try:
+        return _search(path)
+    except OSError as exc:
+        raise RawDataError(f"cannot search {escape(str(path))!r} for jobs: {exc.strerror}") from None
+
+
+def _search(path: Path) -> list[Path]:
     if is_job(path):
         return [path]
     found: list[Path] = []
     for child in sorted(path.iterdir()):
-        if child.is_symlink() or not child.is_dir():
+        try:
+            if child.is_symlink() or not child.is_dir():
+                continue
+            if is_job(child):
+                found.append(child)
+            else:
+                found.extend(g for g in sorted(child.iterdir())
+                             if g.is_dir() and not g.is_symlink() and is_job(g))
+        except OSError:  # an unreadable entry is not a job
             continue
-        if is_job(child):
-            found.append(child)
-        else:
-            found.extend(g for g in sorted(child.iterdir())
-                         if g.is_dir() and not g.is_symlink() and is_job(g))
     if not found:
         raise RawDataError(
-            f"{str(path)!r} is not a profiling job (no host/ or device_*/ data directory) "
+            f"{escape(str(path))!r} is not a profiling job (no host/ or device_*/ data directory) "
             "and holds no job directories"
         )
     return found

@@ -21,11 +21,13 @@ from typing import Any
 
 import orjson
 
+from openmsprof.config.errors import ConfigError
 from openmsprof.recorder import fs
 from openmsprof.torch.profiler import _enums
 from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
 
 CONFIG_NAME = "profiler_config.json"
+MAX_CONFIG_BYTES = 1024 * 1024
 TEMPLATE: dict[str, Any] = {
     "activities": ["CPU", "NPU"], "prof_dir": "./", "analyse": False, "record_shapes": False,
     "profile_memory": False, "with_stack": False, "with_flops": False, "with_modules": False, "active": 1,
@@ -161,11 +163,15 @@ class _Monitor:
 
     def _load(self) -> None:
         try:
-            raw = orjson.loads(self.file.read_bytes())
+            # a FIFO, device or symlink is refused before a blocking open; size capped at 1 MB
+            raw = orjson.loads(fs.read_regular(self.file, CONFIG_NAME, MAX_CONFIG_BYTES, ConfigError))
             if not isinstance(raw, dict):
                 raise ValueError("top level is not an object")
+        except ConfigError as exc:
+            self.log.error("%s; keeping the previous state", exc)
+            return
         except (OSError, ValueError) as exc:
-            self.log.error("%s is not valid JSON (%s); keeping the previous state", self.file, exc)
+            self.log.error("%s is not valid JSON (%s); keeping the previous state", fs.escape(self.file), exc)
             return
         cfg = _parse(raw, self.log)
         if cfg["is_rank"]:
