@@ -144,3 +144,32 @@ def test_exports_never_see_impossible_rows(job: Path) -> None:
     res = import_job(job, progress=False)
     assert res.rows.get("MSTX_EVENTS", 0) == 0
     assert any("impossible value" in w for w in res.warnings)
+
+
+def test_toctou_job_dir_swapped_for_a_symlink_is_refused(out_dir: Path, tmp_path: Path, backend: str) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "host" / "data").mkdir(parents=True)
+    s = openmsprof.start(output=out_dir)
+    for _ in range(1000):
+        mstx.mark("before")
+    root = s.root
+    moved = root.with_name(root.name + ".moved")
+    root.rename(moved)
+    os.symlink(elsewhere, root)
+    for _ in range(1000):
+        mstx.mark("after")
+    openmsprof.stop()
+    assert not (elsewhere / "host" / "end_info").exists()
+    assert list((elsewhere / "host" / "data").iterdir()) == []  # no record went through the link
+    assert not (moved / "host" / "end_info").exists()
+    log = (moved / "host" / "collection.log").read_text()
+    assert "was replaced after the start" in log and "end records refused" in log
+    marks = rawfile.read_all_records(moved / "host" / "data")
+    assert int(np.count_nonzero(marks["kind"] == 1)) == 2000  # the writes kept to the real dir
+
+
+def test_job_name_with_a_newline_is_escaped_in_messages(tmp_path: Path) -> None:
+    bad = tmp_path / "job\nname"
+    r = cli("import", "-dir", str(bad))
+    line = one_line_error(r)
+    assert "\\n" in line and "job\nname" not in r.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import operator
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from openmsprof.recorder import buffers
+from openmsprof.recorder import buffers, fs
 from openmsprof.recorder.rawfile import GENERIC_DTYPE, TASKINFO_DTYPE, SliceWriter, StringTable
 from openmsprof.recorder.records import (
     API_LEVEL_CODES,
@@ -44,7 +45,10 @@ class DataDir:
 
     def __init__(self, path: Path, dev: str) -> None:
         self.path, self.dev = path, dev
-        self.strings = StringTable(path, dev)
+        #: every slice is created relative to this fd (O_NOFOLLOW): a data dir swapped for a
+        #: symlink mid-run cannot redirect the writes
+        self.dir_fd = fs.open_dir_fd(path)
+        self.strings = StringTable(path, dev, self.dir_fd)
         self.channels: dict[str, SliceWriter] = {}
         self.pending: dict[str, bytearray] = {}
 
@@ -60,16 +64,22 @@ class DataDir:
             if data:
                 ch = self.channels.get(source)
                 if ch is None:
-                    ch = self.channels[source] = SliceWriter(self.path, source, "records", self.dev, RECORDS_MAGIC)
+                    ch = self.channels[source] = SliceWriter(self.path, source, "records", self.dev,
+                                                             RECORDS_MAGIC, dir_fd=self.dir_fd)
                 written += ch.write(data)
                 data.clear()
         return written
 
     def close(self) -> None:
-        self.flush()
-        self.strings.close()
-        for ch in self.channels.values():
-            ch.close()
+        try:
+            self.flush()
+            self.strings.close()
+            for ch in self.channels.values():
+                ch.close()
+        finally:
+            if self.dir_fd >= 0:
+                os.close(self.dir_fd)
+                self.dir_fd = -1
 
 
 class Flusher:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from openmsprof.config.files import escape, open_regular, read_regular
 
 __all__ = ["DIR_MODE", "FILE_MODE", "FREE_SPACE_FLOOR", "Reserve", "check_writable", "escape",
            "free_bytes", "make_dir", "open_dir_fd", "open_new", "open_regular", "read_regular",
-           "write_all", "write_file_atomic", "write_stream_atomic"]
+           "same_dir", "write_all", "write_file_at", "write_file_atomic", "write_stream_atomic"]
 
 #: Size limits of what readers accept (``read_regular``): job JSON files, raw slices, tables.
 MAX_JOB_JSON_BYTES = 16 * 1024 * 1024
@@ -75,13 +76,18 @@ def make_new_dir(path: Path) -> Path:
     return path
 
 
-def open_new(path: Path, append: bool = True) -> int:
-    """Open a new private file for writing; fails if it exists or is a link.  Returns an fd."""
+def open_new(path: Path, append: bool = True, dir_fd: int | None = None) -> int:
+    """Open a new private file for writing; fails if it exists or is a link.  Returns an fd.
+    With ``dir_fd`` the file is ``path.name`` inside that directory (a path swapped for a
+    symlink after the directory was opened cannot redirect it)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     if append:
         flags |= os.O_APPEND
     try:
-        fd = os.open(path, flags, FILE_MODE)
+        if dir_fd is not None:
+            fd = os.open(path.name, flags, FILE_MODE, dir_fd=dir_fd)
+        else:
+            fd = os.open(path, flags, FILE_MODE)
     except FileExistsError:
         raise PathError(f"file {str(path)!r} already exists; refusing to overwrite") from None
     except OSError as exc:
@@ -121,6 +127,35 @@ def write_stream_atomic(path: Path, parts: Iterable[bytes | bytearray | memoryvi
         raise
     os.close(fd)
     os.replace(tmp, path)
+
+
+def write_file_at(dir_fd: int, name: str, data: bytes | str) -> None:
+    """Write ``name`` inside the directory ``dir_fd`` through a private temp file and rename,
+    both relative to the fd: never through a symlink swapped in for the directory's path."""
+    tmp = f".{name}.{os.getpid()}.tmp"
+    try:
+        os.unlink(tmp, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+    fd = open_new(Path(tmp), append=False, dir_fd=dir_fd)
+    try:
+        write_all(fd, data.encode() if isinstance(data, str) else data)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp, dir_fd=dir_fd)
+        raise
+    os.close(fd)
+    os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+
+
+def same_dir(path: Path, dir_fd: int) -> bool:
+    """Whether ``path`` (not followed if a link) is still the directory ``dir_fd`` was opened on."""
+    try:
+        now = os.lstat(path)
+        then = os.fstat(dir_fd)
+    except OSError:
+        return False
+    return stat.S_ISDIR(now.st_mode) and (now.st_dev, now.st_ino) == (then.st_dev, then.st_ino)
 
 
 def write_file_atomic(path: Path, data: bytes | str) -> None:

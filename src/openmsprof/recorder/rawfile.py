@@ -60,8 +60,9 @@ class SliceWriter:
     only the flusher thread (or the sampler process) writes."""
 
     def __init__(self, data_dir: Path, source: str, kind: str, dev: str, magic: bytes,
-                 slice_bytes: int = SLICE_BYTES) -> None:
+                 slice_bytes: int = SLICE_BYTES, dir_fd: int | None = None) -> None:
         self.data_dir, self.source, self.kind, self.dev = data_dir, source, kind, dev
+        self.dir_fd = dir_fd
         self.magic, self.slice_bytes = magic, slice_bytes
         self.index = -1
         self.fd = -1
@@ -72,7 +73,7 @@ class SliceWriter:
         self.close()
         self.index += 1
         self.path = self.data_dir / slice_name(self.source, self.kind, self.dev, self.index)
-        self.fd = fs.open_new(self.path)
+        self.fd = fs.open_new(self.path, dir_fd=self.dir_fd)
         header = HEADER.pack(self.magic, FORMAT_VERSION, RECORD_SIZE, 0)
         fs.write_all(self.fd, header)
         self.size = len(header)
@@ -94,7 +95,7 @@ class SliceWriter:
             self.fd = -1
             done = self.path.with_name(self.path.name + ".done")
             try:
-                os.close(fs.open_new(done))
+                os.close(fs.open_new(done, dir_fd=self.dir_fd))
             except Exception:
                 pass
 
@@ -129,12 +130,12 @@ class _Ids(dict):  # type: ignore[type-arg]
 class StringTable:
     """Interns strings for one data directory.  ``intern`` returns a stable id > 0 (0 = None)."""
 
-    def __init__(self, data_dir: Path, dev: str) -> None:
+    def __init__(self, data_dir: Path, dev: str, dir_fd: int | None = None) -> None:
         self.next_id = 1
         self.pending = bytearray()
         self.ids = _Ids(self)
         self.intern = self.ids.__getitem__
-        self.writer = SliceWriter(data_dir, "Strings", "table", dev, STRINGS_MAGIC)
+        self.writer = SliceWriter(data_dir, "Strings", "table", dev, STRINGS_MAGIC, dir_fd=dir_fd)
 
     def flush(self) -> int:
         data, self.pending = self.pending, bytearray()

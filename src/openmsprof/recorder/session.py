@@ -20,6 +20,7 @@ from openmsprof.config import capabilities
 from openmsprof.config.errors import (
     ACL_ERROR_PROF_ALREADY_RUN,
     ACL_ERROR_PROF_NOT_RUN,
+    PathError,
     SessionError,
     StorageError,
 )
@@ -83,6 +84,10 @@ class Session:
                 self.job = jobdir.JobDir(root=job_root, host=fs.make_dir(job_root / "host"))
                 fs.make_dir(self.job.host_data)
             self._job_lock = jobdir.OutputLock(self.job.root, ".job.lock")
+            # the job's end records are written relative to these fds, and only if the paths
+            # still name these directories (a job dir swapped for a symlink is refused)
+            self._root_fd = fs.open_dir_fd(self.job.root)
+            self._host_fd = fs.open_dir_fd(self.job.host)
             self.log_path = self.job.host / "collection.log"
             self._log_fd = fs.open_new(self.log_path)
             self._write_host_files()
@@ -213,12 +218,12 @@ class Session:
         dropped = self.overhead["records_dropped"]
         extra = {"openmsprofDropped": str(dropped)}
         try:
-            fs.write_file_atomic(self.job.host / "end_info", jobdir.dump({**jobdir.end_info(self.end_pair), **extra}))
-            for dev, path in self.job.devices.items():
-                fs.write_file_atomic(path / f"end_info.{dev}", jobdir.dump(jobdir.end_info(self.end_pair)))
-            fs.write_file_atomic(self.job.host / "openmsprof_overhead.json", jobdir.dump(self.overhead))
+            self._write_end_records(extra)
         except Exception as exc:
-            log.warning("openmsprof: could not write end_info: %s", exc)
+            self.note(f"could not write end_info: {exc}", warn=True)
+        finally:
+            os.close(self._host_fd)
+            os.close(self._root_fd)
         if dropped:
             self.note(f"{dropped} records dropped (buffers full): "
                       f"{self.overhead['drops_by_thread_kind']}", warn=True)
@@ -229,6 +234,22 @@ class Session:
         if self.lock is not None:
             self.lock.release()
 
+
+    def _write_end_records(self, extra: dict[str, str]) -> None:
+        """end_info (+ drop count), the overhead file and the devices' end_info, through the
+        directory fds opened at start; refused when a path no longer names its directory."""
+        if not (fs.same_dir(self.job.root, self._root_fd) and fs.same_dir(self.job.host, self._host_fd)):
+            raise PathError(f"job directory {fs.escape(self.job.root)!r} was replaced after the "
+                            "start (symbolic link?); end records refused")
+        end = jobdir.dump(jobdir.end_info(self.end_pair or read_pair()))
+        fs.write_file_at(self._host_fd, "end_info", jobdir.dump({**jobdir.end_info(self.end_pair or read_pair()), **extra}))
+        fs.write_file_at(self._host_fd, "openmsprof_overhead.json", jobdir.dump(self.overhead))
+        for dev, path in self.job.devices.items():
+            fd = os.open(path.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self._root_fd)
+            try:
+                fs.write_file_at(fd, f"end_info.{dev}", end)
+            finally:
+                os.close(fd)
 
     def _poll_native_stats(self, st: dict[str, Any]) -> None:
         code = st["halt"] if self.stop_reason == "" else 0
