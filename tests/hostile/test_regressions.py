@@ -173,3 +173,16 @@ def test_job_name_with_a_newline_is_escaped_in_messages(tmp_path: Path) -> None:
     r = cli("import", "-dir", str(bad))
     line = one_line_error(r)
     assert "\\n" in line and "job\nname" not in r.stderr
+
+
+def test_import_on_a_full_disk_one_line_naming_it_and_no_temp_file(job: Path) -> None:
+    from tests.tmpfs import mount_tmpfs
+
+    for mnt in mount_tmpfs(job / "sqlite", "256k"):
+        (mnt / "filler").write_bytes(b"\0" * (200 * 1024))
+        r = cli("import", "-dir", str(job))
+        line = one_line_error(r)
+        assert r.returncode == 1
+        assert "disk full" in line and str(mnt) in line, line
+        left = sorted(p.name for p in mnt.iterdir() if p.name != ".import.lock")  # the (empty) lock stays
+        assert left == ["filler"], f"a temp file was left behind: {left}"

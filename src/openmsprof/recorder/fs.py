@@ -16,7 +16,7 @@ from pathlib import Path
 from openmsprof.config.errors import PathError, StorageError
 from openmsprof.config.files import escape, open_regular, read_regular
 
-__all__ = ["DIR_MODE", "FILE_MODE", "FREE_SPACE_FLOOR", "Reserve", "check_writable", "escape",
+__all__ = ["DIR_MODE", "FILE_MODE", "FREE_SPACE_FLOOR", "Reserve", "check_writable", "disk_full_message", "escape",
            "free_bytes", "make_dir", "open_dir_fd", "open_new", "open_regular", "read_regular",
            "same_dir", "write_all", "write_file_at", "write_file_atomic", "write_stream_atomic"]
 
@@ -210,6 +210,23 @@ class Reserve:
             except OSError:
                 pass
             self.path = None
+
+
+def mount_point(path: Path) -> Path:
+    """The mount point of the file system holding ``path`` (its nearest existing ancestor)."""
+    p = Path(os.path.abspath(path))
+    while not p.exists() and p.parent != p:
+        p = p.parent
+    while not os.path.ismount(p) and p.parent != p:
+        p = p.parent
+    return p
+
+
+def disk_full_message(path: Path, what: str = "writing") -> str:
+    """One line naming the full disk: its mount point, free bytes and the file being written."""
+    mnt = mount_point(path)
+    return (f"disk full while {what} {escape(path)!r}: the file system at {escape(mnt)!r} has "
+            f"{free_bytes(mnt) // 1024} KiB free; nothing was left behind")
 
 
 def free_bytes(path: Path) -> int:
