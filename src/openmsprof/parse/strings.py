@@ -44,8 +44,11 @@ class LocalMap:
     ``N/A`` slot that ids the table does not hold map to (counted in ``bad``)."""
 
     def __init__(self, table: dict[int, str], ids: StringIds) -> None:
-        low = {k: v for k, v in table.items() if 0 <= k < min(HIGH_BASE, MAX_IDS)}
-        high = {k - HIGH_BASE: v for k, v in table.items() if HIGH_BASE <= k < HIGH_BASE + MAX_IDS}
+        # writers number densely from 1 (from HIGH_BASE): an id far beyond the count is corrupt,
+        # and must not make the lookup arrays huge
+        cap = min(MAX_IDS, 2 * len(table) + 65536)
+        low = {k: v for k, v in table.items() if 0 <= k < cap}
+        high = {k - HIGH_BASE: v for k, v in table.items() if HIGH_BASE <= k < HIGH_BASE + cap}
         low_top = max(low, default=0)
         self.off = low_top + 2  # first slot of the high range
         size = self.off + max(high, default=-1) + 2
