@@ -542,6 +542,7 @@ static PyObject *py_start(PyObject *self, PyObject *args, PyObject *kw) {
     }
     pthread_mutex_unlock(&reg_lock);
     if (intern_dict) PyDict_Clear(intern_dict);
+    next_string_id = 0x80000000u; /* each job's table numbers densely from the base */
     fl_stop = 0;
     if (pthread_create(&flusher, NULL, flusher_main, NULL) != 0) {
         close(dir_fd); dir_fd = -1;

@@ -36,6 +36,8 @@ import threading
 from typing import Any
 
 TLS = threading.local()
+#: Set by a producer whose list is full: the flusher wakes now instead of at its interval.
+WAKE = threading.Event()
 #: Tag of a batch of tasks (``emit.record_tasks``); an in-memory tag, not a record kind.
 TASK_BATCH = 100
 

@@ -39,9 +39,9 @@ MEMORY_BYTES = _env_int("OPENMSPROF_RECORDER_MB", 64, 8, 4096) * 1024 * 1024
 #: Records per thread ring (native; a power of two, 4 MB by default) and per thread list
 #: (python).  ``OPENMSPROF_RING_RECORDS`` changes it (tests force drops with small rings).
 RING_RECORDS = _env_int("OPENMSPROF_RING_RECORDS", 1 << 17, 2048, 1 << 24)
-#: The pure-Python lists hold a sixteenth of that: a tuple costs ~4x a native record, and a short
+#: The pure-Python lists hold an eighth of that: a tuple costs ~4x a native record, and a short
 #: backlog keeps the newest record on disk young when the GIL-bound flusher falls behind.
-PY_LIST_RECORDS = max(RING_RECORDS // 16, 2048)
+PY_LIST_RECORDS = max(RING_RECORDS // 8, 2048)
 
 ring: ModuleType | None
 try:

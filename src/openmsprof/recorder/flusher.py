@@ -112,13 +112,18 @@ class Flusher:
 
     def stop(self) -> None:
         self._stop.set()
+        buffers.WAKE.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
         self.drain()
 
     def _run(self) -> None:
         wait = self.interval
-        while not self._stop.wait(wait):
+        while True:
+            buffers.WAKE.wait(wait)  # a producer with a full list wakes us early
+            buffers.WAKE.clear()
+            if self._stop.is_set():
+                return
             n = self.drain()
             if self.error is not None:
                 return

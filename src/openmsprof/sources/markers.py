@@ -21,6 +21,7 @@ _now = time.perf_counter_ns
 _on = False
 _tls = TLS
 _CAP = core.PY_LIST_RECORDS
+_wake = buffers.WAKE
 BACKEND = core.BACKEND
 
 
@@ -45,6 +46,13 @@ def is_on() -> bool:
     return _on
 
 
+def _full(kind: int) -> None:
+    """The calling thread's list is full: count the drop, wake the flusher."""
+    _tls.drops[kind] += 1
+    if not _wake.is_set():
+        _wake.set()
+
+
 def _first(record: tuple[Any, ...]) -> None:
     items = register_current_thread()
     if len(items) < _CAP:
@@ -61,7 +69,7 @@ def py_mark(message: str, domain: str | None = None) -> None:
         if len(items) < _CAP:
             items.append((1, _now(), message, domain))
         else:
-            _tls.drops[1] += 1
+            _full(1)
 
 
 def py_push(message: str, domain: str | None = None) -> None:
@@ -74,7 +82,7 @@ def py_push(message: str, domain: str | None = None) -> None:
         if len(items) < _CAP:
             items.append((2, _now(), message, domain))
         else:
-            _tls.drops[2] += 1
+            _full(2)
 
 
 def py_pop() -> None:
@@ -87,7 +95,7 @@ def py_pop() -> None:
         if len(items) < _CAP:
             items.append((3, _now(), None, None))
         else:
-            _tls.drops[3] += 1
+            _full(3)
 
 
 def py_range_start(message: str, domain: str | None = None) -> int:
@@ -98,7 +106,7 @@ def py_range_start(message: str, domain: str | None = None) -> int:
     if buffers.length() < _CAP:
         buffers.append((4, _now(), message, domain, rid))
     else:
-        _tls.drops[4] += 1
+        _full(4)
     return rid
 
 
@@ -108,7 +116,7 @@ def py_range_end(range_id: int) -> None:
         if buffers.length() < _CAP:
             buffers.append((5, _now(), range_id))
         else:
-            _tls.drops[5] += 1
+            _full(5)
 
 
 if core.ring is not None and BACKEND == "native":
