@@ -88,6 +88,10 @@ def test_emitted_equals_recorded_plus_dropped_per_thread(tmp_path: Path, backend
     if total_dropped:
         res = import_job(job, progress=False)
         assert any(w.startswith(f"DROPPED {total_dropped} records") for w in res.warnings), res.warnings
+        shown = subprocess.run([sys.executable, "-m", "openmsprof", "show", "-dir", str(job), "--format", "json"],
+                               capture_output=True, text=True, timeout=120)
+        rows = json.loads(shown.stdout)["dropped_at_collection"]
+        assert sum(r["Records"] for r in rows) == total_dropped
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -234,15 +234,15 @@ class Session:
         if self.lock is not None:
             self.lock.release()
 
-
     def _write_end_records(self, extra: dict[str, str]) -> None:
         """end_info (+ drop count), the overhead file and the devices' end_info, through the
         directory fds opened at start; refused when a path no longer names its directory."""
         if not (fs.same_dir(self.job.root, self._root_fd) and fs.same_dir(self.job.host, self._host_fd)):
-            raise PathError(f"job directory {fs.escape(self.job.root)!r} was replaced after the "
+            raise PathError(f"job directory '{fs.escape(self.job.root)}' was replaced after the "
                             "start (symbolic link?); end records refused")
-        end = jobdir.dump(jobdir.end_info(self.end_pair or read_pair()))
-        fs.write_file_at(self._host_fd, "end_info", jobdir.dump({**jobdir.end_info(self.end_pair or read_pair()), **extra}))
+        info = jobdir.end_info(self.end_pair or read_pair())
+        end = jobdir.dump(info)
+        fs.write_file_at(self._host_fd, "end_info", jobdir.dump({**info, **extra}))
         fs.write_file_at(self._host_fd, "openmsprof_overhead.json", jobdir.dump(self.overhead))
         for dev, path in self.job.devices.items():
             fd = os.open(path.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self._root_fd)
