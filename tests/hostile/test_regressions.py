@@ -121,6 +121,7 @@ def test_acl_entry_points_return_codes_for_any_argument(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("argv, needle", [
     (["show", "-dir", "/tmp", "--top", "1e20"], "--top"),
+    (["show", "-dir", "/tmp", "--top", "99999999999999999999"], "--top"),
     (["export", "timeline", "-dir", "/tmp", "--start-us", "nan"], "finite"),
     (["export", "timeline", "-dir", "/tmp", "--start-us", "1e300"], "finite"),
     (["export", "timeline", "-dir", "/tmp", "--max-size-mb", "inf"], "finite"),

@@ -151,3 +151,26 @@ def test_sigkill_flat_out_four_threads_loses_at_most_one_second(tmp_path: Path, 
     for i in range(3):  # 20 kills in benchmarks/bench_markers.py --kills 20
         loss = kill_once(tmp_path / f"k{i}", backend, rng.uniform(0.3, 2.0))
         assert loss <= bound, f"kill {i}: newest record on disk {loss:.2f} s before the kill"
+
+
+API_FLOOD = """
+import json, sys, openmsprof
+from openmsprof.sources import emit
+from openmsprof.recorder.records import ApiLevel
+s = openmsprof.start(output=sys.argv[1], runtime_api=True)
+for i in range(100_000):
+    emit.record_api("x", ApiLevel.ACL, 1, 2)
+openmsprof.stop()
+print(json.dumps(s.overhead))
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_other_record_kinds_are_bounded_and_counted_too(tmp_path: Path, backend: str) -> None:
+    r = subprocess.run([sys.executable, "-c", API_FLOOD, str(tmp_path)], capture_output=True, text=True,
+                       timeout=120, env=_env(backend, OPENMSPROF_RING_RECORDS="16384"))
+    over = json.loads(r.stdout.splitlines()[-1])
+    recs = rawfile.read_all_records(_job(tmp_path) / "host" / "data")
+    apis = int(np.count_nonzero(recs["kind"] == Kind.API))
+    dropped = sum(k.get("api", 0) for k in over["drops_by_thread_kind"].values())
+    assert dropped > 0 and apis + dropped == 100_000

@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                     help="only events ending at/after this time (µs from the trace base)")
     tl.add_argument("--end-us", type=finite_float(-1e15, 1e15), default=None, metavar="US",
                     help="only events starting before this time (µs from the trace base)")
-    tl.add_argument("--max-size-mb", type=finite_float(0.001, 1e6), default=None, metavar="MB",
+    tl.add_argument("--max-size-mb", type=finite_float(-1e9, 1e9), default=None, metavar="MB",
                     help="split into msprof_{dev}_slice_{k}.json files of about this size")
     tl.set_defaults(func=run_timeline)
     sm = sub.add_parser("summary", help="CSV/JSON summaries -> JOB/summary/{name}_{dev}.csv")

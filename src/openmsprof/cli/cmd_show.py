@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                                                "steps and host usage; imports first if needed.")
     parser.add_argument("-dir", "--collection-dir", dest="collection_dir", required=True, type=input_dir,
                         metavar="DIR", help="a PROF_* job directory, or a folder holding several")
-    parser.add_argument("--top", type=bounded_int(1, 1_000_000), default=20, metavar="N",
+    parser.add_argument("--top", type=bounded_int(-(10**9), 10**9), default=20, metavar="N",
                         help="rows per table (default 20)")
     parser.add_argument("--format", choices=("csv", "json"), default=None,
                         help="machine-readable output on stdout instead of tables")

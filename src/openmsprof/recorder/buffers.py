@@ -77,12 +77,24 @@ def append_slow(record: tuple[Any, ...]) -> None:
     register_current_thread().append(record)
 
 
+#: Most records one thread's list holds before the flusher takes them (the session's memory
+#: ceiling); set from ``core.PY_LIST_RECORDS`` by the markers module.
+LIST_CAP = 1 << 14
+
+
 def append(record: tuple[Any, ...]) -> None:
-    """Append for callers that are not on the hottest path."""
+    """Append for callers that are not on the hottest path (API spans, tasks, steps, counters):
+    a full list drops the record, counts it for the thread and kind and wakes the flusher."""
     try:
-        TLS.append(record)
+        items = TLS.items
     except AttributeError:
         append_slow(record)
+        return
+    if len(items) < LIST_CAP:
+        items.append(record)
+    else:
+        TLS.drops[min(record[0], len(TLS.drops) - 1)] += 1
+        WAKE.set()
 
 
 def length() -> int:

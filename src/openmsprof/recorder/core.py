@@ -21,10 +21,13 @@ import threading
 from types import ModuleType
 from typing import Any
 
+from openmsprof.recorder import buffers
+
 __all__ = ["BACKEND", "KIND_NAMES", "MEMORY_BYTES", "RING_RECORDS", "available", "ring"]
 
 #: Marker kinds by record kind code (the drop report's names).
-KIND_NAMES = {1: "mark", 2: "push", 3: "pop", 4: "range_start", 5: "range_end"}
+KIND_NAMES = {1: "mark", 2: "push", 3: "pop", 4: "range_start", 5: "range_end", 6: "api", 7: "task",
+              9: "step", 10: "counter", 12: "step_range", 15: "task_batch"}
 
 
 def _env_int(name: str, default: int, low: int, high: int) -> int:
@@ -42,6 +45,8 @@ RING_RECORDS = _env_int("OPENMSPROF_RING_RECORDS", 1 << 17, 2048, 1 << 24)
 #: The pure-Python lists hold an eighth of that: a tuple costs ~4x a native record, and a short
 #: backlog keeps the newest record on disk young when the GIL-bound flusher falls behind.
 PY_LIST_RECORDS = max(RING_RECORDS // 8, 2048)
+# the same cap for every other record kind the Python path buffers (api, tasks, steps, counters)
+buffers.LIST_CAP = PY_LIST_RECORDS
 
 ring: ModuleType | None
 try:
