@@ -300,6 +300,18 @@ def _acl_init_code(acl: Any, path: Path) -> None:
         acl.finalize()
 
 
+def _peak_rss_mb() -> float:
+    """This process's peak RSS (VmHWM: reset at exec, unlike ru_maxrss, which on Linux keeps
+    the RSS of the parent that forked us)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=500)
@@ -315,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as t:
         failures = fuzz_configs(args.configs, args.seed, args.case_timeout, Path(t) / "cfg")
         failures += fuzz_jobs(args.jobs, args.seed, args.case_timeout, Path(t))
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = _peak_rss_mb()
     print(json.dumps({"jobs": args.jobs, "configs": args.configs, "seed": args.seed,
                       "tracebacks": sum(f["status"] == "traceback" for f in failures),
                       "hangs": sum(f["status"] == "hang" for f in failures), "peak_rss_mb": peak_mb,
