@@ -12,6 +12,7 @@ import orjson
 
 from openmsprof.config.errors import PathError, ProfilingError, RawDataError
 from openmsprof.config.files import read_regular
+from openmsprof.parse.jobinfo import sane_info
 
 DB_RELPATH = Path("sqlite") / "msprof.db"
 
@@ -174,7 +175,7 @@ class JobDB:
             data = orjson.loads(read_regular(self.job / "host" / "info.json", "info.json", 16 << 20))
         except (ProfilingError, orjson.JSONDecodeError):
             return {}
-        return data if isinstance(data, dict) else {}
+        return sane_info(data) if isinstance(data, dict) else {}
 
 
 def open_job(job: Path) -> JobDB:

@@ -68,6 +68,36 @@ def _read_json(path: Path, warnings: list[str] | None = None) -> dict[str, Any] 
     return obj if isinstance(obj, dict) else None
 
 
+#: Types the readers rely on, per info.json key; a value of another type is left out.
+_INFO_TYPES: dict[str, type | tuple[type, ...]] = {
+    "openmsprof": dict, "DeviceInfo": list, "CPU": list, "netCard": list, "hostname": str,
+    "hostUid": str, "pid_name": str, "platform_version": str, "devices": str, "OS": str,
+    "version": str, "rank_id": int, "pid": (int, str), "memoryTotal": int, "cpuNums": int,
+}
+
+
+def sane_info(obj: dict[str, Any] | None) -> dict[str, Any]:
+    """``info.json`` with wrongly typed values left out (and nested config checked), so readers
+    can use ``.get`` chains safely; strings are cut to 4096 characters."""
+    out: dict[str, Any] = {}
+    for key, value in (obj or {}).items():
+        want = _INFO_TYPES.get(key)
+        if want is None:
+            out[key] = value
+        elif isinstance(value, want) and not (want is int and isinstance(value, bool)):
+            out[key] = value[:4096] if isinstance(value, str) else value
+    tool = out.get("openmsprof")
+    if isinstance(tool, dict):
+        cfg = tool.get("config")
+        if cfg is not None and not isinstance(cfg, dict):
+            out["openmsprof"] = {k: v for k, v in tool.items() if k != "config"}
+        elif isinstance(cfg, dict) and not isinstance(cfg.get("unsupported", []), list):
+            out["openmsprof"] = {**tool, "config": {k: v for k, v in cfg.items() if k != "unsupported"}}
+    if isinstance(out.get("DeviceInfo"), list):
+        out["DeviceInfo"] = [e for e in out["DeviceInfo"] if isinstance(e, dict)]
+    return out
+
+
 def _int(obj: dict[str, Any] | None, key: str) -> int | None:
     """An integer field (int or decimal text) within +-2^62, else None (range-checked)."""
     if obj is None:
@@ -171,14 +201,14 @@ def read_job(root: Path) -> JobInfo:
     s2 = None if host.is_dir() or _device_dirs(root) else _s2_device(root)
     if s2 is not None:
         places = [(s2, root, f".{s2}")]
-        job.info = _read_json(root / f"info.json.{s2}", job.warnings) or {}
+        job.info = sane_info(_read_json(root / f"info.json.{s2}", job.warnings))
     else:
         places = [(-1, host, "")] if host.is_dir() else []
         places += [(d, p, f".{d}") for d, p in _device_dirs(root)]
-        job.info = _read_json(host / "info.json", job.warnings) or {}
+        job.info = sane_info(_read_json(host / "info.json", job.warnings))
         if not job.info and len(places) > (1 if host.is_dir() else 0):
             _d0, p0, s0 = places[-1]
-            job.info = _read_json(p0 / f"info.json{s0}") or {}
+            job.info = sane_info(_read_json(p0 / f"info.json{s0}"))
     for dev, directory, suffix in places:
         offset, start_wall, end_mono, end_wall = _clock(directory, suffix, job.warnings)
         if job.start_wall_ns is None and start_wall is not None:
@@ -220,7 +250,7 @@ def device_names(job: JobInfo) -> dict[int, str]:
     for d in job.dirs:
         if d.device_id < 0:
             continue
-        info = _read_json(d.path.parent / f"info.json.{d.device_id}") or job.info
+        info = sane_info(_read_json(d.path.parent / f"info.json.{d.device_id}")) or job.info
         name = "CPU"
         for entry in info.get("DeviceInfo") or []:
             if isinstance(entry, dict) and str(entry.get("id")) == str(d.device_id):
