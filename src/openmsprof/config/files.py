@@ -91,4 +91,4 @@ def read_json(path: str | os.PathLike[str], what: str, limit: int = MAX_JSON_BYT
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise error(f"{what} {escape(os.fspath(path))!r} is not valid JSON: {exc}") from None
+        raise error(f"{what} {escape(os.fspath(path))!r} is not JSON: {exc}") from None
