@@ -14,6 +14,7 @@ import duckdb
 import orjson
 
 from openmsprof.cluster.sqlviews import has
+from openmsprof.export.ascend_pt.communication import double_hash
 
 __all__ = ["communication_groups", "communication_json", "double_hash", "group_json", "matrix_json"]
 
@@ -150,15 +151,6 @@ def matrix_json(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
             _merge_links(ops)
             _matrix_total(ops)
     return copy.deepcopy(out)
-
-
-def double_hash(text: str) -> int:
-    """HCCL's 64-bit group hash: rolling hashes with multipliers 29 and 131, ``(h29 << 32) | h131``."""
-    h29 = h131 = 0
-    for ch in text:
-        h29 = (h29 * 29 + ord(ch)) & 0xFFFFFFFF
-        h131 = (h131 * 131 + ord(ch)) & 0xFFFFFFFF
-    return (h29 << 32) | h131
 
 
 def group_json(con: duckdb.DuckDBPyConnection, parallel_group_info: dict[str, Any] | None = None) -> dict[str, Any]:
