@@ -18,7 +18,9 @@ from .torch_models import ACTIVE, profile_cnn
 @pytest.fixture(scope="module")
 def torch_jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("torch_seed_pair")
-    return {k: profile_cnn(k, root / k) for k in ("mish", "leakyrelu", "fmish")}
+    jobs = {k: profile_cnn(k, root / k) for k in ("mish", "leakyrelu", "fmish")}
+    jobs["mish_db"] = profile_cnn("mish", root / "mish_db", "db")
+    return jobs
 
 
 def test_torch_mish_top_finding_predicts_the_measured_gain(torch_jobs: dict[str, Path]) -> None:
@@ -52,3 +54,12 @@ def test_cli_takes_rank_dirs_and_their_parent(torch_jobs: dict[str, Path],
                  str(torch_jobs["leakyrelu"]), "--format", "json"]) == 0
     out = capsys.readouterr().out
     assert '"aten::leaky_relu"' in out and '"faster"' in out
+
+
+def test_db_only_export_is_read_the_same_way(torch_jobs: dict[str, Path]) -> None:
+    rank = torch_jobs["mish_db"]
+    assert not (rank / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").exists()
+    top = advisor.analyze(rank)[0]
+    assert top.evidence["pattern"] == "decomposed_mish"
+    assert top.evidence["nodes"] == ["aten::softplus → aten::tanh → aten::mul"]
+    assert top.evidence["occurrences"] == 5 * ACTIVE and top.evidence["iterations"] == ACTIVE

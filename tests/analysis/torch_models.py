@@ -41,17 +41,19 @@ class ResNetLike(torch.nn.Module):
         return self.fc(x.mean((2, 3)))
 
 
-def profile_cnn(activation: str, out: Path) -> Path:
+def profile_cnn(activation: str, out: Path, export_type: str = "text") -> Path:
     """Run the CNN under the profiler (1 wait, 2 warmup, ``ACTIVE`` active steps); the rank dir."""
     import openmsprof.torch.profiler as tp
 
+    exp = tp._ExperimentalConfig(export_type=[export_type])
     torch.manual_seed(0)
     model = ResNetLike(activation).eval()
     x = torch.randn(1, 3, 32, 32)
     with torch.no_grad(), tp.profile(
             activities=[tp.ProfilerActivity.CPU], record_shapes=True,
             schedule=tp.schedule(wait=1, warmup=2, active=ACTIVE, repeat=1),
-            on_trace_ready=tp.tensorboard_trace_handler(str(out))) as prof:
+            on_trace_ready=tp.tensorboard_trace_handler(str(out)),
+            experimental_config=exp) as prof:
         for _ in range(ACTIVE + 3):
             model(x)
             prof.step()

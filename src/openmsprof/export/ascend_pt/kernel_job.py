@@ -1,11 +1,13 @@
 """A torch rank dir (``…_ascend_pt``) as a job database, so ``analyze``, ``compare`` and
 ``openmsprof.load`` read torch runs as they read ``PROF_`` jobs.
 
-The source is ``ASCEND_PROFILER_OUTPUT/kernel_details.csv`` (every export writes it): one TASK
-and one COMPUTE_TASK_INFO row per kernel (the leaf aten ops on the CPU), with the kernel's
-``Type``, shapes and dtypes; ``TASK.connectionId`` is the kernel's ``Step Id`` (so one profiler
-step is one iteration) and STEP_TIME spans each step's kernels.  The database is built once into
-``RANK_DIR/.openmsprof/kernels.db`` and rebuilt when kernel_details.csv is newer.
+The source is ``ASCEND_PROFILER_OUTPUT/kernel_details.csv`` (the text export): one TASK and
+one COMPUTE_TASK_INFO row per kernel (the leaf aten ops on the CPU), with the kernel's ``Type``,
+shapes and dtypes; ``TASK.connectionId`` is the kernel's ``Step Id`` (so one profiler step is
+one iteration) and STEP_TIME spans each step's kernels.  A db-only export
+(``ascend_pytorch_profiler*.db``) gives the same rows from its TASK / COMPUTE_TASK_INFO, each
+task's step found in its STEP_TIME.  The database is built once into
+``RANK_DIR/.openmsprof/kernels.db`` and rebuilt when its source is newer.
 """
 
 from __future__ import annotations
@@ -32,9 +34,18 @@ _INFO = ("Accelerator Core", "Input Formats", "Input Data Types", "Input Shapes"
          "Output Data Types", "Output Shapes")
 
 
+def _source(rank_dir: Path) -> Path | None:
+    """kernel_details.csv, else the torch db, else None."""
+    out = Path(rank_dir) / OUTPUT
+    if (out / KERNELS).is_file():
+        return out / KERNELS
+    dbs = sorted(out.glob("ascend_pytorch_profiler*.db")) if out.is_dir() else []
+    return dbs[0] if dbs else None
+
+
 def is_rank_dir(path: Path) -> bool:
-    """Whether ``path`` is a torch rank dir with an exported kernel_details.csv."""
-    return (Path(path) / OUTPUT / KERNELS).is_file()
+    """Whether ``path`` is an analysed torch rank dir (kernel_details.csv or the torch db)."""
+    return _source(path) is not None
 
 
 def rank_dirs_under(path: Path) -> list[Path]:
@@ -72,8 +83,40 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
         yield from enumerate(r, 2)
 
 
-def _build(rank_dir: Path, dst: Path) -> None:
-    src = rank_dir / OUTPUT / KERNELS
+def _from_db(rank_dir: Path, src: Path, con: sqlite3.Connection) -> None:
+    """The same tables from a torch db: its tasks, their info, each task's step."""
+    con.execute("ATTACH DATABASE ? AS s", (f"file:{src}?mode=ro",))
+    try:
+        for t in ("TASK", "COMPUTE_TASK_INFO", "STEP_TIME", "STRING_IDS"):
+            if not con.execute("SELECT 1 FROM s.sqlite_master WHERE name = ?", (t,)).fetchone():
+                raise RawDataError(f"{str(src)!r} has no {t} table")
+        con.execute("INSERT INTO STRING_IDS SELECT id, value FROM s.STRING_IDS")
+        con.execute(f"INSERT INTO STEP_TIME SELECT id, startNs, endNs, {schema.INVALID}, 0"
+                    " FROM s.STEP_TIME")
+        con.execute("INSERT INTO TASK SELECT t.startNs, t.endNs, t.deviceId, COALESCE((SELECT"
+                    " st.id FROM s.STEP_TIME st WHERE t.startNs BETWEEN st.startNs AND st.endNs"
+                    " ORDER BY st.startNs LIMIT 1), -1), t.globalTaskId, t.globalPid, t.taskType,"
+                    " t.contextId, t.streamId, t.taskId, t.modelId FROM s.TASK t")
+        con.execute("INSERT INTO COMPUTE_TASK_INFO SELECT * FROM s.COMPUTE_TASK_INFO")
+        first, last = con.execute("SELECT MIN(startNs), MAX(endNs) FROM TASK").fetchone()
+        _meta(con, rank_dir, src, first or 0, last or 0)
+        con.commit()  # DETACH needs no open transaction
+    except sqlite3.DatabaseError as exc:
+        raise RawDataError(f"{str(src)!r} is unreadable: {exc}") from None
+    finally:
+        con.execute("DETACH DATABASE s")
+
+
+def _meta(con: sqlite3.Connection, rank_dir: Path, src: Path, first: int, last: int) -> None:
+    meta = {"SCHEMA_VERSION": schema.SCHEMA_VERSION, "OPENMSPROF_SCHEMA":
+            str(schema.OPENMSPROF_SCHEMA), "JOB_NAME": rank_dir.name, "SOURCE": src.name,
+            "BASE_NS": str(first // 1_000_000_000 * 1_000_000_000)}
+    con.executemany("INSERT INTO META_DATA VALUES (?, ?)", meta.items())
+    con.execute("INSERT INTO SESSION_TIME_INFO VALUES (?, ?)", (first, last))
+
+
+def _from_csv(rank_dir: Path, src: Path, con: sqlite3.Connection) -> None:
+    """One TASK + COMPUTE_TASK_INFO row per kernel_details row; STEP_TIME spans each step."""
     s = _Strings()
     tasks: list[tuple[int, ...]] = []
     infos: list[tuple[int | None, ...]] = []
@@ -95,22 +138,21 @@ def _build(rank_dir: Path, dst: Path) -> None:
         if step >= 0:
             span = steps.setdefault((step, dev), [start, end])
             span[0], span[1] = min(span[0], start), max(span[1], end)
+    con.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", ((i, v) for v, i in s.items()))
+    _meta(con, rank_dir, src, min((t[0] for t in tasks), default=0),
+          max((t[1] for t in tasks), default=0))
+    con.executemany(f"INSERT INTO TASK VALUES ({','.join('?' * 11)})", tasks)
+    con.executemany(f"INSERT INTO COMPUTE_TASK_INFO VALUES ({','.join('?' * 15)})", infos)
+    con.executemany("INSERT INTO STEP_TIME VALUES (?, ?, ?, ?, ?)",
+                    ((k[0], v[0], v[1], schema.INVALID, k[1]) for k, v in sorted(steps.items())))
+
+
+def _build(rank_dir: Path, src: Path, dst: Path) -> None:
     con = sqlite3.connect(dst)
     try:
         for stmt in schema.create_statements():
             con.execute(stmt)
-        con.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", ((i, v) for v, i in s.items()))
-        first = min((t[0] for t in tasks), default=0)
-        last = max((t[1] for t in tasks), default=0)
-        meta = {"SCHEMA_VERSION": schema.SCHEMA_VERSION, "OPENMSPROF_SCHEMA":
-                str(schema.OPENMSPROF_SCHEMA), "JOB_NAME": rank_dir.name, "SOURCE": KERNELS,
-                "BASE_NS": str(first // 1_000_000_000 * 1_000_000_000)}
-        con.executemany("INSERT INTO META_DATA VALUES (?, ?)", meta.items())
-        con.execute("INSERT INTO SESSION_TIME_INFO VALUES (?, ?)", (first, last))
-        con.executemany(f"INSERT INTO TASK VALUES ({','.join('?' * 11)})", tasks)
-        con.executemany(f"INSERT INTO COMPUTE_TASK_INFO VALUES ({','.join('?' * 15)})", infos)
-        con.executemany("INSERT INTO STEP_TIME VALUES (?, ?, ?, ?, ?)",
-                        ((k[0], v[0], v[1], schema.INVALID, k[1]) for k, v in sorted(steps.items())))
+        (_from_csv if src.name == KERNELS else _from_db)(rank_dir, src, con)
         for stmt in schema.INDEXES:
             con.execute(stmt)
         con.commit()
@@ -121,9 +163,10 @@ def _build(rank_dir: Path, dst: Path) -> None:
 def ensure_kernel_db(rank_dir: Path) -> Path:
     """The rank dir's kernel database, built (temp file + rename) when missing or stale."""
     rank_dir = Path(rank_dir)
-    src = rank_dir / OUTPUT / KERNELS
-    if not src.is_file():
-        raise PathError(f"{str(rank_dir)!r} has no {OUTPUT}/{KERNELS}; analyse it first")
+    src = _source(rank_dir)
+    if src is None:
+        raise PathError(f"{str(rank_dir)!r} has no {OUTPUT}/{KERNELS} or torch db; analyse it "
+                        "first")
     db = rank_dir / KERNEL_DB
     if db.is_file() and db.stat().st_mtime_ns >= src.stat().st_mtime_ns:
         return db
@@ -132,7 +175,7 @@ def ensure_kernel_db(rank_dir: Path) -> Path:
     tmp.unlink(missing_ok=True)
     os.close(fs.open_new(tmp, append=False))
     try:
-        _build(rank_dir, tmp)
+        _build(rank_dir, src, tmp)
         os.replace(tmp, db)
     finally:
         tmp.unlink(missing_ok=True)
