@@ -67,8 +67,9 @@ def test_rebuilt_when_kernel_details_changes(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("header", "rows", "match"), [
     (HEADER.replace("Duration(us)", "Dur"), ROWS, r"lacks column 'Duration\(us\)'"),
-    (HEADER, [ROWS[0].replace("874079.748", "87x079.748")], r"line 2: .* not a time"),
-    (HEADER, ["x" + ROWS[1]], r"line 2: Device_id/Step Id is not an integer"),
+    (HEADER, [ROWS[0].replace("874079.748", "87x079.748")], r"line 2: .*Start Time.* not a number"),
+    (HEADER, [ROWS[0], "x" + ROWS[1]], r"line 3: Device_id, Step Id.* not a number"),
+    (HEADER, [ROWS[0].replace(",CPU", "")], r"line 2: 15 fields, the header has 16"),
 ])
 def test_bad_kernel_details_is_one_line(tmp_path: Path, header: str, rows: list[str],
                                         match: str) -> None:

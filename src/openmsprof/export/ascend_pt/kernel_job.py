@@ -58,14 +58,10 @@ def rank_dirs_under(path: Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if p.is_dir() and is_rank_dir(p))
 
 
-def _ns(text: str, where: str) -> int:
-    """``"1795503649863373.676\\t"`` (µs) → ns, exactly (no float rounding)."""
-    t = text.strip()
-    whole, _, frac = t.partition(".")
-    try:
-        return int(whole) * 1000 + int((frac + "000")[:3] or 0)
-    except ValueError:
-        raise RawDataError(f"{where}: {t!r} is not a time in microseconds") from None
+def _ns(text: str) -> int:
+    """``"1795503649863373.676\\t"`` (µs) → ns, exactly (no float rounding); ValueError if bad."""
+    whole, _, frac = text.strip().partition(".")
+    return int(whole) * 1000 + (int((frac + "00")[:3]) if frac else 0)
 
 
 class _Strings(dict[str, int]):
@@ -74,13 +70,17 @@ class _Strings(dict[str, int]):
         return self[key]
 
 
-def _rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
+def _rows(path: Path) -> Iterator[tuple[dict[str, int], list[str]]]:
+    """(column index by name, row) per line; a missing needed column → RawDataError."""
     with open(path, newline="", encoding="utf-8") as f:
-        r = csv.DictReader(f)
-        missing = [c for c in _NEEDED if c not in (r.fieldnames or [])]
+        r = csv.reader(f)
+        header = next(r, [])
+        missing = [c for c in _NEEDED if c not in header]
         if missing:
             raise RawDataError(f"{str(path)!r} lacks column {missing[0]!r}")
-        yield from enumerate(r, 2)
+        col = {c: i for i, c in enumerate(header)}
+        for row in r:
+            yield col, row
 
 
 def _from_db(rank_dir: Path, src: Path, con: sqlite3.Connection) -> None:
@@ -121,23 +121,35 @@ def _from_csv(rank_dir: Path, src: Path, con: sqlite3.Connection) -> None:
     tasks: list[tuple[int, ...]] = []
     infos: list[tuple[int | None, ...]] = []
     steps: dict[tuple[int, int], list[int]] = {}
-    for j, (line, row) in enumerate(_rows(src)):
-        where = f"{str(src)!r} line {line}"
-        start = _ns(row["Start Time(us)"], where)
-        end = start + _ns(row["Duration(us)"], where)
+    na = s["N/A"]
+    idx: dict[str, int] = {}
+    for j, (col, row) in enumerate(_rows(src)):
+        if not idx:
+            idx = col
+            at = [col.get(c, -1) for c in ("Name", "Type", "Executor", *_INFO)]
+            i_start, i_dur, i_dev = col["Start Time(us)"], col["Duration(us)"], col["Device_id"]
+            i_step = col.get("Step Id", -1)
+        if len(row) != len(col):
+            raise RawDataError(f"{str(src)!r} line {j + 2}: {len(row)} fields, the header has "
+                               f"{len(col)}")
+        txt = [s[row[i] or "N/A"] if i >= 0 else na for i in at]
         try:
-            dev = int(row["Device_id"])
-            step = int(row["Step Id"]) if (row.get("Step Id") or "").strip() else -1
+            start = _ns(row[i_start])
+            end = start + _ns(row[i_dur])
+            dev = int(row[i_dev])
+            step = int(row[i_step]) if i_step >= 0 and row[i_step].strip() else -1
         except ValueError:
-            raise RawDataError(f"{where}: Device_id/Step Id is not an integer") from None
-        tasks.append((start, end, dev, step, j, 0, s[row.get("Executor") or "CPU"], 0, 0, j,
+            raise RawDataError(f"{str(src)!r} line {j + 2}: Device_id, Step Id, Start Time(us) "
+                               f"or Duration(us) is not a number") from None
+        tasks.append((start, end, dev, step, j, 0, txt[2] if at[2] >= 0 else s["CPU"], 0, 0, j,
                       schema.INVALID))
-        g = [s[row.get(c) or "N/A"] for c in _INFO]
-        infos.append((s[row["Name"]], j, None, None, g[0], s[row["Type"]], *g[1:],
-                      s["N/A"], s["N/A"], s["N/A"]))
+        infos.append((txt[0], j, None, None, txt[3], txt[1], *txt[4:], na, na, na))
         if step >= 0:
-            span = steps.setdefault((step, dev), [start, end])
-            span[0], span[1] = min(span[0], start), max(span[1], end)
+            span = steps.get((step, dev))
+            if span is None:
+                steps[(step, dev)] = [start, end]
+            else:
+                span[0], span[1] = min(span[0], start), max(span[1], end)
     con.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", ((i, v) for v, i in s.items()))
     _meta(con, rank_dir, src, min((t[0] for t in tasks), default=0),
           max((t[1] for t in tasks), default=0))
