@@ -63,3 +63,12 @@ def test_db_only_export_is_read_the_same_way(torch_jobs: dict[str, Path]) -> Non
     assert top.evidence["pattern"] == "decomposed_mish"
     assert top.evidence["nodes"] == ["aten::softplus → aten::tanh → aten::mul"]
     assert top.evidence["occurrences"] == 5 * ACTIVE and top.evidence["iterations"] == ACTIVE
+
+
+def test_load_gives_the_roofline_of_torch_ops(torch_jobs: dict[str, Path]) -> None:
+    import openmsprof
+
+    rows = openmsprof.load(torch_jobs["mish"].parent).rows("roofline")
+    sp = [r for r in rows if r["OP Type"] == "aten::softplus"]
+    assert len(sp) == 1 and sp[0]["Count"] == 5 * ACTIVE
+    assert (sp[0]["Kind"], sp[0]["FLOPs"], sp[0]["Bytes"]) == ("transcendental", 16384, 131080)
