@@ -54,6 +54,11 @@ def test_cli_takes_rank_dirs_and_their_parent(torch_jobs: dict[str, Path],
                  str(torch_jobs["leakyrelu"]), "--format", "json"]) == 0
     out = capsys.readouterr().out
     assert '"aten::leaky_relu"' in out and '"faster"' in out
+    html = torch_jobs["mish"].parent / "report.html"
+    assert main(["analyze", "-dir", str(torch_jobs["mish"]), "--html", str(html), "--base",
+                 str(torch_jobs["leakyrelu"])]) == 0
+    page = html.read_text(encoding="utf-8")
+    assert "decomposed Mish" in page and "aten::softplus" in page and "<svg" in page
 
 
 def test_db_only_export_is_read_the_same_way(torch_jobs: dict[str, Path]) -> None:
