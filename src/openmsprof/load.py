@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from openmsprof.config.errors import ConfigError, RawDataError
-from openmsprof.export.ascend_pt import kernel_job
 from openmsprof.parse.importer import ensure_imported
 from openmsprof.parse.jobinfo import find_jobs
 from openmsprof.parse.schema import TABLES
@@ -51,6 +50,8 @@ class LoadedJob:
 
     def __init__(self, job: Path) -> None:
         self.path = job
+        from openmsprof.export.ascend_pt import kernel_job  # not at import: export needs rich
+
         self.db_path = (kernel_job.ensure_kernel_db(job) if kernel_job.is_rank_dir(job)
                         else ensure_imported(job))
         self._con = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True)
@@ -160,6 +161,8 @@ def _pandas() -> Any:
 
 def load(job: str | os.PathLike[str]) -> LoadedJob:
     """Open one job (importing it first if needed), or a torch rank dir (``…_ascend_pt``)."""
+    from openmsprof.export.ascend_pt import kernel_job
+
     jobs = kernel_job.rank_dirs_under(Path(job)) or find_jobs(Path(job))
     if len(jobs) != 1:
         raise RawDataError(f"{os.fspath(job)!r} holds {len(jobs)} jobs; load one of them")
