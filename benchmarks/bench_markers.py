@@ -1,182 +1,364 @@
-"""Marker cost with profiling off/on, against peers measured in the same process.
+"""Marker cost and the recorder core under load, native core and pure-Python fallback side by side.
 
-Prints ns per call (best of several rounds) and ratios to the pure-Python floor, nvtx and
-torch.profiler.record_function, the raw bytes per marker and the flusher's CPU share at
-1 M markers/s.  Run: ``.venv/bin/python benchmarks/bench_markers.py [--quick]``.
+1. Per call, sides interleaved round by round, median and min-max (ns, loop overhead removed):
+   the pure-Python floor ``def floor(i): buf.append((perf_counter_ns(), i))`` (its list made
+   before and freed after the timer), ``mstx.mark`` and push+pop on each backend with the
+   flusher running through the timed region, profiling off, nvtx and torch ``record_function``.
+2. Sustained: a child process marks flat out on 4 threads for ``--seconds`` s; the parent
+   samples its RSS and the age of the newest record on disk every 0.1 s, then checks
+   emitted = recorded + dropped per thread and times the import (records/s).
+3. Flusher CPU at 1 M records/s (paced), raw bytes per record.
+4. ``--kills N`` SIGKILLs of a 4-thread flat-out marker at random points: kill-to-newest-record.
+
+Run: ``.venv/bin/python benchmarks/bench_markers.py [--quick] [--kills 20] [--seconds 10]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-import openmsprof
+import numpy as np
+import psutil
+
 from openmsprof import mstx
-from openmsprof.config import ProfileConfig
-from openmsprof.recorder import session
+from openmsprof.parse.importer import import_job
+from openmsprof.recorder import core, rawfile, session
+from openmsprof.recorder.records import Kind
+from openmsprof.sources import markers
 
 
-def per_call_ns(body: Callable[[int], None], n: int, rounds: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter_ns()
-        body(n)
-        best = min(best, (time.perf_counter_ns() - t0) / n)
-    return best
+def load() -> str:
+    a, b, c = os.getloadavg()
+    return f"load {a:.2f} {b:.2f} {c:.2f}"
 
 
-def loop_overhead(n: int) -> None:
+def timed(body: Callable[[int], None], n: int) -> float:
+    t0 = time.perf_counter_ns()
+    body(n)
+    return (time.perf_counter_ns() - t0) / n
+
+
+def loop(n: int) -> None:
     for _ in range(n):
         pass
 
 
-def floor_body(n: int) -> None:
-    out: list[tuple[int, int]] = []
+def make_floor() -> tuple[Callable[[int], None], list[tuple[int, int]]]:
+    buf: list[tuple[int, int]] = []
     now = time.perf_counter_ns
 
-    def rec(i: int) -> None:
-        out.append((now(), i))
+    def floor(i: int) -> None:
+        buf.append((now(), i))
 
-    for _ in range(n):
-        rec(7)
-
-
-def mark_body(n: int) -> None:
-    mark = mstx.mark
-    for _ in range(n):
-        mark("step")
-
-
-def pushpop_body(n: int) -> None:
-    push, pop = mstx.range_push, mstx.range_pop
-    for _ in range(n):
-        push("step")
-        pop()
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
-    n, rounds = (100_000, 3) if args.quick else (400_000, 5)
-    base = per_call_ns(lambda k: loop_overhead(k), n, rounds)
-    rows: list[tuple[str, float]] = []
-
-    def run(name: str, body: Callable[[int], None]) -> float:
-        ns = per_call_ns(body, n, rounds) - base
-        rows.append((name, ns))
-        return ns
-
-    def run_parked(name: str, body: Callable[[int], None], s: session.Session) -> float:
-        best = float("inf")
-        for _ in range(rounds):
-            t0 = time.perf_counter_ns()
-            body(n)
-            best = min(best, (time.perf_counter_ns() - t0) / n)
-            s.flusher.drain()  # outside the timed part
-        rows.append((name, best - base))
-        return best - base
-
-    floor = run("pure-Python floor: append((perf_counter_ns(), id))", floor_body)
-    off_mark = run("mstx.mark, profiling off", mark_body)
-    off_pp = run("mstx.range_push+range_pop, profiling off", pushpop_body)
-    with tempfile.TemporaryDirectory() as tmp:
-        # Hot path alone: the flusher thread is parked and drained by hand between rounds, so
-        # the figure is what the calling thread pays inline.  The flusher's own cost per record
-        # is measured next, and both together under a sustained load after that.
-        s = session.start(ProfileConfig(), tmp, flush_interval=3600.0)
-
-        on_mark = run_parked("mstx.mark, profiling on (hot path)", mark_body, s)
-        on_pp = run_parked("mstx.range_push+range_pop, profiling on (hot path)", pushpop_body, s)
+    def body(n: int) -> None:
+        f = floor
         for _ in range(n):
-            mstx.mark("step")
+            f(7)
+
+    return body, buf
+
+
+def mark_body(mark: Callable[..., None]) -> Callable[[int], None]:
+    def body(n: int) -> None:
+        m = mark
+        for _ in range(n):
+            m("step")
+    return body
+
+
+def pushpop_body(push: Callable[..., None], pop: Callable[[], None]) -> Callable[[int], None]:
+    def body(n: int) -> None:
+        pu, po = push, pop
+        for _ in range(n):
+            pu("step")
+            po()
+    return body
+
+
+BACKEND_FNS = {
+    "native": (lambda: (core.ring.mark, core.ring.push, core.ring.pop)) if core.ring else None,
+    "python": lambda: (markers.py_mark, markers.py_push, markers.py_pop),
+}
+
+
+BATCH = 8000  # calls per timed segment: below the fallback's per-thread list cap (8192)
+
+
+def batched(body: Callable[[int], None], n: int, between: Callable[[], None], per: int = BATCH) -> float:
+    """ns per call over ``n`` calls timed in segments of BATCH; ``between`` runs untimed
+    (frees what the segment allocated: the floor's list, the fallback's drained tuples)."""
+    total = 0
+    for _ in range(max(1, n // per)):
         t0 = time.perf_counter_ns()
-        s.flusher.drain()
-        flush_ns = (time.perf_counter_ns() - t0) / n
-        rows.append(("flusher encode+write per record (off the hot path)", flush_ns))
-        session.stop()
-        sustained = sustained_pushpop(Path(tmp), n)
-        rows.append(("push+pop sustained, flusher running (GIL shared)", sustained))
-        raw = sum(p.stat().st_size for p in (s.root / "host" / "data").glob("Mstx.records.*.slice_*") if not p.name.endswith(".done"))
-        marks_written = s.flusher.records
-        bytes_per_record = (raw - 16) / max(1, marks_written)
-        flusher_share = measure_flusher(Path(tmp), seconds=1.0 if args.quick else 3.0)
-    nvtx_pp = torch_rf = None
+        body(per)
+        total += time.perf_counter_ns() - t0
+        between()
+    return total / (max(1, n // per) * per)
+
+
+def per_call(n: int, rounds: int, tmp: Path) -> dict[str, list[float]]:
+    """Interleaved rounds; each side's session (flusher thread running) lives through its timed
+    segments."""
+    res: dict[str, list[float]] = {}
+    backends = [b for b, f in BACKEND_FNS.items() if f is not None]
+
+    def add(name: str, ns: float) -> None:
+        res.setdefault(name, []).append(ns)
+
+    def nothing() -> None:
+        pass
+
+    for r in range(rounds):
+        base = batched(loop, n, nothing)
+        body, buf = make_floor()
+        add("floor", batched(body, n, buf.clear) - base)
+        add("off mark", batched(mark_body(mstx.mark), n, nothing) - base)
+        for b in backends:
+            fns = BACKEND_FNS[b]
+            assert fns is not None
+            mark, push, pop = fns()
+            core.BACKEND = b
+            s = session.start(output=tmp / f"{b}{r}")
+            # untimed between segments: the fallback's tuples drained, the native flusher let run
+            drain = s.flusher.drain if b == "python" else (lambda: time.sleep(0.001))
+            add(f"{b} mark", batched(mark_body(mark), n, drain) - base)
+            add(f"{b} push+pop", batched(pushpop_body(push, pop), n // 2, drain, BATCH // 2) - base)
+            session.stop()
+            if s.overhead["records_dropped"]:
+                print(f"  ({b} round {r}: {s.overhead['records_dropped']} records dropped, flusher "
+                      f"starved by the load; {load()})")
+    return res
+
+
+def peers(n: int) -> dict[str, float]:
+    out: dict[str, float] = {}
     try:
         import nvtx
 
-        def nvtx_body(k: int) -> None:
+        def nv(k: int) -> None:
             for _ in range(k):
                 nvtx.push_range("step")
                 nvtx.pop_range()
-
-        nvtx_pp = run("nvtx.push_range+pop_range (peer)", nvtx_body)
+        out["nvtx push+pop (peer)"] = statistics.median(timed(nv, n) for _ in range(3))
     except Exception as exc:  # pragma: no cover - peer missing
         print(f"(nvtx not measured: {exc})", file=sys.stderr)
     try:
         from torch.profiler import ProfilerActivity, profile, record_function
 
-        import torch
-
-        def rf_body(k: int) -> None:
+        def rf(k: int) -> None:
             for _ in range(k):
                 with record_function("step"):
                     pass
-
         with profile(activities=[ProfilerActivity.CPU]):
-            torch_rf = per_call_ns(rf_body, max(1000, n // 40), 2) - base
-        rows.append(("torch record_function, profiler on (peer)", torch_rf))
-        del torch
+            out["torch record_function, profiler on (peer)"] = statistics.median(
+                timed(rf, max(1000, n // 20)) for _ in range(3))
     except Exception as exc:  # pragma: no cover
         print(f"(torch not measured: {exc})", file=sys.stderr)
-
-    print(f"{'what':58s} {'ns/call':>9s}")
-    for name, ns in rows:
-        print(f"{name:58s} {ns:9.1f}")
-    print()
-    print(f"budget: mark on <= 200 ns (hot path): {on_mark:.0f} ns  ({'ok' if on_mark <= 200 else 'OVER'})")
-    print(f"budget: push+pop on <= 450 ns (hot path): {on_pp:.0f} ns  ({'ok' if on_pp <= 450 else 'OVER'})")
-    print(f"flusher: {flush_ns:.0f} ns per record; push+pop with the flusher sharing the GIL: {sustained:.0f} ns")
-    print(f"budget: marker off <= 60 ns: mark {off_mark:.0f} ns, push+pop {off_pp:.0f} ns "
-          f"({'ok' if max(off_mark, off_pp / 2) <= 60 else 'OVER'})")
-    print(f"ratio mark on / pure-Python floor: {on_mark / floor:.2f}x")
-    if nvtx_pp:
-        print(f"ratio push+pop on / nvtx push+pop: {on_pp / nvtx_pp:.2f}x")
-    if torch_rf:
-        print(f"ratio torch record_function / our push+pop: {torch_rf / on_pp:.1f}x")
-    print(f"raw bytes per marker record: {bytes_per_record:.1f}")
-    print(f"flusher CPU share at 1 M markers/s: {flusher_share * 100:.1f} % of one core")
-    return 0
+    return out
 
 
-def sustained_pushpop(tmp: Path, n: int) -> float:
-    """push+pop per call with the flusher thread running at its normal interval."""
-    session.start(ProfileConfig(), tmp / "sustained")
-    best = min(per_call_ns(pushpop_body, n, 1) for _ in range(3))
-    session.stop()
+FLAT_OUT = """
+import json, sys, threading, time
+import openmsprof
+from openmsprof import mstx
+seconds = float(sys.argv[2])
+openmsprof.start(output=sys.argv[1])
+emitted = {}
+go = threading.Barrier(5)
+def work():
+    go.wait()
+    mark, now, end = mstx.mark, time.monotonic, time.monotonic() + seconds
+    k = 0
+    while now() < end:
+        for _ in range(1000):
+            mark("flat")
+        k += 1000
+    emitted[threading.get_native_id()] = k
+ts = [threading.Thread(target=work) for _ in range(4)]
+for t in ts: t.start()
+print("ready", flush=True)
+go.wait()
+for t in ts: t.join()
+openmsprof.stop()
+print(json.dumps(emitted), flush=True)
+"""
+
+
+def newest_on_disk(data: Path) -> int | None:
+    best = None
+    for p in data.glob("Mstx*.records.host.slice_*"):
+        if p.name.endswith(".done"):
+            continue
+        size = p.stat().st_size
+        if size >= 48:
+            with open(p, "rb") as f:
+                f.seek(16 + (size - 16) // 32 * 32 - 32)
+                rec = np.frombuffer(f.read(32), dtype=rawfile.GENERIC_DTYPE)
+            best = max(best or 0, int(rec["t0"][0]))
     return best
 
 
-def measure_flusher(tmp: Path, seconds: float) -> float:
-    """Issue 1 M marks/s (paced in 10 ms bursts) and report the flusher's busy fraction."""
-    s = openmsprof.start(output=tmp / "flush")
+def sustained(backend: str, seconds: float, tmp: Path) -> dict[str, object]:
+    out = tmp / f"sus_{backend}"
+    env = dict(os.environ, OPENMSPROF_RECORDER=backend)
+    p = subprocess.Popen([sys.executable, "-c", FLAT_OUT, str(out), str(seconds)],
+                         stdout=subprocess.PIPE, text=True, env=env)
+    assert p.stdout is not None
+    assert p.stdout.readline().strip() == "ready"
+    proc = psutil.Process(p.pid)
+    rss0 = proc.memory_info().rss
+    rss_max, ages = rss0, []
+    t_ready = time.perf_counter_ns()
+    t_end = time.monotonic() + seconds
+    while time.monotonic() < t_end - 0.05:
+        time.sleep(0.1)
+        try:
+            rss_max = max(rss_max, proc.memory_info().rss)
+        except psutil.Error:
+            break
+        jobs = list(out.glob("PROF_*"))
+        newest = newest_on_disk(jobs[0] / "host" / "data") if jobs else None
+        ages.append((time.perf_counter_ns() - (newest or t_ready)) / 1e9)
+    emitted = {int(k): v for k, v in json.loads(p.stdout.read().splitlines()[-1]).items()}
+    p.wait()
+    job = next(out.glob("PROF_*"))
+    over = json.loads((job / "host" / "openmsprof_overhead.json").read_text())
+    recs = rawfile.read_all_records(job / "host" / "data")
+    marks = recs[recs["kind"] == Kind.MARK]
+    exact = all(int(np.count_nonzero(marks["tid"] == tid))
+                + over["drops_by_thread_kind"].get(str(tid), {}).get("mark", 0) == k
+                for tid, k in emitted.items())
+    return {"emitted": sum(emitted.values()), "recorded": len(marks), "dropped": over["records_dropped"],
+            "exact": exact, "rss_growth_mb": (rss_max - rss0) / 2**20,
+            "age_max_s": max(ages) if ages else float("nan"),
+            "age_median_s": statistics.median(ages) if ages else float("nan")}
+
+
+PACED = """
+import sys, time, openmsprof
+from openmsprof import mstx
+s = openmsprof.start(output=sys.argv[1])
+mark = mstx.mark
+t0 = time.perf_counter(); issued = 0; seconds = float(sys.argv[2])
+while (el := time.perf_counter() - t0) < seconds:
+    target = int(el * 1_000_000) + 10_000
+    while issued < target:
+        mark("m"); issued += 1
+    time.sleep(0.001)
+wall = time.perf_counter() - t0
+openmsprof.stop()
+print(wall, issued)
+"""
+
+
+def flusher_share(backend: str, seconds: float, tmp: Path) -> tuple[float, float, int, float]:
+    """Flusher CPU share at 1 M records/s, raw bytes per record, records issued, and the
+    import speed of that job (records/s)."""
+    out = tmp / f"paced_{backend}"
+    env = dict(os.environ, OPENMSPROF_RECORDER=backend)
+    r = subprocess.run([sys.executable, "-c", PACED, str(out), str(seconds)], capture_output=True,
+                       text=True, env=env, timeout=120)
+    wall, issued = r.stdout.split()
+    job = next(out.glob("PROF_*"))
+    over = json.loads((job / "host" / "openmsprof_overhead.json").read_text())
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = import_job(job, progress=False)
+    imp = res.records / (time.perf_counter() - t0)
+    IMPORT_CPU[backend] = res.records / max(1e-9, time.process_time() - c0)
+    return (over["flusher_cpu_ns"] / 1e9 / float(wall), over["bytes_written"] / max(1, over["records_written"]),
+            int(issued), imp)
+
+
+#: import speed per CPU-second of the importing process (all its threads), by backend
+IMPORT_CPU: dict[str, float] = {}
+
+
+KILL_CHILD = """
+import sys, threading, time, openmsprof
+from openmsprof import mstx
+openmsprof.start(output=sys.argv[1])
+def work():
     mark = mstx.mark
-    t_start = time.perf_counter()
-    issued = 0
-    while (elapsed := time.perf_counter() - t_start) < seconds:
-        target = int(elapsed * 1_000_000) + 10_000
-        while issued < target:
-            mark("m")
-            issued += 1
-        time.sleep(0.001)
-    wall = time.perf_counter() - t_start
-    busy = s.flusher.cycle_seconds
-    session.stop()
-    return busy / wall
+    while True:
+        mark("k")
+for _ in range(4):
+    threading.Thread(target=work, daemon=True).start()
+print("ready", flush=True)
+while True:
+    time.sleep(1)
+"""
+
+
+def kills(backend: str, n: int, tmp: Path) -> list[float]:
+    rng = random.Random(20)
+    losses = []
+    for i in range(n):
+        out = tmp / f"kill_{backend}_{i}"
+        p = subprocess.Popen([sys.executable, "-c", KILL_CHILD, str(out)], stdout=subprocess.PIPE,
+                             text=True, env=dict(os.environ, OPENMSPROF_RECORDER=backend))
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.2, 3.0))
+        t_kill = time.perf_counter_ns()
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        recs = rawfile.read_all_records(next(out.glob("PROF_*")) / "host" / "data")
+        marks = recs[recs["kind"] == Kind.MARK]
+        losses.append((t_kill - int(marks["t0"].max())) / 1e9 if len(marks) else float("inf"))
+    return losses
+
+
+def fmt(xs: list[float]) -> str:
+    return f"{statistics.median(xs):8.1f}  ({min(xs):.1f}-{max(xs):.1f})"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--kills", type=int, default=20)
+    args = ap.parse_args()
+    n, rounds = (100_000, 5) if args.quick else (300_000, 9)
+    backends = [b for b, f in BACKEND_FNS.items() if f is not None]
+    with tempfile.TemporaryDirectory() as t:
+        tmp = Path(t)
+        print(f"per call, ns (median (min-max) of {rounds} interleaved rounds of {n}); {load()}")
+        res = per_call(n, rounds, tmp)
+        for name, xs in res.items():
+            print(f"  {name:44s} {fmt(xs)}")
+        for name, ns in peers(n // 10).items():
+            print(f"  {name:44s} {ns:8.1f}")
+        floor = statistics.median(res["floor"])
+        for b in backends:
+            print(f"  ratio {b} mark / floor: {statistics.median(res[f'{b} mark']) / floor:.2f}x; "
+                  f"push+pop / floor: {statistics.median(res[f'{b} push+pop']) / floor:.2f}x")
+        print(f"  off: {statistics.median(res['off mark']):.1f} ns ({load()})")
+        for b in backends:
+            s = sustained(b, args.seconds if not args.quick else 3.0, tmp)
+            print(f"sustained {b}: 4 threads x {args.seconds if not args.quick else 3.0:.0f} s flat out: "
+                  f"emitted {s['emitted']}, recorded {s['recorded']}, dropped {s['dropped']}, "
+                  f"exact={s['exact']}; RSS growth {s['rss_growth_mb']:.1f} MB; newest on disk "
+                  f"age max {s['age_max_s']:.3f} s median {s['age_median_s']:.3f} s; {load()}")
+            share, bpr, issued, imp = flusher_share(b, 1.0 if args.quick else 3.0, tmp)
+            print(f"flusher {b}: {share * 100:.2f} % of one core at 1 M records/s ({issued} issued); "
+                  f"{bpr:.2f} raw bytes per record; import of that job {imp / 1e6:.2f} M records/s "
+                  f"({IMPORT_CPU[b] / 1e6:.2f} M per CPU-second); {load()}")
+            if args.kills:
+                losses = kills(b, args.kills if not args.quick else 3, tmp)
+                print(f"kills {b}: {len(losses)} SIGKILLs, kill-to-newest-record median "
+                      f"{statistics.median(losses):.3f} s max {max(losses):.3f} s, "
+                      f"{sum(x > 1.0 for x in losses)} over 1 s; {load()}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ PKG = Path(__file__).resolve().parents[1] / "src" / "openmsprof"
 LAYERS = {
     "config": 0, "recorder": 1, "sources": 2,
     "api": 3, "mstx": 3, "acl": 3, "torch": 3, "models": 3, "tensorflow": 3,
-    "parse": 4, "export": 5, "analysis": 6,
+    "parse": 4, "export": 5, "analysis": 6, "cluster": 6,
     "load": 7, "collector": 7, "_bootstrap": 7, "cli": 7,
 }
 TOP_LEVEL_OK = {"_version", "__init__", "__main__"}

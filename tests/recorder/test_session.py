@@ -29,7 +29,7 @@ def _records(job: Path) -> np.ndarray:
     return rawfile.read_all_records(job / "host" / "data")
 
 
-def test_four_threads_every_marker_with_thread_ids_and_order(out_dir: Path) -> None:
+def test_four_threads_every_marker_with_thread_ids_and_order(out_dir: Path, backend: str) -> None:
     n = 2500
     tids: dict[int, int] = {}
 
@@ -62,7 +62,7 @@ def test_four_threads_every_marker_with_thread_ids_and_order(out_dir: Path) -> N
     assert {tids[i] for i in range(4)} <= set(threads_named["tid"].tolist())
 
 
-def test_layout_and_private_modes_whatever_the_umask(out_dir: Path) -> None:
+def test_layout_and_private_modes_whatever_the_umask(out_dir: Path, backend: str) -> None:
     with openmsprof.profile(output=out_dir) as prof:
         mstx.mark("x")
     job = prof.job
@@ -149,7 +149,7 @@ def test_unknown_switch_is_config_error(out_dir: Path) -> None:
         openmsprof.start(output=out_dir, no_such_switch=True)
 
 
-def test_marker_off_records_nothing(out_dir: Path) -> None:
+def test_marker_off_records_nothing(out_dir: Path, backend: str) -> None:
     mstx.mark("before")  # no session: nothing recorded, nothing raised
     with openmsprof.profile(output=out_dir, msproftx=False) as prof:
         mstx.mark("ignored")
@@ -158,7 +158,7 @@ def test_marker_off_records_nothing(out_dir: Path) -> None:
     assert not np.any(recs["kind"] == Kind.MARK)
 
 
-def test_cross_thread_range(out_dir: Path) -> None:
+def test_cross_thread_range(out_dir: Path, backend: str) -> None:
     with openmsprof.profile(output=out_dir) as prof:
         rid = mstx.range_start("load")
         t = threading.Thread(target=mstx.range_end, args=(rid,))
@@ -173,7 +173,7 @@ def test_cross_thread_range(out_dir: Path) -> None:
     assert starts["tid"][0] != ends["tid"][0]
 
 
-def test_decorator_and_context_manager(out_dir: Path) -> None:
+def test_decorator_and_context_manager(out_dir: Path, backend: str) -> None:
     rng = mstx.mstx_range("work")
 
     @rng

@@ -21,6 +21,7 @@ from openmsprof.acl._data import (
     get_data_buffer_size,
     update_data_buffer,
 )
+from openmsprof.acl._guard import guard_module
 from openmsprof.acl._state import STATE, fail, recent_error, traced
 from openmsprof.config.errors import ProfilingError
 
@@ -72,3 +73,6 @@ def get_soc_name() -> str:
 def get_version() -> tuple[int, int, int, int]:
     """(major, minor, patch, ret) of this pyACL surface."""
     return 1, 0, 0, ACL_SUCCESS
+
+
+guard_module(globals())  # every entry point answers bad arguments with a code (acl/_guard.py)

@@ -46,6 +46,7 @@ from openmsprof.acl._data import (  # noqa: F401  (re-exported: pyACL keeps thes
     get_output_name_by_index,
     get_output_size_by_index,
 )
+from openmsprof.acl._guard import guard_module
 from openmsprof.acl._model import PLAIN, SUBSCRIBED, Model
 from openmsprof.acl._state import STATE, fail, traced
 from openmsprof.recorder.records import ApiLevel
@@ -258,3 +259,6 @@ def execute_async(model_id: int, input: Any, output: Any, stream: int) -> int:
 
 def models() -> dict[int, Model]:
     return _models
+
+
+guard_module(globals())  # every entry point answers bad arguments with a code (acl/_guard.py)

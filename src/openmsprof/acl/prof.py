@@ -29,6 +29,7 @@ from openmsprof.acl._codes import (
     ACL_STEP_START,
     ACL_SUCCESS,
 )
+from openmsprof.acl._guard import guard_module
 from openmsprof.acl._state import STATE, fail, new_handle, traced
 from openmsprof.acl._subscribe import (  # noqa: F401  (re-exported)
     create_subscribe_config,
@@ -293,3 +294,6 @@ def destroy_step_info(step_info: int) -> None:
 
 Create_Step_Info = create_step_info
 Destroy_Step_Info = destroy_step_info
+
+
+guard_module(globals())  # every entry point answers bad arguments with a code (acl/_guard.py)

@@ -20,6 +20,7 @@ from openmsprof.acl._codes import (
     ACL_HOST,
     ACL_SUCCESS,
 )
+from openmsprof.acl._guard import guard_module
 from openmsprof.acl._state import fail, new_handle, traced
 from openmsprof.recorder.records import ApiLevel
 
@@ -238,3 +239,6 @@ def memset(dev_ptr: int, max_count: int, value: int, count: int) -> int:
         return fail(ACL_ERROR_INVALID_PARAM, f"acl.rt.memset: {dev_ptr!r} (+{count}) is not known memory")
     _memory.view(dev_ptr, count)[:] = value & 0xFF
     return ACL_SUCCESS
+
+
+guard_module(globals())  # every entry point answers bad arguments with a code (acl/_guard.py)

@@ -10,6 +10,7 @@ import numpy as np
 
 from openmsprof.acl import _memory
 from openmsprof.acl._codes import ACL_ERROR_INVALID_PARAM, ACL_SUCCESS, NPY_TYPES
+from openmsprof.acl._guard import guard_module
 from openmsprof.acl._state import fail, new_handle
 
 __all__ = ["bytes_to_ptr", "numpy_to_ptr", "ptr_to_bytes", "ptr_to_numpy", "start_thread",
@@ -75,3 +76,6 @@ def stop_thread(thread_id: int, timeout: float | None = 30.0) -> int:
         return fail(ACL_ERROR_INVALID_PARAM, f"acl.util.stop_thread: unknown thread {thread_id!r}")
     t.join(timeout)
     return ACL_SUCCESS
+
+
+guard_module(globals())  # every entry point answers bad arguments with a code (acl/_guard.py)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from openmsprof.analysis import advisor
 from openmsprof.analysis.report_html import write_html
+from openmsprof.cli.argtypes import input_dir
 from openmsprof.config.errors import ConfigError, PathError
 from openmsprof.config.paths import resolve_output
 from openmsprof.recorder import fs
@@ -18,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p = subparsers.add_parser(
         "analyze", help="advise: rules with evidence-linked findings (and an HTML report)",
         description="Run advisor rules over one job: " + ", ".join(advisor.RULES) + ".")
-    p.add_argument("-dir", "--collection-dir", dest="dir", required=True, metavar="JOB",
+    p.add_argument("-dir", "--collection-dir", dest="dir", required=True, metavar="JOB", type=input_dir,
                    help="the job directory (imported first when needed)")
     p.add_argument("--rule", "--rules", dest="rules", action="append", default=[],
                    metavar="NAME[,NAME]", help="rules to run (default all: "

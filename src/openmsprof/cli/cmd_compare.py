@@ -15,6 +15,7 @@ from rich.console import Console
 from openmsprof.analysis import stats
 from openmsprof.analysis.compare import compare_jobs
 from openmsprof.analysis.render import FORMATS, render_rich, render_text
+from openmsprof.cli.argtypes import input_dir
 from openmsprof.config.errors import ConfigError, PathError
 from openmsprof.config.paths import resolve_output
 from openmsprof.recorder import fs
@@ -27,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "compare", help="compare two jobs (before/after) with significance tests",
         description="Compare job NEW against job BASE: total device/API time, operator types, "
                     "operators and APIs, each with a Mann-Whitney U test over iterations.")
-    p.add_argument("-dir", "--collection-dir", dest="dirs", action="append", default=[],
+    p.add_argument("-dir", "--collection-dir", dest="dirs", action="append", default=[], type=input_dir,
                    metavar="DIR", help="give twice: the base job, then the new job")
     p.add_argument("--base", metavar="JOB", help="the base (before) job")
     p.add_argument("--new", metavar="JOB", help="the new (after) job")

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from openmsprof.cli.argtypes import bounded_int
+
 DEFAULT_OUTPUT = "openmsprof_demo"
 
 
@@ -24,7 +26,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser("demo", help="profile a bundled ONNX model and print the summary",
                               description=__doc__)
     p.add_argument("--output", default=DEFAULT_OUTPUT, help=f"where the job goes (default ./{DEFAULT_OUTPUT})")
-    p.add_argument("--executes", type=int, default=20, help="model executions to profile (default 20)")
+    p.add_argument("--executes", type=bounded_int(1, 100_000), default=20, help="model executions to profile (default 20)")
     p.add_argument("--activation", choices=("mish", "leakyrelu"), default="mish")
     p.set_defaults(func=run)
 

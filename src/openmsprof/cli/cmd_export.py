@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from openmsprof.cli import oneline
+from openmsprof.cli.argtypes import finite_float, input_dir
 from openmsprof.config.errors import ConfigError, ProfilingError
 from openmsprof.export.db import find_jobs
 from openmsprof.export.msprof.summary import FORMATS, export_summary
@@ -16,7 +17,7 @@ from openmsprof.export.msprof.tool_facing import export_tool_facing
 
 
 def _add_dir(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-dir", "--collection-dir", dest="collection_dir", required=True,
+    p.add_argument("-dir", "--collection-dir", dest="collection_dir", required=True, type=input_dir,
                    metavar="DIR", help="a PROF_* job directory, or a folder holding several")
 
 
@@ -41,11 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     _add_dir(tl)
     tl.add_argument("--ascend-compat", action="store_true",
                     help="Ascend spelling: bare array, absolute string ts, bit-packed pids")
-    tl.add_argument("--start-us", type=float, default=None, metavar="US",
+    tl.add_argument("--start-us", type=finite_float(-1e15, 1e15), default=None, metavar="US",
                     help="only events ending at/after this time (µs from the trace base)")
-    tl.add_argument("--end-us", type=float, default=None, metavar="US",
+    tl.add_argument("--end-us", type=finite_float(-1e15, 1e15), default=None, metavar="US",
                     help="only events starting before this time (µs from the trace base)")
-    tl.add_argument("--max-size-mb", type=float, default=None, metavar="MB",
+    tl.add_argument("--max-size-mb", type=finite_float(-1e9, 1e9), default=None, metavar="MB",
                     help="split into msprof_{dev}_slice_{k}.json files of about this size")
     _add_layout(tl)
     tl.add_argument("--no-tool-facing", action="store_true",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from openmsprof.cli import oneline
+from openmsprof.cli.argtypes import input_dir
 from openmsprof.config.errors import PathError
 from openmsprof.config.paths import find_symlink, resolve_output
 from openmsprof.parse.importer import import_path
@@ -20,7 +21,7 @@ def register(subparsers: Any) -> None:
         description="Parse the raw data of a job (or of every job in a folder) into an SQLite "
                     "database at JOB/sqlite/msprof.db; re-running rebuilds it.",
     )
-    p.add_argument("-dir", "--collection-dir", dest="collection_dir", required=True, metavar="DIR",
+    p.add_argument("-dir", "--collection-dir", dest="collection_dir", required=True, metavar="DIR", type=input_dir,
                    help="a PROF_* job directory, an S2 JOB directory, or a folder holding jobs")
     p.add_argument("--output", metavar="DIR", default=None,
                    help="write the database under DIR/sqlite (DIR/<job>/sqlite for several jobs) "

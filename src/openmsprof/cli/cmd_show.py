@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from openmsprof.cli import oneline
+from openmsprof.cli.argtypes import bounded_int, input_dir
 from openmsprof.config.errors import ConfigError
 from openmsprof.export.db import find_jobs, open_job
 from openmsprof.export.msprof.show import (
@@ -24,9 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser = oneline.add_parser(subparsers, "show", help="print a job's statistics as tables",
                                    description="Print top operators, op and API statistics, "
                                                "steps and host usage; imports first if needed.")
-    parser.add_argument("-dir", "--collection-dir", dest="collection_dir", required=True,
+    parser.add_argument("-dir", "--collection-dir", dest="collection_dir", required=True, type=input_dir,
                         metavar="DIR", help="a PROF_* job directory, or a folder holding several")
-    parser.add_argument("--top", type=int, default=20, metavar="N",
+    parser.add_argument("--top", type=bounded_int(-(10**9), 10**9), default=20, metavar="N",
                         help="rows per table (default 20)")
     parser.add_argument("--format", choices=("csv", "json"), default=None,
                         help="machine-readable output on stdout instead of tables")

@@ -16,7 +16,7 @@ import sys
 from openmsprof._version import __version__
 from openmsprof.config.errors import ProfilingError
 
-VERBS = ("collect", "import", "export", "show", "compare", "analyze", "demo", "peaks")
+VERBS = ("collect", "import", "export", "show", "compare", "analyze", "demo", "peaks", "cluster")
 
 
 def build_parser() -> argparse.ArgumentParser:

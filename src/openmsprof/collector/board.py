@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from openmsprof.config.errors import ConfigError
+from openmsprof.config.files import read_regular
 
 SSH_KEYS = ("ip", "username", "pwd", "port", "key_file", "known_hosts", "timeout")
 REMOTE_KEYS = ("python", "workdir")
@@ -71,8 +72,8 @@ def _parse(path: Path) -> configparser.ConfigParser:
     # "port = 22   ; comment": the comment is not part of the value (the template below writes so)
     parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=(";",))
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_regular(path, "board config", 1024 * 1024, ConfigError).decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"board config {str(path)!r} cannot be read: {exc}") from None
     try:
         parser.read_string(text, source=str(path))

@@ -7,7 +7,6 @@ hostile output paths) is a one-line :class:`ConfigError` / :class:`PathError` na
 
 from __future__ import annotations
 
-import errno
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 import orjson
 
 from openmsprof.config.errors import ConfigError, ConfigPathError, PathError
+from openmsprof.config.files import read_regular
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.options import parse_options, to_options
 from openmsprof.config.paths import check_path_text, find_symlink
@@ -62,30 +62,7 @@ def read_config_file(path: str | os.PathLike[str], what: str,
     link = find_symlink(Path(os.path.abspath(text)))
     if link is not None:
         raise ConfigPathError(f"{what} {text!r} goes through a symbolic link at {str(link)!r}; refused")
-    try:
-        fd = os.open(text, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        reason = "is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
-        raise ConfigError(f"{what} {text!r}: cannot read: {reason}") from None
-    try:
-        size = os.fstat(fd).st_size
-        if size > limit:
-            raise ConfigError(f"{what} {text!r}: {size} bytes is larger than the {limit} byte limit")
-        chunks: list[bytes] = []
-        while True:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            if sum(map(len, chunks)) > limit:
-                raise ConfigError(f"{what} {text!r}: larger than the {limit} byte limit")
-    except IsADirectoryError:
-        raise ConfigError(f"{what} {text!r}: cannot read: is a directory") from None
-    except OSError as exc:
-        raise ConfigError(f"{what} {text!r}: cannot read: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
+    return read_regular(text, what, limit, ConfigError)
 
 
 def load_acl_json(path: str | os.PathLike[str]) -> ProfileConfig | None:

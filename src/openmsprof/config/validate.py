@@ -49,8 +49,14 @@ CUSTOM_REG_MAX_TF = 0x6E
 
 
 def show(value: Any) -> str:
-    """``repr`` of a user value, shortened to stay on one readable line."""
-    text = repr(value)
+    """``repr`` of a user value, shortened to stay on one readable line (a value too deep or an
+    integer too long for ``repr`` shows its type)."""
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError, MemoryError):
+        text = f"<{type(value).__name__}>"
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:200])
     return text if len(text) <= 80 else text[:77] + "..."
 
 

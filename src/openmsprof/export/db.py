@@ -11,6 +11,8 @@ from typing import Any
 import orjson
 
 from openmsprof.config.errors import PathError, ProfilingError, RawDataError
+from openmsprof.config.files import read_regular
+from openmsprof.parse.jobinfo import sane_info
 
 DB_RELPATH = Path("sqlite") / "msprof.db"
 
@@ -187,10 +189,10 @@ class JobDB:
     def info_json(self) -> dict[str, Any]:
         """``JOB/host/info.json`` (empty dict when absent or unreadable)."""
         try:
-            data = orjson.loads((self.job / "host" / "info.json").read_bytes())
-        except (OSError, orjson.JSONDecodeError):
+            data = orjson.loads(read_regular(self.job / "host" / "info.json", "info.json", 16 << 20))
+        except (ProfilingError, orjson.JSONDecodeError):
             return {}
-        return data if isinstance(data, dict) else {}
+        return sane_info(data) if isinstance(data, dict) else {}
 
 
 def open_job(job: Path) -> JobDB:

@@ -24,6 +24,39 @@ INV = schema.INVALID
 _API_TYPES = np.array([int(x) for x in API_LEVEL_CODES], dtype=np.int64)
 _KNOWN_KINDS = np.zeros(256, dtype=bool)
 _KNOWN_KINDS[1:13] = True
+#: Largest plausible monotonic time (ns, ~73 years of uptime) and span (10 days).
+MAX_MONO = 1 << 61
+MAX_SPAN = 10 * 86400 * 10**9
+_SPAN_KINDS = np.zeros(256, dtype=bool)
+_SPAN_KINDS[[6, 7, 12]] = True
+_UNTIMED = np.zeros(256, dtype=bool)
+_UNTIMED[[8, 11]] = True
+#: Largest valid ``aux`` per kind (MARK: MstxEvent, STEP: StepTag, TASK_INFO: Executor).
+_AUX_MAX = np.full(256, 0xFFFF, dtype=np.int64)
+_AUX_MAX[[1, 9, 8]] = [3, 1, len(EXECUTOR_NAMES) - 1]
+_SERIES_MAX = max(Series)
+
+
+def valid_records(chunk: np.ndarray) -> np.ndarray:
+    """Mask of the records whose values are possible: times in 0..2^61, spans ordered and under
+    10 days, counters finite with a known series, enum-like ``aux`` in range.  A flipped bit
+    that makes a value impossible drops the record (counted by the caller)."""
+    kind = chunk["kind"]
+    t0, t1 = chunk["t0"], chunk["t1"]
+    ok = _UNTIMED[kind] | ((t0 >= 0) & (t0 < MAX_MONO))
+    span = _SPAN_KINDS[kind]
+    if span.any():
+        ok &= ~span | ((t1 >= t0) & (t1 - t0 <= MAX_SPAN))
+    ok &= chunk["aux"].astype(np.int64) <= _AUX_MAX[kind]
+    ctr = kind == 10
+    if ctr.any():
+        c = chunk.view(COUNTER_DTYPE)
+        good = np.isfinite(c["value"]) & (np.abs(c["value"]) < 1e18) & (c["a"] >= 1) & (c["a"] <= _SERIES_MAX)
+        ok &= ~ctr | good
+    ranged = (kind == 4) | (kind == 5)
+    if ranged.any():
+        ok &= ~ranged | (t1 >= 0)
+    return ok
 
 
 @dataclass
@@ -85,6 +118,12 @@ class DirConverter:
         if self.task_carry is not None:
             chunk = np.concatenate([self.task_carry, chunk])
             self.task_carry = None
+        ok = valid_records(chunk)
+        if not ok.all():
+            self.job.add("record with an impossible value (dropped)", int(np.count_nonzero(~ok)))
+            chunk = chunk[ok]
+            if not len(chunk):
+                return []
         kind = chunk["kind"]
         job = self.job
         timed = (kind != 8) & (kind != 11)

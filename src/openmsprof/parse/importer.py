@@ -79,6 +79,7 @@ def _meta_rows(job: JobInfo, unsupported: list[str]) -> list[tuple[str, str]]:
         ("PID", str(job.pid)), ("HOSTNAME", str(job.info.get("hostname") or socket.gethostname())),
         ("BASE_NS", str(base)), ("CLOCK_OFFSET_NS", str(job.offset_ns)),
         ("UNSUPPORTED", orjson.dumps(unsupported).decode()),
+        ("DROPPED_RECORDS", orjson.dumps({"total": job.dropped, "by_thread_kind": job.drops}).decode()),
     ]
 
 
@@ -207,6 +208,11 @@ def _import_locked(job_dir: Path, sqlite_dir: Path, progress: bool | None, t_sta
     for table, n in writer.duplicates.items():
         counters.add(f"{table} row with a duplicate key (dropped)", n)
     warnings = job.warnings + _summarise(counters.counts, report)
+    if job.dropped:
+        detail = "; ".join(f"thread {tid}: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+                           for tid, kinds in sorted(job.drops.items())[:8])
+        warnings.insert(0, f"DROPPED {job.dropped} records at collection (recorder buffers full)"
+                        + (f": {detail}" if detail else ""))
     if report.records == 0:
         warnings.append(f"{job_dir.name}: no profiling records in the job")
     return ImportResult(job_dir, db, report.records, dict(writer.rows), warnings,

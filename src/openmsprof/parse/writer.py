@@ -13,7 +13,7 @@ import sqlite3
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -67,11 +67,14 @@ class DbWriter:
             stale.unlink(missing_ok=True)
         os.close(fs.open_new(self.tmp, append=False))
         self.con = sqlite3.connect(self.tmp, isolation_level=None, check_same_thread=False)
-        for pragma in ("journal_mode=OFF", "synchronous=OFF", "locking_mode=EXCLUSIVE",
-                       "cache_size=-32768", "temp_store=FILE"):
-            self.con.execute(f"PRAGMA {pragma}")
-        for stmt in schema.create_statements():
-            self.con.execute(stmt)
+        try:
+            for pragma in ("journal_mode=OFF", "synchronous=OFF", "locking_mode=EXCLUSIVE",
+                           "cache_size=-32768", "temp_store=FILE"):
+                self.con.execute(f"PRAGMA {pragma}")
+            for stmt in schema.create_statements():
+                self.con.execute(stmt)
+        except sqlite3.Error as exc:
+            self._fail(exc)
         self.rows: dict[str, int] = {}
         self._multi_sql: dict[str, str] = {}
         #: rows not inserted because their primary key was already there (corrupt data)
@@ -117,11 +120,15 @@ class DbWriter:
                 if done != n:
                     self.duplicates[table] = self.duplicates.get(table, 0) + n - done
             con.execute("COMMIT")
-        except sqlite3.OperationalError as exc:
-            self.abort()
-            if "full" in str(exc).lower():
-                raise StorageError(f"disk full while writing {str(self.final)!r}") from None
-            raise
+        except sqlite3.Error as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: sqlite3.Error) -> NoReturn:
+        """Remove the temp database and raise one line (naming the disk when it is full)."""
+        self.abort()
+        if "full" in str(exc).lower() or fs.free_bytes(self.final.parent) < 1024 * 1024:
+            raise StorageError(fs.disk_full_message(self.final, "importing into")) from None
+        raise StorageError(f"cannot write {fs.escape(self.final)!r}: {exc}") from None
 
     def commit(self) -> Path:
         """Build the indexes, close and move the database into place."""
@@ -129,9 +136,8 @@ class DbWriter:
             for stmt in schema.INDEXES:
                 self.con.execute(stmt)
             self.con.close()
-        except sqlite3.OperationalError as exc:
-            self.abort()
-            raise StorageError(f"cannot finish {str(self.final)!r}: {exc}") from None
+        except sqlite3.Error as exc:
+            self._fail(exc)
         os.chmod(self.tmp, fs.FILE_MODE)
         os.replace(self.tmp, self.final)
         return self.final

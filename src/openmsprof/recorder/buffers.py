@@ -36,16 +36,20 @@ import threading
 from typing import Any
 
 TLS = threading.local()
+#: Set by a producer whose list is full: the flusher wakes now instead of at its interval.
+WAKE = threading.Event()
 #: Tag of a batch of tasks (``emit.record_tasks``); an in-memory tag, not a record kind.
 TASK_BATCH = 100
 
 
 class ThreadBuffer:
-    __slots__ = ("items", "name", "thread", "tid")
+    __slots__ = ("drops", "items", "name", "thread", "tid")
 
     def __init__(self) -> None:
         t = threading.current_thread()
         self.items: list[tuple[Any, ...]] = []
+        #: records dropped by this thread (list full), by record kind (index = kind)
+        self.drops = [0] * 16
         self.thread = t
         self.tid = threading.get_native_id()
         self.name = t.name
@@ -63,6 +67,7 @@ def register_current_thread() -> list[tuple[Any, ...]]:
     with _registry_lock:
         _registry.append(buf)
     TLS.items = buf.items
+    TLS.drops = buf.drops
     TLS.append = buf.items.append  # one attribute lookup less on the hot path
     return buf.items
 
@@ -72,12 +77,32 @@ def append_slow(record: tuple[Any, ...]) -> None:
     register_current_thread().append(record)
 
 
+#: Most records one thread's list holds before the flusher takes them (the session's memory
+#: ceiling); set from ``core.PY_LIST_RECORDS`` by the markers module.
+LIST_CAP = 1 << 14
+
+
 def append(record: tuple[Any, ...]) -> None:
-    """Append for callers that are not on the hottest path."""
+    """Append for callers that are not on the hottest path (API spans, tasks, steps, counters):
+    a full list drops the record, counts it for the thread and kind and wakes the flusher."""
     try:
-        TLS.append(record)
+        items = TLS.items
     except AttributeError:
         append_slow(record)
+        return
+    if len(items) < LIST_CAP:
+        items.append(record)
+    else:
+        TLS.drops[min(record[0], len(TLS.drops) - 1)] += 1
+        WAKE.set()
+
+
+def length() -> int:
+    """Records the calling thread has buffered and the flusher not yet taken."""
+    try:
+        return len(TLS.items)
+    except AttributeError:
+        return 0
 
 
 def snapshot() -> list[ThreadBuffer]:
@@ -85,16 +110,42 @@ def snapshot() -> list[ThreadBuffer]:
         return list(_registry)
 
 
+_dead_drops: dict[tuple[int, int], int] = {}
+
+
 def drop_dead_empty() -> None:
-    """Forget buffers of finished threads once drained (bounded registry)."""
+    """Forget buffers of finished threads once drained (bounded registry); their drop counts
+    are kept."""
     with _registry_lock:
-        _registry[:] = [b for b in _registry if b.items or b.thread.is_alive()]
+        keep = []
+        for b in _registry:
+            if b.items or b.thread.is_alive():
+                keep.append(b)
+                continue
+            for kind, n in enumerate(b.drops):
+                if n:
+                    _dead_drops[(b.tid, kind)] = _dead_drops.get((b.tid, kind), 0) + n
+        _registry[:] = keep
+
+
+def drop_rows() -> list[tuple[int, int, int]]:
+    """(tid, kind, records dropped) of every thread since the session began."""
+    with _registry_lock:
+        counts = dict(_dead_drops)
+        for b in _registry:
+            for kind, n in enumerate(b.drops):
+                if n:
+                    counts[(b.tid, kind)] = counts.get((b.tid, kind), 0) + n
+    return [(tid, kind, n) for (tid, kind), n in sorted(counts.items())]
 
 
 def clear_all() -> None:
     """Discard anything left from a previous session (records that raced its stop)."""
     for b in snapshot():
         del b.items[:]
+        b.drops[:] = [0] * len(b.drops)
+    with _registry_lock:
+        _dead_drops.clear()
 
 
 def next_connection_id() -> int:

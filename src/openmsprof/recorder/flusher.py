@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import operator
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from openmsprof.recorder import buffers
+from openmsprof.recorder import buffers, fs
 from openmsprof.recorder.rawfile import GENERIC_DTYPE, TASKINFO_DTYPE, SliceWriter, StringTable
 from openmsprof.recorder.records import (
     API_LEVEL_CODES,
@@ -34,7 +35,7 @@ log = logging.getLogger("openmsprof")
 _API_CODE = {lvl: i for i, lvl in enumerate(API_LEVEL_CODES)}
 _MASK32 = 0xFFFFFFFF
 #: Records encoded per write: bounds the work between two writes of one busy thread.
-CHUNK = 1 << 18
+CHUNK = 1 << 15
 _KIND, _TS, _MSG, _DOMAIN = (operator.itemgetter(i) for i in range(4))
 _MARKER_KINDS = frozenset((1, 2, 3))
 
@@ -44,7 +45,10 @@ class DataDir:
 
     def __init__(self, path: Path, dev: str) -> None:
         self.path, self.dev = path, dev
-        self.strings = StringTable(path, dev)
+        #: every slice is created relative to this fd (O_NOFOLLOW): a data dir swapped for a
+        #: symlink mid-run cannot redirect the writes
+        self.dir_fd = fs.open_dir_fd(path)
+        self.strings = StringTable(path, dev, self.dir_fd)
         self.channels: dict[str, SliceWriter] = {}
         self.pending: dict[str, bytearray] = {}
 
@@ -60,27 +64,39 @@ class DataDir:
             if data:
                 ch = self.channels.get(source)
                 if ch is None:
-                    ch = self.channels[source] = SliceWriter(self.path, source, "records", self.dev, RECORDS_MAGIC)
+                    ch = self.channels[source] = SliceWriter(self.path, source, "records", self.dev,
+                                                             RECORDS_MAGIC, dir_fd=self.dir_fd)
                 written += ch.write(data)
                 data.clear()
         return written
 
     def close(self) -> None:
-        self.flush()
-        self.strings.close()
-        for ch in self.channels.values():
-            ch.close()
+        try:
+            self.flush()
+            self.strings.close()
+            for ch in self.channels.values():
+                ch.close()
+        finally:
+            if self.dir_fd >= 0:
+                os.close(self.dir_fd)
+                self.dir_fd = -1
 
 
 class Flusher:
     """Owns the encoding and the writer thread of one session."""
 
     def __init__(self, host: DataDir, device_dir: Callable[[int], DataDir], interval: float = 0.2,
-                 on_written: Callable[[int], None] | None = None) -> None:
+                 on_written: Callable[[int], None] | None = None,
+                 on_cycle: Callable[[], None] | None = None) -> None:
         self.host = host
         self.device_dir = device_dir
         self.interval = interval
         self.on_written = on_written
+        self.on_cycle = on_cycle
+        #: Source name of marker records written here ("MstxPy" beside the native core's "Mstx").
+        self.mstx_source = "Mstx"
+        #: CPU time spent draining (thread CPU of whoever drained).
+        self.cpu_ns = 0
         self.records = 0
         self.error: BaseException | None = None
         self._stop = threading.Event()
@@ -96,16 +112,26 @@ class Flusher:
 
     def stop(self) -> None:
         self._stop.set()
+        buffers.WAKE.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
         self.drain()
 
     def _run(self) -> None:
         wait = self.interval
-        while not self._stop.wait(wait):
+        while True:
+            buffers.WAKE.wait(wait)  # a producer with a full list wakes us early
+            buffers.WAKE.clear()
+            if self._stop.is_set():
+                return
             n = self.drain()
             if self.error is not None:
                 return
+            if self.on_cycle is not None:
+                try:
+                    self.on_cycle()
+                except Exception as exc:  # pragma: no cover - defensive
+                    log.warning("openmsprof: flusher hook failed: %s", exc)
             # A big backlog means a producer outpaces one cycle a interval: go again at once.
             wait = 0.0 if n >= CHUNK else self.interval
 
@@ -116,6 +142,7 @@ class Flusher:
             return 0
         with self._lock:
             t0 = time.perf_counter()
+            c0 = time.thread_time_ns()
             n = 0
             written = 0
             dirs: list[DataDir] = [self.host]
@@ -136,9 +163,10 @@ class Flusher:
                         del items[:take]
                         count -= take
                         n += self._encode(chunk, buf.tid, dirs)
-                        if count:  # write big backlogs piecewise: a kill loses less
-                            for d in dirs:
-                                written += d.flush()
+                        # write each piece at once: under 4 busy threads the GIL makes a
+                        # cycle long, and a kill must not lose what was already encoded
+                        for d in dirs:
+                            written += d.flush()
                 for d in dirs:
                     written += d.flush()
                 buffers.drop_dead_empty()
@@ -148,6 +176,7 @@ class Flusher:
                 return n
             self.records += n
             self.cycle_seconds += time.perf_counter() - t0
+            self.cpu_ns += time.thread_time_ns() - c0
             if written and self.on_written is not None:
                 self.on_written(written)
             return n
@@ -180,12 +209,12 @@ class Flusher:
         domains = list(map(_DOMAIN, chunk))
         if domains.count(None) != n:  # the usual case (no domain) costs one C-level count
             arr["b"] = np.fromiter(map(ids, domains), dtype=np.uint32, count=n)
-        self.host.out("Mstx").extend(arr.tobytes())
+        self.host.out(self.mstx_source).extend(arr.tobytes())
 
     def _encode_each(self, chunk: list[tuple[Any, ...]], tid: int, dirs: list[DataDir]) -> None:
         host = self.host
         hs = host.strings.intern
-        mstx = host.out("Mstx")
+        mstx = host.out(self.mstx_source)
         api = host.out("Api")
         pack = GENERIC.pack
         tid &= _MASK32

@@ -9,15 +9,32 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
 from openmsprof.config.errors import PathError, StorageError
+from openmsprof.config.files import escape, open_regular, read_regular
+
+__all__ = ["DIR_MODE", "FILE_MODE", "FREE_SPACE_FLOOR", "Reserve", "check_writable", "disk_full_message", "escape",
+           "free_bytes", "make_dir", "open_dir_fd", "open_new", "open_regular", "read_regular",
+           "same_dir", "write_all", "write_file_at", "write_file_atomic", "write_stream_atomic"]
+
+#: Size limits of what readers accept (``read_regular``): job JSON files, raw slices, tables.
+MAX_JOB_JSON_BYTES = 16 * 1024 * 1024
+MAX_SLICE_BYTES = 1024 * 1024 * 1024
+MAX_TABLE_BYTES = 256 * 1024 * 1024
 
 DIR_MODE = 0o750
 FILE_MODE = 0o640
 #: Below this many free bytes nothing is written (FORMATS.md §7.2: 20 MB).
 FREE_SPACE_FLOOR = 20 * 1024 * 1024
+#: Collection halts this far above the floor (checked at least every SPACE_CHECK_BYTES written),
+#: so a burst between two checks cannot cross the floor.
+SPACE_MARGIN = 4 * 1024 * 1024
+SPACE_CHECK_BYTES = 2 * 1024 * 1024
+#: Space held back during a session for its end records (end_info, overhead, .done markers).
+RESERVE_BYTES = 1024 * 1024
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
@@ -59,13 +76,18 @@ def make_new_dir(path: Path) -> Path:
     return path
 
 
-def open_new(path: Path, append: bool = True) -> int:
-    """Open a new private file for writing; fails if it exists or is a link.  Returns an fd."""
+def open_new(path: Path, append: bool = True, dir_fd: int | None = None) -> int:
+    """Open a new private file for writing; fails if it exists or is a link.  Returns an fd.
+    With ``dir_fd`` the file is ``path.name`` inside that directory (a path swapped for a
+    symlink after the directory was opened cannot redirect it)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     if append:
         flags |= os.O_APPEND
     try:
-        fd = os.open(path, flags, FILE_MODE)
+        if dir_fd is not None:
+            fd = os.open(path.name, flags, FILE_MODE, dir_fd=dir_fd)
+        else:
+            fd = os.open(path, flags, FILE_MODE)
     except FileExistsError:
         raise PathError(f"file {str(path)!r} already exists; refusing to overwrite") from None
     except OSError as exc:
@@ -107,6 +129,35 @@ def write_stream_atomic(path: Path, parts: Iterable[bytes | bytearray | memoryvi
     os.replace(tmp, path)
 
 
+def write_file_at(dir_fd: int, name: str, data: bytes | str) -> None:
+    """Write ``name`` inside the directory ``dir_fd`` through a private temp file and rename,
+    both relative to the fd: never through a symlink swapped in for the directory's path."""
+    tmp = f".{name}.{os.getpid()}.tmp"
+    try:
+        os.unlink(tmp, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+    fd = open_new(Path(tmp), append=False, dir_fd=dir_fd)
+    try:
+        write_all(fd, data.encode() if isinstance(data, str) else data)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp, dir_fd=dir_fd)
+        raise
+    os.close(fd)
+    os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+
+
+def same_dir(path: Path, dir_fd: int) -> bool:
+    """Whether ``path`` (not followed if a link) is still the directory ``dir_fd`` was opened on."""
+    try:
+        now = os.lstat(path)
+        then = os.fstat(dir_fd)
+    except OSError:
+        return False
+    return stat.S_ISDIR(now.st_mode) and (now.st_dev, now.st_ino) == (then.st_dev, then.st_ino)
+
+
 def write_file_atomic(path: Path, data: bytes | str) -> None:
     """Write ``path`` at once through a private temp file and rename."""
     write_stream_atomic(path, [data.encode() if isinstance(data, str) else data])
@@ -123,6 +174,59 @@ def open_lock_file(path: Path) -> int:
         raise PathError(f"cannot create lock file {str(path)!r}: {exc.strerror}") from None
     os.fchmod(fd, FILE_MODE)
     return fd
+
+
+def open_dir_fd(path: Path) -> int:
+    """A read-only fd of the directory ``path`` that refuses a symlink at its last component."""
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(path, flags)
+    except OSError as exc:
+        raise PathError(f"cannot open directory {str(path)!r}: {exc.strerror}") from None
+
+
+class Reserve:
+    """Disk space held back (a preallocated private file) and given back at release, so the end
+    records of a session are written even when collection filled the disk to its floor."""
+
+    def __init__(self, path: Path, nbytes: int = RESERVE_BYTES) -> None:
+        self.path: Path | None = path
+        try:
+            fd = open_new(path, append=False)
+        except PathError:
+            self.path = None
+            return
+        try:
+            os.posix_fallocate(fd, 0, nbytes)
+        except (OSError, AttributeError):
+            pass
+        finally:
+            os.close(fd)
+
+    def release(self) -> None:
+        if self.path is not None:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+            self.path = None
+
+
+def mount_point(path: Path) -> Path:
+    """The mount point of the file system holding ``path`` (its nearest existing ancestor)."""
+    p = Path(os.path.abspath(path))
+    while not p.exists() and p.parent != p:
+        p = p.parent
+    while not os.path.ismount(p) and p.parent != p:
+        p = p.parent
+    return p
+
+
+def disk_full_message(path: Path, what: str = "writing") -> str:
+    """One line naming the full disk: its mount point, free bytes and the file being written."""
+    mnt = mount_point(path)
+    return (f"disk full while {what} {escape(path)!r}: the file system at {escape(mnt)!r} has "
+            f"{free_bytes(mnt) // 1024} KiB free; nothing was left behind")
 
 
 def free_bytes(path: Path) -> int:

@@ -60,8 +60,9 @@ class SliceWriter:
     only the flusher thread (or the sampler process) writes."""
 
     def __init__(self, data_dir: Path, source: str, kind: str, dev: str, magic: bytes,
-                 slice_bytes: int = SLICE_BYTES) -> None:
+                 slice_bytes: int = SLICE_BYTES, dir_fd: int | None = None) -> None:
         self.data_dir, self.source, self.kind, self.dev = data_dir, source, kind, dev
+        self.dir_fd = dir_fd
         self.magic, self.slice_bytes = magic, slice_bytes
         self.index = -1
         self.fd = -1
@@ -72,7 +73,7 @@ class SliceWriter:
         self.close()
         self.index += 1
         self.path = self.data_dir / slice_name(self.source, self.kind, self.dev, self.index)
-        self.fd = fs.open_new(self.path)
+        self.fd = fs.open_new(self.path, dir_fd=self.dir_fd)
         header = HEADER.pack(self.magic, FORMAT_VERSION, RECORD_SIZE, 0)
         fs.write_all(self.fd, header)
         self.size = len(header)
@@ -94,7 +95,7 @@ class SliceWriter:
             self.fd = -1
             done = self.path.with_name(self.path.name + ".done")
             try:
-                os.close(fs.open_new(done))
+                os.close(fs.open_new(done, dir_fd=self.dir_fd))
             except Exception:
                 pass
 
@@ -129,12 +130,12 @@ class _Ids(dict):  # type: ignore[type-arg]
 class StringTable:
     """Interns strings for one data directory.  ``intern`` returns a stable id > 0 (0 = None)."""
 
-    def __init__(self, data_dir: Path, dev: str) -> None:
+    def __init__(self, data_dir: Path, dev: str, dir_fd: int | None = None) -> None:
         self.next_id = 1
         self.pending = bytearray()
         self.ids = _Ids(self)
         self.intern = self.ids.__getitem__
-        self.writer = SliceWriter(data_dir, "Strings", "table", dev, STRINGS_MAGIC)
+        self.writer = SliceWriter(data_dir, "Strings", "table", dev, STRINGS_MAGIC, dir_fd=dir_fd)
 
     def flush(self) -> int:
         data, self.pending = self.pending, bytearray()
@@ -203,23 +204,32 @@ def iter_record_chunks(path: Path, report: ReadReport, chunk_records: int = 1 <<
     """Yield GENERIC_DTYPE arrays of at most ``chunk_records`` from one slice; a torn tail
     (a partial record) is counted in ``report.dropped_bytes``."""
     report.files += 1
-    with open(path, "rb") as f:
+    try:
+        fd, _size = fs.open_regular(path, "raw file", fs.MAX_SLICE_BYTES, RawDataError)
+    except RawDataError as exc:
+        report.skipped_files += 1
+        report.warnings.append(f"{exc}; skipped")
+        return
+    with os.fdopen(fd, "rb") as f:
         if not _check_header(path, f.read(HEADER.size), RECORDS_MAGIC, report):
             return
-        while True:
-            buf = f.read(chunk_records * RECORD_SIZE)
+        left = fs.MAX_SLICE_BYTES  # a file that grows while read is still bounded
+        while left > 0:
+            buf = f.read(min(chunk_records * RECORD_SIZE, left))
             if not buf:
                 break
+            left -= len(buf)
             whole = len(buf) - len(buf) % RECORD_SIZE
             if whole != len(buf):
-                rest = f.read()
+                rest = f.read(min(RECORD_SIZE, left))
                 if rest:  # the file grew while reading: keep going in order
                     buf += rest
+                    left -= len(rest)
                     whole = len(buf) - len(buf) % RECORD_SIZE
                 tail = len(buf) - whole
                 if tail:
                     report.dropped_bytes += tail
-                    report.warnings.append(f"{path.name}: torn tail of {tail} bytes dropped")
+                    report.warnings.append(f"{fs.escape(path.name)}: torn tail of {tail} bytes dropped")
             if whole:
                 arr = np.frombuffer(buf, dtype=GENERIC_DTYPE, count=whole // RECORD_SIZE)
                 report.records += len(arr)
@@ -233,7 +243,12 @@ def read_strings(data_dir: Path, report: ReadReport | None = None) -> dict[int, 
     report = report if report is not None else ReadReport()
     table: dict[int, str] = {}
     for _src, _dev, _n, path in list_slices(data_dir, "table"):
-        data = path.read_bytes()
+        try:
+            data = fs.read_regular(path, "string table", fs.MAX_TABLE_BYTES, RawDataError)
+        except RawDataError as exc:
+            report.skipped_files += 1
+            report.warnings.append(f"{exc}; skipped")
+            continue
         if not _check_header(path, data[: HEADER.size], STRINGS_MAGIC, report):
             continue
         pos, end = HEADER.size, len(data)

@@ -22,12 +22,13 @@ from openmsprof.config import capabilities
 from openmsprof.config.errors import (
     ACL_ERROR_PROF_ALREADY_RUN,
     ACL_ERROR_PROF_NOT_RUN,
+    PathError,
     SessionError,
     StorageError,
 )
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.paths import resolve_output
-from openmsprof.recorder import buffers, fs, jobdir, peaks
+from openmsprof.recorder import buffers, core, fs, jobdir, peaks
 from openmsprof.recorder.clock import ClockPair, read_pair
 from openmsprof.recorder.flusher import DataDir, Flusher
 
@@ -71,6 +72,10 @@ class Session:
         self.extra_info: dict[str, Any] = {}
         self._device_dirs: dict[int, DataDir] = {}
         self._last_space_check = 0.0
+        self._space_checked_at = 0
+        self.backend = core.BACKEND
+        self.overhead: dict[str, Any] = {}
+        self._native = False
         fs.make_dir(output)
         fs.check_writable(output)
         if fs.free_bytes(output) < fs.FREE_SPACE_FLOOR:
@@ -85,6 +90,10 @@ class Session:
                 self.job = jobdir.JobDir(root=job_root, host=fs.make_dir(job_root / "host"))
                 fs.make_dir(self.job.host_data)
             self._job_lock = jobdir.OutputLock(self.job.root, ".job.lock")
+            # the job's end records are written relative to these fds, and only if the paths
+            # still name these directories (a job dir swapped for a symlink is refused)
+            self._root_fd = fs.open_dir_fd(self.job.root)
+            self._host_fd = fs.open_dir_fd(self.job.host)
             self.log_path = self.job.host / "collection.log"
             self._log_fd = fs.open_new(self.log_path)
             self._write_host_files()
@@ -93,7 +102,9 @@ class Session:
             for line in getattr(config, "notes", ()):  # loader notes, e.g. decision 10's cwd
                 self.note(f"config: {line}")
             self.host_dir = DataDir(self.job.host_data, "host")
-            self.flusher = Flusher(self.host_dir, self.device_dir, flush_interval, self._account)
+            self.flusher = Flusher(self.host_dir, self.device_dir, flush_interval, self._account,
+                                   on_cycle=self._poll_native)
+            self._reserve = fs.Reserve(self.job.host / ".openmsprof.reserve")
         except BaseException:
             if self.lock is not None:
                 self.lock.release()
@@ -141,10 +152,18 @@ class Session:
             self.halt(f"storage_limit {limit}MB reached; collection stopped, the application goes on")
             return
         now = time.monotonic()
-        if now - self._last_space_check >= 1.0:
+        # every second, and every 4 MB: the floor is checked before a burst can cross it
+        if now - self._last_space_check >= 1.0 or self.bytes_written - self._space_checked_at >= fs.SPACE_CHECK_BYTES:
             self._last_space_check = now
-            if fs.free_bytes(self.job.root) < fs.FREE_SPACE_FLOOR:
+            self._space_checked_at = self.bytes_written
+            if fs.free_bytes(self.job.root) < fs.FREE_SPACE_FLOOR + fs.SPACE_MARGIN:
                 self.halt("less than 20 MB free on disk; collection stopped, the application goes on")
+
+    def _poll_native(self) -> None:
+        """Each flusher cycle: surface a halt of the native core (disk floor, storage limit)."""
+        if not self._native or core.ring is None or not self.collecting:
+            return
+        self._poll_native_stats(core.ring.stats())
 
     def halt(self, reason: str) -> None:
         """Stop collecting (not the session): sources go quiet, what was written stays."""
@@ -162,6 +181,17 @@ class Session:
     # -- lifecycle -------------------------------------------------------------------------
     def _begin(self) -> None:
         buffers.clear_all()
+        if self.backend == "native" and core.ring is not None:
+            limit = self.config.storage_limit_mb
+            fd = fs.open_dir_fd(self.job.host_data)
+            try:
+                core.ring.start(fd, "host", int(self.flusher.interval * 1e9),
+                                fs.FREE_SPACE_FLOOR + fs.SPACE_MARGIN,
+                                0 if limit is None else limit * 1024 * 1024)
+            finally:
+                os.close(fd)
+            self._native = True
+            self.flusher.mstx_source = "MstxPy"
         self.flusher.start()
         for on, _off in list(_listeners):
             try:
@@ -191,6 +221,9 @@ class Session:
                 except Exception as exc:
                     self.note(f"a source failed to stop: {exc}", warn=True)
         self.flusher.stop()
+        native = core.ring.stop() if self._native and core.ring is not None else None
+        if native is not None:
+            self._poll_native_stats(native)
         if self.flusher.error is not None and not self.stop_reason:
             self.stop_reason = str(self.flusher.error)
             self.note(f"collection stopped early: {self.flusher.error}", warn=True)
@@ -200,20 +233,67 @@ class Session:
                 d.close()
         except Exception as exc:
             self.note(f"closing raw files failed: {exc}", warn=True)
+        self._reserve.release()  # the space kept for the end records
+        self.overhead = self._overhead(native)
+        dropped = self.overhead["records_dropped"]
+        extra = {"openmsprofDropped": str(dropped)}
         try:
-            fs.write_file_atomic(self.job.host / "end_info", jobdir.dump(jobdir.end_info(self.end_pair)))
-            if self.extra_info:  # e.g. the acl models' files (seed 002 names exports after them)
-                fs.write_file_atomic(self.job.host / EXTRA_INFO, jobdir.dump(self.extra_info))
-            for dev, path in self.job.devices.items():
-                fs.write_file_atomic(path / f"end_info.{dev}", jobdir.dump(jobdir.end_info(self.end_pair)))
+            self._write_end_records(extra)
         except Exception as exc:
-            log.warning("openmsprof: could not write end_info: %s", exc)
+            self.note(f"could not write end_info: {exc}", warn=True)
+        finally:
+            os.close(self._host_fd)
+            os.close(self._root_fd)
+        if dropped:
+            self.note(f"{dropped} records dropped (buffers full): "
+                      f"{self.overhead['drops_by_thread_kind']}", warn=True)
         self._write_peaks()
-        self.note(f"session stopped: {self.flusher.records} records, {self.bytes_written} bytes")
+        self.note(f"session stopped: {self.overhead['records_written']} records, "
+                  f"{self.overhead['bytes_written']} bytes")
         os.close(self._log_fd)
         self._job_lock.release()
         if self.lock is not None:
             self.lock.release()
+
+    def _write_end_records(self, extra: dict[str, str]) -> None:
+        """end_info (+ drop count), the overhead file and the devices' end_info, through the
+        directory fds opened at start; refused when a path no longer names its directory."""
+        if not (fs.same_dir(self.job.root, self._root_fd) and fs.same_dir(self.job.host, self._host_fd)):
+            raise PathError(f"job directory '{fs.escape(self.job.root)}' was replaced after the "
+                            "start (symbolic link?); end records refused")
+        info = jobdir.end_info(self.end_pair or read_pair())
+        end = jobdir.dump(info)
+        fs.write_file_at(self._host_fd, "end_info", jobdir.dump({**info, **extra}))
+        fs.write_file_at(self._host_fd, "openmsprof_overhead.json", jobdir.dump(self.overhead))
+        if self.extra_info:  # e.g. the acl models' files (seed 002 names exports after them)
+            fs.write_file_at(self._host_fd, EXTRA_INFO, jobdir.dump(self.extra_info))
+        for dev, path in self.job.devices.items():
+            fd = os.open(path.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self._root_fd)
+            try:
+                fs.write_file_at(fd, f"end_info.{dev}", end)
+            finally:
+                os.close(fd)
+
+    def _poll_native_stats(self, st: dict[str, Any]) -> None:
+        code = st["halt"] if self.stop_reason == "" else 0
+        if code == 1:
+            self.halt("less than 20 MB free on disk; collection stopped, the application goes on")
+        elif code == 2:
+            self.halt(f"storage_limit {self.config.storage_limit_mb}MB reached; collection stopped")
+        elif code == 3:
+            self.halt(f"writing markers failed: {os.strerror(st['halt_errno'])}; collection stopped")
+
+    def _overhead(self, native: dict[str, Any] | None) -> dict[str, Any]:
+        """The recorder's own cost and losses (``host/openmsprof_overhead.json``)."""
+        rows = buffers.drop_rows() + (list(native["drops"]) if native else [])
+        return {
+            "records_written": self.flusher.records + (native["records_written"] if native else 0),
+            "bytes_written": self.bytes_written + (native["bytes_written"] if native else 0),
+            "records_dropped": sum(n for _t, _k, n in rows),
+            "drops_by_thread_kind": core.drops_by_thread_kind(rows),
+            "flusher_cpu_ns": self.flusher.cpu_ns + (native["flusher_cpu_ns"] if native else 0),
+            "backend": self.backend,
+        }
 
 
 def start(config: ProfileConfig | None = None, output: str | os.PathLike[str] | None = None, **kwargs: Any) -> Session:

@@ -77,6 +77,9 @@ def sections(db: JobDB, top: int = 20) -> list[Section]:
                       ["Memory", "Recommend Memory(KB)", rec]]
     if usage:
         out.append(("Host usage", ["Resource", "Metric", "Value"], usage))
+    dropped = dropped_section(db)
+    if dropped is not None:
+        out.append(dropped)
     return out
 
 
@@ -117,6 +120,22 @@ def roofline_section(db: JobDB, top: int, peaks: str | None = None) -> Section |
                      "N/A" if gbs is None else f"{gbs:.3g}"])
     return ("Roofline", ["Op Name", "OP Type", "Count", "Avg(us)", "Attainable(us)", "Eff(%)",
                     "Bound", "MBR", "GFLOP/s", "GB/s"], rows)
+
+
+def dropped_section(db: JobDB) -> Section | None:
+    """Records the recorder dropped at collection, by thread and kind (None when none)."""
+    try:
+        rows = db.query("SELECT value FROM META_DATA WHERE name='DROPPED_RECORDS'")
+        info = orjson.loads(rows[0][0]) if rows else {}
+    except Exception:
+        return None
+    total = info.get("total") if isinstance(info, dict) else None
+    if not isinstance(total, int) or total <= 0:
+        return None
+    by = info.get("by_thread_kind") or {}
+    out = [[tid, kind, n] for tid, kinds in sorted(by.items()) if isinstance(kinds, dict)
+           for kind, n in sorted(kinds.items())]
+    return ("DROPPED at collection", ["Thread", "Kind", "Records"], out or [["all", "all", total]])
 
 
 def render_rich(title: str, secs: list[Section], console: Console) -> None:

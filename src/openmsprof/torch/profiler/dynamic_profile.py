@@ -21,11 +21,14 @@ from typing import Any
 
 import orjson
 
+from openmsprof.config.errors import ConfigError
+from openmsprof.config.validate import show
 from openmsprof.recorder import fs
 from openmsprof.torch.profiler import _enums
 from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
 
 CONFIG_NAME = "profiler_config.json"
+MAX_CONFIG_BYTES = 1024 * 1024
 TEMPLATE: dict[str, Any] = {
     "activities": ["CPU", "NPU"], "prof_dir": "./", "analyse": False, "record_shapes": False,
     "profile_memory": False, "with_stack": False, "with_flops": False, "with_modules": False, "active": 1,
@@ -67,19 +70,19 @@ def _parse(raw: dict[str, Any], log: logging.Logger) -> dict[str, Any]:
     def get(key: str, kind: type | tuple[type, ...], default: Any) -> Any:
         v = raw.get(key, default)
         if (isinstance(v, bool) and kind is int) or not isinstance(v, kind):
-            log.warning("%s=%r is invalid; using %r", key, v, default)
+            log.warning("%s=%s is invalid; using %r", key, show(v), default)
             return default
         return v
 
     acts = get("activities", list, ["CPU", "NPU"])
     names = [a for a in acts if _enums.activity_name(a)]
     if len(names) != len(acts):
-        log.warning("activities=%r holds unknown values; using %r", acts, names or ["CPU", "NPU"])
+        log.warning("activities=%s holds unknown values; using %r", show(acts), names or ["CPU", "NPU"])
     exp_raw = get("experimental_config", dict, {})
     exp_kwargs: dict[str, Any] = {}
     for k, v in exp_raw.items():
         if k not in _EXP_KEYS:
-            log.warning("experimental_config.%s is not a known key; ignored", k)
+            log.warning("experimental_config.%s is not a known key; ignored", show(k))
             continue
         if k == "aic_metrics" and isinstance(v, str):
             v = _enums.METRIC_VALUES.get(v, v)
@@ -95,7 +98,7 @@ def _parse(raw: dict[str, Any], log: logging.Logger) -> dict[str, Any]:
         logging.getLogger("openmsprof").removeHandler(fwd)
     start_step = raw.get("start_step", -1)
     if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < -1:
-        log.warning("start_step=%r is invalid; using -1 (next step)", start_step)
+        log.warning("start_step=%s is invalid; using -1 (next step)", show(start_step))
         start_step = -1
     return {"activities": names or ["CPU", "NPU"], "prof_dir": get("prof_dir", str, "./"),
             "analyse": get("analyse", bool, False), "async_mode": get("async_mode", bool, False),
@@ -161,11 +164,15 @@ class _Monitor:
 
     def _load(self) -> None:
         try:
-            raw = orjson.loads(self.file.read_bytes())
+            # a FIFO, device or symlink is refused before a blocking open; size capped at 1 MB
+            raw = orjson.loads(fs.read_regular(self.file, CONFIG_NAME, MAX_CONFIG_BYTES, ConfigError))
             if not isinstance(raw, dict):
                 raise ValueError("top level is not an object")
+        except ConfigError as exc:
+            self.log.error("%s; keeping the previous state", exc)
+            return
         except (OSError, ValueError) as exc:
-            self.log.error("%s is not valid JSON (%s); keeping the previous state", self.file, exc)
+            self.log.error("%s is not valid JSON (%s); keeping the previous state", fs.escape(self.file), exc)
             return
         cfg = _parse(raw, self.log)
         if cfg["is_rank"]:

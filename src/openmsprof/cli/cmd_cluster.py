@@ -1,0 +1,61 @@
+"""``openmsprof cluster -d DIR [-m MODE ...]``: msprof-analyze's cluster views over many ranks,
+plus the wait/transfer split of every collective and the slow rank with its cause."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from openmsprof.config.errors import ConfigError
+from openmsprof.config.paths import resolve_output
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "cluster", help="analyse a multi-rank job (step trace, communication, compute ops, slow rank)",
+        description="Analyse every rank under DIR (torch *_ascend_pt dirs, PROF_* jobs). Each rank is "
+                    "parsed once into a columnar store (reused while its files are unchanged); results go "
+                    "to OUTPUT/cluster_analysis_output/ with msprof-analyze's file names and columns.")
+    p.add_argument("-d", "--profiling_path", "--dir", dest="dir", required=True, metavar="DIR")
+    p.add_argument("-m", "--mode", dest="modes", action="extend", nargs="+", default=[], metavar="MODE",
+                   help="step_trace, communication, compute_op, slow_rank or all (default all); "
+                        "several after one -m, repeated, or comma-separated")
+    p.add_argument("-o", "--output", "--output_path", dest="output", metavar="DIR",
+                   help="where cluster_analysis_output/ goes (default DIR)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler (tcp://host:8786)")
+    where.add_argument("--scheduler-file", metavar="FILE", help="a Dask scheduler file")
+    p.add_argument("--files-on-workers", action="store_true",
+                   help="rank files are not shared: run each rank on a Dask worker of the host that holds it "
+                        "(the host in its dir name {host}_{pid}_{timestamp}_ascend_pt, or PROF_ info.json)")
+    p.add_argument("--workers", type=int, metavar="N", help="local processes (default: by CPUs and free memory)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from openmsprof.cluster.analyse import run_cluster
+    except ImportError as exc:
+        raise ConfigError(f"openmsprof cluster needs {exc.name}: pip install 'openmsprof[cluster]'") from None
+
+    root = resolve_output(args.dir, "cluster input")
+    output = resolve_output(args.output, "cluster output") if args.output else None
+    modes = [m for spec in args.modes for m in spec.split(",") if m] or ["all"]
+    res = run_cluster(Path(root), modes, output and Path(output), scheduler=args.scheduler,
+                      scheduler_file=args.scheduler_file, workers=args.workers, shared=not args.files_on_workers)
+    for line in res.problems:
+        print(f"openmsprof: warning: {line}", file=sys.stderr)
+    cached = sum(1 for p in res.partials if p.get("cached"))
+    phases = ", ".join(f"{m} {res.seconds[m]:.2f}" for m in ("step_trace", "communication", "compute_op", "slow_rank")
+                       if res.seconds.get(m, 0) >= 0.005)
+    print(f"{len(res.partials)} ranks ({cached} from cached stores) in {res.seconds['parse']:.1f} s; "
+          f"analysis {res.seconds['analyse']:.2f} s ({phases})")
+    slow = (res.slow_rank or {}).get("slow_rank")
+    if slow:
+        cause = slow["cause"]
+        why = f"op {cause['op']} (+{cause['excess_ms']:.3f} ms)" if cause.get("op") else cause["phase"]
+        print(f"slow rank: {slow['rank']} made the others wait {slow['imposed_wait_ms']:.3f} ms; cause: {why}")
+    for f in res.files:
+        print(f)
+    return 0 if not any(p.get("failed") for p in res.partials) else 1

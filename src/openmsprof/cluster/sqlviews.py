@@ -1,0 +1,42 @@
+"""DuckDB over the rank stores: one view per table, across all ranks (``read_parquet`` globs).
+
+Views: ``kernels`` (rank, step, name, op_type, task_type, start_us, dur_us, input_shapes),
+``step_trace`` (rank, step, then the step_trace_time.csv columns), ``comm`` (rank, step, type,
+op_key, op_name, group_name, start_us, elapse_ms, transit_ms, wait_ms, sync_ms, idle_ms, info),
+``comm_bw`` (rank, step, type, op_key, transport, size_mb, time_ms, bandwidth), ``matrix``
+(rank, step, type, op_key, link, info), ``op_by_type``/``op_by_name`` (per-rank operator statistics,
+:mod:`.opstats`) and, once computed, ``waits`` (see :mod:`.waits`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+__all__ = ["TABLES", "connect"]
+
+TABLES = ("kernels", "step_trace", "comm", "comm_bw", "matrix", "op_by_type", "op_by_name", "gaps")
+
+
+def connect(store_root: Path, ranks: list[int] | None = None, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with a view per table over the given ranks' stores."""
+    con = duckdb.connect(":memory:")
+    con.execute("SET memory_limit='512MB'")
+    con.execute("SET preserve_insertion_order=false")
+    if threads:
+        con.execute(f"SET threads={int(threads)}")
+    for table in TABLES:
+        files = sorted(str(p) for p in store_root.glob(f"rank*/{table}.parquet")
+                       if ranks is None or int(p.parent.name[4:]) in ranks)
+        if files:
+            listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+            con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listing}], union_by_name=true)")
+    return con
+
+
+def has(con: duckdb.DuckDBPyConnection, view: str) -> bool:
+    """Whether a view or table of that name exists."""
+    row = con.execute("SELECT (SELECT count(*) FROM duckdb_views() WHERE view_name = $n) + "
+                      "(SELECT count(*) FROM duckdb_tables() WHERE table_name = $n)", {"n": view}).fetchone()
+    return bool(row and row[0])

@@ -1,0 +1,77 @@
+"""Reading untrusted small files: only regular files of plausible size, never a blocking open.
+
+Every reader of job files, acl.json, profiler_config.json and ini files goes through
+:func:`read_regular` (or :func:`open_regular` for streaming).  The file is opened with
+``O_NONBLOCK | O_NOFOLLOW`` (a FIFO cannot block the open, a symlink is refused), then
+``fstat`` must say regular file and at most ``limit`` bytes; reading stops at ``limit`` bytes
+whatever the file does meanwhile.  Errors are one line naming the file, of the class asked for.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+from openmsprof.config.errors import ProfilingError
+
+__all__ = ["escape", "open_regular", "read_regular"]
+
+_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+          | getattr(os, "O_CLOEXEC", 0))
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+def escape(text: object) -> str:
+    """``text`` with control characters escaped (``\\n`` -> ``\\\\n``): safe in one log line."""
+    s = str(text)
+    if s.isprintable():
+        return s
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
+
+
+def open_regular(path: str | os.PathLike[str], what: str, limit: int,
+                 error: type[ProfilingError] = ProfilingError) -> tuple[int, int]:
+    """Open ``path`` for reading if it is a regular file of at most ``limit`` bytes; returns
+    (fd, size).  The fd is blocking again (a regular file never blocks anyway)."""
+    name = escape(os.fspath(path))
+    try:
+        fd = os.open(path, _FLAGS)
+    except OSError as exc:
+        reason = "is a symbolic link; refused" if exc.errno == errno.ELOOP else exc.strerror
+        raise error(f"{what} {name!r}: cannot read: {reason}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = next((k for test, k in _KINDS if test(st.st_mode)), "not a regular file")
+            raise error(f"{what} {name!r} is {kind}, not a regular file; refused")
+        if st.st_size > limit:
+            raise error(f"{what} {name!r}: {st.st_size} bytes is larger than the {limit} byte limit")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st.st_size
+
+
+def read_regular(path: str | os.PathLike[str], what: str, limit: int,
+                 error: type[ProfilingError] = ProfilingError) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes (see module)."""
+    fd, _size = open_regular(path, what, limit, error)
+    try:
+        chunks: list[bytes] = []
+        got = 0
+        while got <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        if got > limit:
+            raise error(f"{what} {escape(os.fspath(path))!r}: larger than the {limit} byte limit")
+    except OSError as exc:
+        raise error(f"{what} {escape(os.fspath(path))!r}: cannot read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)

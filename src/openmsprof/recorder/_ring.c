@@ -1,0 +1,642 @@
+/* openmsprof native recorder core: per-thread ring buffers of fixed 32-byte records.
+ *
+ * Producers (mark/push/pop/range_start/range_end) are C functions called with the GIL held:
+ * each writes one record into its own thread's single-producer/single-consumer ring and
+ * publishes it with a release store; no lock, no Python object per event.  A full ring drops
+ * the record and counts it per thread and kind; a producer never blocks.
+ *
+ * A native flusher thread (no GIL) moves whole ring segments to disk with writev, into slices
+ * opened relative to the data directory's fd with O_NOFOLLOW.  Strings are interned by the
+ * producer on first sight (a dict lookup under the GIL) and queued as string-table entries that
+ * the flusher writes before the records using them.  Memory: ring data is taken from a fixed
+ * budget (the ceiling); a thread that finds the budget spent gets no ring and its records are
+ * counted as dropped.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NKINDS 6          /* kinds 1..5 are markers; index 0 unused */
+#define HEADER_SIZE 16
+#define SLICE_BYTES (64u * 1024u * 1024u)
+#define MIN_RING 2048u   /* records */
+
+typedef struct {
+    uint8_t kind, flags;
+    uint16_t aux;
+    uint32_t tid;
+    int64_t t0, t1;
+    uint32_t a, b;
+} rec_t;
+
+typedef struct ring {
+    _Atomic uint64_t head;
+    char pad1[56];
+    _Atomic uint64_t tail;
+    char pad2[56];
+    rec_t *data;
+    uint64_t cap, mask;
+    size_t bytes;
+    uint32_t tid;
+    uint32_t name_id;
+    _Atomic uint64_t drops[NKINDS]; /* written by the producer */
+    _Atomic uint64_t lost[NKINDS];  /* written by the flusher: buffered when collection halted */
+    _Atomic int dead;
+    int thread_written;
+    struct ring *next;
+} ring_t;
+
+typedef struct {
+    const char *source, *kind;
+    const char *magic;
+    int fd, index;
+    uint64_t size;
+} slice_t;
+
+/* ---- configuration and state ------------------------------------------------------------ */
+static uint64_t cfg_ring_records = 1u << 17;           /* 4 MB rings */
+static uint64_t cfg_budget = 56ull * 1024 * 1024;      /* ring data ceiling */
+static uint64_t cfg_string_bytes = 8ull * 1024 * 1024; /* pending string entries ceiling */
+static uint64_t cfg_string_cache = 65536;
+static PyObject *thread_name_fn = NULL;
+static pthread_cond_t fl_cond;
+
+static _Atomic int enabled = 0;
+static _Atomic uint64_t budget_used = 0;
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static ring_t *rings = NULL;
+static pthread_key_t exit_key;
+static __thread ring_t *tls_ring = NULL;
+
+static PyObject *intern_dict = NULL;
+static uint32_t next_string_id = 0x80000000u;
+static pthread_mutex_t str_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *str_buf = NULL;
+static size_t str_len = 0, str_cap = 0;
+static uint64_t range_ids = 0;
+
+static int dir_fd = -1;
+static char dev_name[32] = "host";
+static slice_t rec_slice = {"Mstx", "records", "OMSPREC\0", -1, -1, 0};
+static slice_t str_slice = {"MstxNative", "table", "OMSPSTR\0", -1, -1, 0};
+static pthread_t flusher;
+static int flusher_running = 0;
+static pthread_mutex_t fl_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fl_stop = 0;
+static uint64_t interval_ns = 200000000ull;
+static uint64_t floor_bytes = 0, max_bytes = 0, check_every = 1024ull * 1024;
+static _Atomic uint64_t records_written = 0, bytes_written = 0, flusher_cpu_ns = 0;
+static _Atomic uint64_t newest_written_ns = 0, dropped_strings = 0;
+static _Atomic int halt_code = 0; /* 1 floor, 2 storage limit, 3 write error */
+static _Atomic int halt_errno = 0;
+
+static inline int64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void on_thread_exit(void *p) { atomic_store_explicit(&((ring_t *)p)->dead, 1, memory_order_release); }
+
+static void after_fork_child(void) {
+    /* the flusher does not exist in a child: record nothing there */
+    atomic_store(&enabled, 0);
+    flusher_running = 0;
+}
+
+/* ---- strings ------------------------------------------------------------------------------ */
+static int queue_string(uint32_t id, const char *s, Py_ssize_t n) {
+    pthread_mutex_lock(&str_lock);
+    size_t need = str_len + 8 + (size_t)n;
+    if (need > cfg_string_bytes) {
+        pthread_mutex_unlock(&str_lock);
+        return -1;
+    }
+    if (need > str_cap) {
+        size_t nc = str_cap ? str_cap : 65536;
+        while (nc < need) nc *= 2;
+        char *nb = realloc(str_buf, nc);
+        if (!nb) { pthread_mutex_unlock(&str_lock); return -1; }
+        str_buf = nb;
+        str_cap = nc;
+    }
+    uint32_t hdr[2] = {id, (uint32_t)n};
+    memcpy(str_buf + str_len, hdr, 8);
+    memcpy(str_buf + str_len + 8, s, (size_t)n);
+    str_len = need;
+    pthread_mutex_unlock(&str_lock);
+    return 0;
+}
+
+/* string id of obj (0 for None); returns -1 when the string could not be queued (dropped) */
+static int64_t intern(PyObject *obj) {
+    if (obj == Py_None || obj == NULL) return 0;
+    if (intern_dict == NULL) return -1;
+    if (PyUnicode_CheckExact(obj)) {
+        PyObject *v = PyDict_GetItemWithError(intern_dict, obj);
+        if (v != NULL) return (int64_t)PyLong_AsUnsignedLong(v);
+        if (PyErr_Occurred()) { PyErr_Clear(); return -1; }
+    }
+    PyObject *text = PyUnicode_Check(obj) ? (Py_INCREF(obj), obj) : PyObject_Str(obj);
+    if (text == NULL) { PyErr_Clear(); return -1; }
+    PyObject *raw = PyUnicode_AsEncodedString(text, "utf-8", "replace");
+    if (raw == NULL) { PyErr_Clear(); Py_DECREF(text); return -1; }
+    uint32_t id = next_string_id;
+    int64_t out = -1;
+    if (queue_string(id, PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw)) == 0) {
+        next_string_id = id + 1 < id ? 0x80000000u : id + 1;
+        out = id;
+        if ((uint64_t)PyDict_Size(intern_dict) >= cfg_string_cache) PyDict_Clear(intern_dict);
+        PyObject *pid = PyLong_FromUnsignedLong(id);
+        if (pid == NULL || (PyUnicode_CheckExact(obj) && PyDict_SetItem(intern_dict, obj, pid) < 0))
+            PyErr_Clear();
+        Py_XDECREF(pid);
+    } else {
+        atomic_fetch_add(&dropped_strings, 1);
+    }
+    Py_DECREF(raw);
+    Py_DECREF(text);
+    return out;
+}
+
+/* ---- rings -------------------------------------------------------------------------------- */
+static void ring_alloc_data(ring_t *r) {
+    uint64_t n = cfg_ring_records;
+    while (n >= MIN_RING) {
+        size_t bytes = (size_t)n * sizeof(rec_t);
+        uint64_t used = atomic_fetch_add(&budget_used, bytes);
+        if (used + bytes <= cfg_budget) {
+            rec_t *d = malloc(bytes);
+            if (d) {
+                r->data = d; r->cap = n; r->mask = n - 1; r->bytes = bytes;
+                return;
+            }
+        }
+        atomic_fetch_sub(&budget_used, bytes);
+        n >>= 1;
+    }
+}
+
+static ring_t *new_ring(void) {
+    ring_t *r = calloc(1, sizeof(ring_t));
+    if (r == NULL) return NULL;
+    r->tid = (uint32_t)syscall(SYS_gettid);
+    pthread_mutex_lock(&reg_lock);
+    r->next = rings;
+    rings = r;
+    pthread_mutex_unlock(&reg_lock);
+    pthread_setspecific(exit_key, r);
+    tls_ring = r;
+    return r;
+}
+
+static inline void put_rec(ring_t *r, int kind, int64_t t0, int64_t t1, uint32_t a, uint32_t b) {
+    uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
+    if (h - t >= r->cap) {
+        int k = kind < NKINDS ? kind : 0;
+        atomic_store_explicit(&r->drops[k], atomic_load_explicit(&r->drops[k], memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+        return;
+    }
+    rec_t *rec = &r->data[h & r->mask];
+    rec->kind = (uint8_t)kind; rec->flags = 0; rec->aux = 0; rec->tid = r->tid;
+    rec->t0 = t0; rec->t1 = t1; rec->a = a; rec->b = b;
+    atomic_store_explicit(&r->head, h + 1, memory_order_release);
+    /* half full: wake the flusher now (once per half ring; a cheap no-op without waiters) */
+    if (h + 1 - t == (r->cap >> 1)) pthread_cond_signal(&fl_cond);
+}
+
+static ring_t *my_ring(void) {
+    ring_t *r = tls_ring;
+    if (r == NULL) r = new_ring();
+    if (r == NULL) return NULL;
+    if (r->data == NULL && r->cap == 0) {
+        ring_alloc_data(r);
+        if (r->data && thread_name_fn && !r->thread_written) {
+            PyObject *name = PyObject_CallNoArgs(thread_name_fn);
+            int64_t id = 0;
+            if (name != NULL) { id = intern(name); Py_DECREF(name); } else PyErr_Clear();
+            r->thread_written = 1;
+            put_rec(r, 11, 0, 0, id > 0 ? (uint32_t)id : 0, 0);
+        }
+    }
+    return r;
+}
+
+static inline void drop(ring_t *r, int kind) {
+    atomic_store_explicit(&r->drops[kind], atomic_load_explicit(&r->drops[kind], memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+static void emit(int kind, int64_t ts, int64_t t1, PyObject *msg, PyObject *domain) {
+    ring_t *r = my_ring();
+    if (r == NULL) return;
+    if (r->data == NULL) { drop(r, kind); return; }
+    int64_t a = msg ? intern(msg) : 0, b = domain ? intern(domain) : 0;
+    if (a < 0 || b < 0) { drop(r, kind); return; }
+    put_rec(r, kind, ts, t1, (uint32_t)a, (uint32_t)b);
+}
+
+/* ---- producers (METH_FASTCALL) ------------------------------------------------------------ */
+static int msg_args(PyObject *const *args, Py_ssize_t n, PyObject *kw, PyObject **msg, PyObject **dom) {
+    static const char *names[] = {"message", "domain"};
+    *msg = NULL; *dom = Py_None;
+    Py_ssize_t nkw = kw ? PyTuple_GET_SIZE(kw) : 0;
+    if (n + nkw < 1 || n + nkw > 2 || n > 2) {
+        PyErr_SetString(PyExc_TypeError, "expected (message, domain=None)");
+        return -1;
+    }
+    if (n >= 1) *msg = args[0];
+    if (n == 2) *dom = args[1];
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *k = PyTuple_GET_ITEM(kw, i);
+        int which = -1;
+        for (int j = 0; j < 2; j++)
+            if (PyUnicode_CompareWithASCIIString(k, names[j]) == 0) which = j;
+        if (which < 0 || (which == 0 && n >= 1) || (which == 1 && n == 2)) {
+            PyErr_SetString(PyExc_TypeError, "expected (message, domain=None)");
+            return -1;
+        }
+        if (which == 0) *msg = args[n + i]; else *dom = args[n + i];
+    }
+    if (*msg == NULL) { PyErr_SetString(PyExc_TypeError, "message is required"); return -1; }
+    return 0;
+}
+
+static PyObject *py_mark(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
+    if (!atomic_load_explicit(&enabled, memory_order_relaxed)) Py_RETURN_NONE;
+    PyObject *msg, *dom;
+    if (msg_args(args, PyVectorcall_NARGS(n), kw, &msg, &dom) < 0) return NULL;
+    int64_t ts = mono_ns();
+    emit(1, ts, ts, msg, dom);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_push(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
+    if (!atomic_load_explicit(&enabled, memory_order_relaxed)) Py_RETURN_NONE;
+    PyObject *msg, *dom;
+    if (msg_args(args, PyVectorcall_NARGS(n), kw, &msg, &dom) < 0) return NULL;
+    int64_t ts = mono_ns();
+    emit(2, ts, ts, msg, dom);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_pop(PyObject *self, PyObject *unused) {
+    if (!atomic_load_explicit(&enabled, memory_order_relaxed)) Py_RETURN_NONE;
+    int64_t ts = mono_ns();
+    emit(3, ts, ts, NULL, NULL);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_range_start(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
+    if (!atomic_load_explicit(&enabled, memory_order_relaxed)) return PyLong_FromLong(0);
+    PyObject *msg, *dom;
+    if (msg_args(args, PyVectorcall_NARGS(n), kw, &msg, &dom) < 0) return NULL;
+    uint64_t rid = ++range_ids;
+    emit(4, mono_ns(), (int64_t)rid, msg, dom);
+    return PyLong_FromUnsignedLongLong(rid);
+}
+
+static PyObject *py_range_end(PyObject *self, PyObject *arg) {
+    if (!atomic_load_explicit(&enabled, memory_order_relaxed)) Py_RETURN_NONE;
+    long long rid = PyLong_Check(arg) ? PyLong_AsLongLong(arg) : 0;
+    if (rid == -1 && PyErr_Occurred()) { PyErr_Clear(); rid = 0; }
+    if (rid > 0) emit(5, mono_ns(), rid, NULL, NULL);
+    Py_RETURN_NONE;
+}
+
+/* ---- flusher ------------------------------------------------------------------------------ */
+static int write_full(int fd, struct iovec *iov, int cnt) {
+    while (cnt > 0) {
+        ssize_t w = writev(fd, iov, cnt);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        while (cnt > 0 && (size_t)w >= iov->iov_len) { w -= (ssize_t)iov->iov_len; iov++; cnt--; }
+        if (cnt > 0) { iov->iov_base = (char *)iov->iov_base + w; iov->iov_len -= (size_t)w; }
+    }
+    return 0;
+}
+
+static void halt(int code, int err) {
+    int zero = 0;
+    if (atomic_compare_exchange_strong(&halt_code, &zero, code)) atomic_store(&halt_errno, err);
+    atomic_store(&enabled, 0);
+}
+
+static void slice_close(slice_t *s) {
+    if (s->fd < 0) return;
+    close(s->fd);
+    s->fd = -1;
+    char name[160];
+    snprintf(name, sizeof name, "%s.%s.%s.slice_%d.done", s->source, s->kind, dev_name, s->index);
+    int fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+    if (fd >= 0) { fchmod(fd, 0640); close(fd); }
+}
+
+static int slice_open(slice_t *s) {
+    slice_close(s);
+    s->index++;
+    char name[160];
+    snprintf(name, sizeof name, "%s.%s.%s.slice_%d", s->source, s->kind, dev_name, s->index);
+    int fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0640);
+    if (fd < 0) return errno;
+    fchmod(fd, 0640);
+    unsigned char hdr[HEADER_SIZE] = {0};
+    memcpy(hdr, s->magic, 8);
+    hdr[8] = 1;   /* version */
+    hdr[10] = 32; /* record size */
+    struct iovec iov = {hdr, HEADER_SIZE};
+    int err = write_full(fd, &iov, 1);
+    if (err) { close(fd); return err; }
+    s->fd = fd;
+    s->size = HEADER_SIZE;
+    atomic_fetch_add(&bytes_written, HEADER_SIZE);
+    return 0;
+}
+
+static int slice_write(slice_t *s, struct iovec *iov, int cnt, size_t total) {
+    if (s->fd < 0 || (s->size + total > SLICE_BYTES && s->size > HEADER_SIZE)) {
+        int err = slice_open(s);
+        if (err) return err;
+    }
+    int err = write_full(s->fd, iov, cnt);
+    if (err) return err;
+    s->size += total;
+    atomic_fetch_add(&bytes_written, total);
+    return 0;
+}
+
+static uint64_t since_check = 0;
+
+static int space_ok(size_t incoming) {
+    uint64_t total = atomic_load(&bytes_written) + incoming;
+    if (max_bytes && total > max_bytes) { halt(2, 0); return 0; }
+    since_check += incoming;
+    if (floor_bytes && since_check >= check_every) {
+        since_check = 0;
+        struct statvfs st;
+        if (fstatvfs(dir_fd, &st) == 0) {
+            uint64_t free_b = (uint64_t)st.f_bavail * st.f_frsize;
+            if (free_b < floor_bytes + incoming) { halt(1, 0); return 0; }
+        }
+    }
+    return 1;
+}
+
+/* one cycle; returns the largest ring fill seen (records) */
+static uint64_t drain_once(int final) {
+    uint64_t most = 0;
+    pthread_mutex_lock(&reg_lock);
+    /* heads first: every string those records use is already queued */
+    uint64_t heads_n = 0;
+    for (ring_t *r = rings; r; r = r->next) heads_n++;
+    uint64_t *heads = heads_n ? malloc(heads_n * sizeof(uint64_t)) : NULL;
+    uint64_t i = 0;
+    for (ring_t *r = rings; r; r = r->next, i++)
+        if (heads) heads[i] = atomic_load_explicit(&r->head, memory_order_acquire);
+    pthread_mutex_lock(&str_lock);
+    char *sb = str_buf; size_t sl = str_len;
+    str_buf = NULL; str_len = 0; str_cap = 0;
+    pthread_mutex_unlock(&str_lock);
+    int stopped = atomic_load(&halt_code) != 0;
+    if (sl && !stopped && space_ok(sl)) {
+        struct iovec iov = {sb, sl};
+        int err = slice_write(&str_slice, &iov, 1, sl);
+        if (err) halt(3, err);
+    }
+    free(sb);
+    i = 0;
+    ring_t **link = &rings;
+    for (ring_t *r = rings; r && heads; i++) {
+        uint64_t h = heads[i], t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+        uint64_t n = h - t;
+        if (n > most) most = n;
+        if (n) {
+            if (atomic_load(&halt_code) == 0 && space_ok(n * sizeof(rec_t))) {
+                uint64_t start = t & r->mask, first = r->cap - start < n ? r->cap - start : n;
+                struct iovec iov[2] = {{&r->data[start], first * sizeof(rec_t)},
+                                       {&r->data[0], (n - first) * sizeof(rec_t)}};
+                int err = slice_write(&rec_slice, iov, n > first ? 2 : 1, n * sizeof(rec_t));
+                if (err) halt(3, err);
+                else {
+                    atomic_fetch_add(&records_written, n);
+                    uint64_t nw = (uint64_t)r->data[(h - 1) & r->mask].t0;
+                    if (nw > atomic_load(&newest_written_ns)) atomic_store(&newest_written_ns, nw);
+                }
+            } else {
+                /* collection halted: what was buffered is lost, counted per kind */
+                for (uint64_t j = t; j != h; j++) {
+                    int k = r->data[j & r->mask].kind;
+                    atomic_fetch_add(&r->lost[k < NKINDS ? k : 0], 1);
+                }
+            }
+            atomic_store_explicit(&r->tail, h, memory_order_release);
+        }
+        ring_t *next = r->next;
+        if (atomic_load_explicit(&r->dead, memory_order_acquire) &&
+            atomic_load_explicit(&r->head, memory_order_acquire) == h) {
+            /* finished thread, drained: give its memory back; keep counts only if it dropped */
+            if (r->data) { free(r->data); atomic_fetch_sub(&budget_used, r->bytes); r->data = NULL; }
+            int any = 0;
+            for (int k = 0; k < NKINDS; k++) any |= (atomic_load(&r->drops[k]) | atomic_load(&r->lost[k])) != 0;
+            if (!any) { *link = next; free(r); r = next; continue; }
+        }
+        link = &r->next;
+        r = next;
+    }
+    free(heads);
+    pthread_mutex_unlock(&reg_lock);
+    (void)final;
+    return most;
+}
+
+static void *flusher_main(void *arg) {
+    (void)arg;
+    struct timespec c0, c1;
+    for (;;) {
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+        uint64_t most = drain_once(0);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+        atomic_fetch_add(&flusher_cpu_ns, (uint64_t)((c1.tv_sec - c0.tv_sec) * 1000000000LL + (c1.tv_nsec - c0.tv_nsec)));
+        /* a busy ring: come back soon; producers also wake us at half full */
+        uint64_t wait = most > cfg_ring_records / 8 ? 1000000ull : interval_ns;
+        pthread_mutex_lock(&fl_lock);
+        if (fl_stop) { pthread_mutex_unlock(&fl_lock); break; }
+        struct timespec dl;
+        clock_gettime(CLOCK_MONOTONIC, &dl);
+        uint64_t ns = (uint64_t)dl.tv_nsec + wait;
+        dl.tv_sec += (time_t)(ns / 1000000000ull);
+        dl.tv_nsec = (long)(ns % 1000000000ull);
+        while (!fl_stop && pthread_cond_timedwait(&fl_cond, &fl_lock, &dl) == EINTR) {}
+        int stop = fl_stop;
+        pthread_mutex_unlock(&fl_lock);
+        if (stop) break;
+    }
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    drain_once(1);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+    atomic_fetch_add(&flusher_cpu_ns, (uint64_t)((c1.tv_sec - c0.tv_sec) * 1000000000LL + (c1.tv_nsec - c0.tv_nsec)));
+    return NULL;
+}
+
+/* ---- control ------------------------------------------------------------------------------ */
+static PyObject *py_configure(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"ring_records", "memory_bytes", "string_bytes", "thread_name", NULL};
+    unsigned long long rr = cfg_ring_records, mb = cfg_budget + cfg_string_bytes, sb = cfg_string_bytes;
+    PyObject *fn = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|KKKO", kwlist, &rr, &mb, &sb, &fn)) return NULL;
+    if (flusher_running) { PyErr_SetString(PyExc_RuntimeError, "recorder is running"); return NULL; }
+    uint64_t p = MIN_RING;
+    while (p < rr && p < (1ull << 26)) p <<= 1;
+    if (sb >= mb) { PyErr_SetString(PyExc_ValueError, "string_bytes must be below memory_bytes"); return NULL; }
+    cfg_ring_records = p;
+    cfg_budget = mb - sb;
+    cfg_string_bytes = sb;
+    if (fn != NULL) { Py_XDECREF(thread_name_fn); Py_INCREF(fn); thread_name_fn = fn; }
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_start(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"dir_fd", "dev", "interval_ns", "floor_bytes", "max_bytes", NULL};
+    int fd;
+    const char *dev = "host";
+    unsigned long long iv = 200000000ull, fb = 0, mxb = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "i|sKKK", kwlist, &fd, &dev, &iv, &fb, &mxb)) return NULL;
+    if (flusher_running) { PyErr_SetString(PyExc_RuntimeError, "recorder is already running"); return NULL; }
+    int nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (nfd < 0) return PyErr_SetFromErrno(PyExc_OSError);
+    dir_fd = nfd;
+    snprintf(dev_name, sizeof dev_name, "%s", dev);
+    interval_ns = iv ? iv : 200000000ull;
+    floor_bytes = fb; max_bytes = mxb; since_check = check_every; /* check at the first write */
+    rec_slice.fd = str_slice.fd = -1;
+    rec_slice.index = str_slice.index = -1;
+    atomic_store(&records_written, 0); atomic_store(&bytes_written, 0);
+    atomic_store(&flusher_cpu_ns, 0); atomic_store(&newest_written_ns, 0);
+    atomic_store(&dropped_strings, 0); atomic_store(&halt_code, 0); atomic_store(&halt_errno, 0);
+    /* forget rings of the previous session (their threads re-register lazily) */
+    pthread_mutex_lock(&reg_lock);
+    ring_t **link = &rings;
+    for (ring_t *r = rings; r;) {
+        ring_t *next = r->next;
+        if (atomic_load(&r->dead)) { *link = next; free(r->data); free(r); r = next; continue; }
+        atomic_store(&r->head, 0); atomic_store(&r->tail, 0);
+        for (int k = 0; k < NKINDS; k++) { atomic_store(&r->drops[k], 0); atomic_store(&r->lost[k], 0); }
+        r->thread_written = 0;
+        link = &r->next;
+        r = next;
+    }
+    pthread_mutex_unlock(&reg_lock);
+    if (intern_dict) PyDict_Clear(intern_dict);
+    next_string_id = 0x80000000u; /* each job's table numbers densely from the base */
+    fl_stop = 0;
+    if (pthread_create(&flusher, NULL, flusher_main, NULL) != 0) {
+        close(dir_fd); dir_fd = -1;
+        PyErr_SetString(PyExc_OSError, "cannot start the native flusher thread");
+        return NULL;
+    }
+    flusher_running = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_set_enabled(PyObject *self, PyObject *arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    atomic_store(&enabled, on && flusher_running && atomic_load(&halt_code) == 0);
+    Py_RETURN_NONE;
+}
+
+static PyObject *stats_dict(void) {
+    PyObject *drops = PyList_New(0);
+    uint64_t total = 0;
+    pthread_mutex_lock(&reg_lock);
+    for (ring_t *r = rings; r; r = r->next)
+        for (int k = 1; k < NKINDS; k++) {
+            uint64_t n = atomic_load(&r->drops[k]) + atomic_load(&r->lost[k]);
+            if (!n) continue;
+            total += n;
+            PyObject *t = Py_BuildValue("(IiK)", r->tid, k, (unsigned long long)n);
+            if (t) { PyList_Append(drops, t); Py_DECREF(t); }
+        }
+    pthread_mutex_unlock(&reg_lock);
+    return Py_BuildValue("{sKsKsKsNsKsKsisisK}", "records_written", (unsigned long long)atomic_load(&records_written),
+                         "bytes_written", (unsigned long long)atomic_load(&bytes_written),
+                         "records_dropped", (unsigned long long)total, "drops", drops,
+                         "flusher_cpu_ns", (unsigned long long)atomic_load(&flusher_cpu_ns),
+                         "newest_written_ns", (unsigned long long)atomic_load(&newest_written_ns),
+                         "halt", atomic_load(&halt_code), "halt_errno", atomic_load(&halt_errno),
+                         "memory_bytes", (unsigned long long)atomic_load(&budget_used));
+}
+
+static PyObject *py_stats(PyObject *self, PyObject *unused) { return stats_dict(); }
+
+static PyObject *py_stop(PyObject *self, PyObject *unused) {
+    atomic_store(&enabled, 0);
+    if (!flusher_running) return stats_dict();
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&fl_lock);
+    fl_stop = 1;
+    pthread_cond_signal(&fl_cond);
+    pthread_mutex_unlock(&fl_lock);
+    pthread_join(flusher, NULL);
+    Py_END_ALLOW_THREADS
+    flusher_running = 0;
+    slice_close(&rec_slice);
+    slice_close(&str_slice);
+    PyObject *st = stats_dict();
+    /* release ring memory: producers are off (checked under the GIL we hold) */
+    pthread_mutex_lock(&reg_lock);
+    for (ring_t *r = rings; r; r = r->next)
+        if (r->data) { free(r->data); atomic_fetch_sub(&budget_used, r->bytes); r->data = NULL; r->cap = 0; }
+    pthread_mutex_unlock(&reg_lock);
+    if (intern_dict) PyDict_Clear(intern_dict);
+    close(dir_fd);
+    dir_fd = -1;
+    return st;
+}
+
+static PyMethodDef methods[] = {
+    {"mark", (PyCFunction)(void (*)(void))py_mark, METH_FASTCALL | METH_KEYWORDS, "Instant marker."},
+    {"push", (PyCFunction)(void (*)(void))py_push, METH_FASTCALL | METH_KEYWORDS, "Open a same-thread range."},
+    {"pop", py_pop, METH_NOARGS, "Close the innermost same-thread range."},
+    {"range_start", (PyCFunction)(void (*)(void))py_range_start, METH_FASTCALL | METH_KEYWORDS,
+     "Open a range that may end on another thread; returns its id (0 when off)."},
+    {"range_end", py_range_end, METH_O, "Close a range opened by range_start."},
+    {"configure", (PyCFunction)(void (*)(void))py_configure, METH_VARARGS | METH_KEYWORDS, "Set ring size and ceiling."},
+    {"start", (PyCFunction)(void (*)(void))py_start, METH_VARARGS | METH_KEYWORDS, "Start the flusher."},
+    {"set_enabled", py_set_enabled, METH_O, "Turn the producers on or off."},
+    {"stats", py_stats, METH_NOARGS, "Counters of the running or last session."},
+    {"stop", py_stop, METH_NOARGS, "Stop producers and flusher, write everything, close files."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_ring", "openmsprof native recorder core", -1, methods};
+
+PyMODINIT_FUNC PyInit__ring(void) {
+    PyObject *m = PyModule_Create(&moddef);
+    if (m == NULL) return NULL;
+    intern_dict = PyDict_New();
+    if (intern_dict == NULL || pthread_key_create(&exit_key, on_thread_exit) != 0) { Py_DECREF(m); return NULL; }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&fl_cond, &ca);
+    pthread_atfork(NULL, NULL, after_fork_child);
+    PyModule_AddIntConstant(m, "RECORD_SIZE", (long)sizeof(rec_t));
+    PyModule_AddIntConstant(m, "STRING_ID_BASE", (long)0x80000000u);
+    return m;
+}

@@ -1,0 +1,128 @@
+"""Bad input: torn and missing files (reported per rank, the others analysed), mixed world sizes,
+duplicate ranks, an unreachable scheduler, and local worker processes killed mid-run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import orjson
+import psutil
+import pytest
+
+from openmsprof.cluster import run_cluster
+from openmsprof.config.errors import ConfigError
+from tests.cluster.conftest import copy_tree, make_synthetic
+
+OUT = "ASCEND_PROFILER_OUTPUT"
+
+
+def _rank_dir(root: Path, rank: int) -> Path:
+    return next(root.glob(f"*_{1000 + rank}_*"))
+
+
+def test_torn_and_missing_files_reported_per_rank(synthetic: Path, tmp_path: Path) -> None:
+    root = copy_tree(synthetic, tmp_path / "job")
+    kd = _rank_dir(root, 1) / OUT / "kernel_details.csv"
+    data = kd.read_bytes()
+    kd.write_bytes(data[: len(data) // 2 + 7])  # cut in the middle of a row
+    comm = _rank_dir(root, 2) / OUT / "communication.json"
+    comm.write_bytes(comm.read_bytes()[:1000])
+    (_rank_dir(root, 3) / OUT / "step_trace_time.csv").unlink()
+    run = run_cluster(root, ["all"], tmp_path / "o", workers=2)
+    text = "\n".join(run.problems)
+    assert "rank 1: kernel_details.csv torn after" in text
+    assert "rank 2: communication json unreadable" in text
+    assert "rank 3: step_trace_time.csv unreadable" in text
+    assert len(run.problems) == 3
+    rows = (run.output / "cluster_step_trace_time.csv").read_text().splitlines()
+    assert {r.split(",")[2] for r in rows[1:]} == {"0", "1", "2"}
+    comm_doc = orjson.loads((run.output / "cluster_communication.json").read_bytes())
+    (group,) = comm_doc
+    assert group == "(0, 1, 3)"  # rank 2's collectives are missing, the others' are all there
+
+
+def test_not_a_rank_dir_and_duplicates(synthetic: Path, tmp_path: Path) -> None:
+    root = copy_tree(synthetic, tmp_path / "job")
+    old = _rank_dir(root, 0)
+    shutil.copytree(old, root / old.name.replace("20261124000000000", "20261123000000000"))
+    (root / "stray_1_2_ascend_pt").mkdir()
+    run = run_cluster(root, ["step_trace"], tmp_path / "o", workers=1)
+    assert any(p.startswith("rank 0: duplicate in") and f"using the newer {old.name}" in p for p in run.problems)
+    assert any("stray_1_2_ascend_pt: no profiler_info_{rank}.json" in p for p in run.problems)
+    assert [p["rank"] for p in run.partials] == [0, 1, 2, 3]
+
+
+def test_mixed_world_sizes(synthetic: Path, tmp_path: Path) -> None:
+    root = copy_tree(synthetic, tmp_path / "job")
+    meta = _rank_dir(root, 3) / "profiler_metadata.json"
+    doc = orjson.loads(meta.read_bytes())
+    doc["distributed_args"]["world_size"] = 8
+    meta.write_bytes(orjson.dumps(doc))
+    with pytest.raises(ConfigError, match=r"different world sizes \(rank 0: 4, .* rank 3: 8\)"):
+        run_cluster(root, ["all"], tmp_path / "o")
+
+
+def test_unreachable_scheduler_is_one_line(synthetic: Path, tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "openmsprof", "cluster", "-d", str(synthetic), "-o", str(tmp_path),
+                          "--scheduler", "tcp://127.0.0.1:9"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("openmsprof: error: Dask scheduler tcp://127.0.0.1:9: unreachable")
+    assert time.monotonic() - t0 < 60
+
+
+class _Killer(threading.Thread):
+    """SIGKILL this process's pool workers: the first ``times`` seen (or all, for ``times=None``)."""
+
+    def __init__(self, times: int | None) -> None:
+        super().__init__(daemon=True)
+        self.times, self.killed, self.stop = times, 0, threading.Event()
+
+    def run(self) -> None:
+        me = psutil.Process()
+        while not self.stop.is_set() and (self.times is None or self.killed < self.times):
+            for child in me.children(recursive=True):
+                if self.times is not None and self.killed >= self.times:
+                    break
+                try:
+                    os.kill(child.pid, signal.SIGKILL)
+                    self.killed += 1
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.005)
+
+
+@pytest.fixture(scope="module")
+def slow_parse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_synthetic(tmp_path_factory.mktemp("kill") / "job", ranks=4, events=120_000)
+
+
+def test_killed_worker_ranks_are_retried(slow_parse: Path, tmp_path: Path) -> None:
+    killer = _Killer(times=1)
+    killer.start()
+    run = run_cluster(slow_parse, ["step_trace"], tmp_path, workers=2)
+    killer.stop.set()
+    assert killer.killed == 1
+    assert [p["rank"] for p in run.partials] == [0, 1, 2, 3]
+    assert not any(p.get("failed") for p in run.partials) and not run.problems
+
+
+def test_ranks_of_always_dying_workers_are_reported(slow_parse: Path, tmp_path: Path) -> None:
+    killer = _Killer(times=None)
+    killer.start()
+    try:
+        run = run_cluster(slow_parse, ["step_trace"], tmp_path, workers=2)
+    finally:
+        killer.stop.set()
+        killer.join()
+    failed = [p["rank"] for p in run.partials if p.get("failed")]
+    assert failed and all(f"rank {r}: its worker process died 3 times; not analysed" in run.problems for r in failed)
+    assert len(run.partials) == 4
