@@ -78,3 +78,13 @@ def test_bad_kernel_details_is_one_line(tmp_path: Path, header: str, rows: list[
         ensure_kernel_db(rank)
     assert "\n" not in str(exc.value) and "kernel_details.csv" in str(exc.value)
     assert not (rank / ".openmsprof" / "kernels.db").exists()
+
+
+def test_symlinked_kernel_details_is_refused(tmp_path: Path) -> None:
+    real = _rank(tmp_path / "real", ROWS) / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    rank = _rank(tmp_path, [])
+    link = rank / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    link.unlink()
+    link.symlink_to(real)
+    with pytest.raises(RawDataError, match="symbolic link; refused"):
+        ensure_kernel_db(rank)

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from openmsprof.config.errors import PathError, RawDataError
+from openmsprof.config.files import open_regular
 from openmsprof.parse import schema
 from openmsprof.recorder import fs
 
@@ -27,6 +28,7 @@ __all__ = ["KERNEL_DB", "ensure_kernel_db", "is_rank_dir", "rank_dirs_under"]
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
 KERNELS = "kernel_details.csv"
 KERNEL_DB = Path(".openmsprof") / "kernels.db"
+_LIMIT = 1 << 40  # sources are streamed: only FIFOs, devices and links are refused
 #: kernel_details columns this view needs (the rest are optional)
 _NEEDED = ("Device_id", "Name", "Type", "Start Time(us)", "Duration(us)")
 #: the COMPUTE_TASK_INFO texts, in its column order (taskType, then the tensor columns)
@@ -72,7 +74,8 @@ class _Strings(dict[str, int]):
 
 def _rows(path: Path) -> Iterator[tuple[dict[str, int], list[str]]]:
     """(column index by name, row) per line; a missing needed column → RawDataError."""
-    with open(path, newline="", encoding="utf-8") as f:
+    fd, _size = open_regular(path, "kernel_details", _LIMIT, RawDataError)  # no FIFO, no link
+    with open(fd, newline="", encoding="utf-8", errors="replace") as f:
         r = csv.reader(f)
         header = next(r, [])
         missing = [c for c in _NEEDED if c not in header]
@@ -85,6 +88,7 @@ def _rows(path: Path) -> Iterator[tuple[dict[str, int], list[str]]]:
 
 def _from_db(rank_dir: Path, src: Path, con: sqlite3.Connection) -> None:
     """The same tables from a torch db: its tasks, their info, each task's step."""
+    os.close(open_regular(src, "torch db", _LIMIT, RawDataError)[0])  # no FIFO, no link
     con.execute("ATTACH DATABASE ? AS s", (f"file:{src}?mode=ro",))
     try:
         for t in ("TASK", "COMPUTE_TASK_INFO", "STEP_TIME", "STRING_IDS"):
