@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from openmsprof.cli.main import main
+from openmsprof.export import overhead
 from tests.export.trace_checks import flows_outside_x, load_events, overlapping_tracks
 
 pytest.importorskip("openmsprof.parse.importer")
@@ -34,7 +35,13 @@ def test_timeline_matches_database(real_job: Path) -> None:
     assert ph["i"] == n("SELECT COUNT(*) FROM MSTX_EVENTS WHERE eventType IN (0, 3)") == 2
     flows = n("SELECT COUNT(*) FROM TASK t JOIN CANN_API a ON a.connectionId = t.connectionId")
     assert ph["s"] == ph["f"] == flows == 30
-    assert ph["C"] == n("SELECT COUNT(*) FROM CPU_USAGE") + n("SELECT COUNT(*) FROM HOST_MEM_USAGE")
+    # host usage counters, plus one "Profiling Overhead" counter per figure of the recorder's file
+    figures = overhead.read_job(real_job)
+    assert figures["records_written"] > 0
+    assert ph["C"] == (n("SELECT COUNT(*) FROM CPU_USAGE") + n("SELECT COUNT(*) FROM HOST_MEM_USAGE")
+                       + len(figures))
+    pids = {e["pid"] for e in events if e["ph"] == "M" and e["args"].get("name") == overhead.PROCESS}
+    assert {e["name"] for e in events if e["ph"] == "C" and e["pid"] in pids} == set(figures)
     assert not overlapping_tracks(events) and not flows_outside_x(events)
     c.close()
 

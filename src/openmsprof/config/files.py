@@ -12,10 +12,16 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from typing import Any
+
+import orjson
 
 from openmsprof.config.errors import ProfilingError
 
-__all__ = ["escape", "open_regular", "read_regular"]
+__all__ = ["MAX_JSON_BYTES", "escape", "open_regular", "read_json", "read_regular"]
+
+#: Small job JSON files (info.json, sample.json, peaks.json, overhead figures).
+MAX_JSON_BYTES = 16 << 20
 
 _FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
           | getattr(os, "O_CLOEXEC", 0))
@@ -75,3 +81,14 @@ def read_regular(path: str | os.PathLike[str], what: str, limit: int,
     finally:
         os.close(fd)
     return b"".join(chunks)
+
+
+def read_json(path: str | os.PathLike[str], what: str, limit: int = MAX_JSON_BYTES,
+              error: type[ProfilingError] = ProfilingError) -> Any:
+    """The parsed JSON of a regular file of at most ``limit`` bytes; any failure (not a regular
+    file, too large, unreadable, not JSON, nested deeper than orjson reads) is one ``error``."""
+    data = read_regular(path, what, limit, error)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise error(f"{what} {escape(os.fspath(path))!r} is not JSON: {exc}") from None

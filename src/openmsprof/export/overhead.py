@@ -19,6 +19,9 @@ from typing import Any
 
 import orjson
 
+from openmsprof.config.errors import ProfilingError
+from openmsprof.config.files import read_json
+
 __all__ = ["FILE", "KEY", "PROCESS", "merge", "read", "read_job", "trace_events"]
 
 FILE = "openmsprof_overhead.json"
@@ -36,10 +39,8 @@ def _numbers(obj: Any) -> dict[str, float | int]:
 
 def _load(path: Path) -> Any:
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_BYTES:
-            return None
-        return orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        return read_json(path, "overhead figures", MAX_BYTES) if path.exists() else None
+    except ProfilingError:
         return None
 
 

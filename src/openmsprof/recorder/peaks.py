@@ -33,6 +33,7 @@ import numpy as np
 import orjson
 
 from openmsprof.config.errors import ConfigError
+from openmsprof.config.files import read_json
 from openmsprof.recorder import fs
 
 __all__ = [
@@ -203,8 +204,8 @@ def cached(measure_missing: bool = True) -> dict[str, Any] | None:
     """This machine's peaks from the cache; measured and cached when missing (if allowed)."""
     path = cache_path()
     try:
-        return validate(orjson.loads(path.read_bytes()), str(path))
-    except (OSError, orjson.JSONDecodeError, ConfigError):
+        return validate(read_json(path, "peaks cache", error=ConfigError), str(path))
+    except ConfigError:
         pass
     if not measure_missing:
         return None
@@ -248,12 +249,7 @@ def validate(doc: Any, where: str) -> dict[str, Any]:
 def load_peaks(path: str | os.PathLike[str]) -> dict[str, Any]:
     """An override file (same shape as :func:`measure`; a figure may be a bare number)."""
     p = Path(path)
-    try:
-        doc = orjson.loads(p.read_bytes())
-    except OSError as exc:
-        raise ConfigError(f"peaks file {str(p)!r} cannot be read: {exc.strerror}") from None
-    except orjson.JSONDecodeError as exc:
-        raise ConfigError(f"peaks file {str(p)!r} is not JSON: {exc}") from None
+    doc = read_json(p, "peaks file", error=ConfigError)
     out = validate(doc, str(p))
     out.setdefault("source", f"override {p.name}")
     return out

@@ -11,9 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from openmsprof.config.errors import ConfigError
+from openmsprof.config.files import read_json
 from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import NA
 from openmsprof.export.msprof.tables import Num
@@ -32,8 +31,8 @@ def export_peaks(db: JobDB) -> dict[str, Any] | None:
     """The job's peaks, else this machine's cached ones, else None (never measured here)."""
     own = Path(db.job) / "host" / P.PEAKS_FILE
     try:
-        return P.validate(orjson.loads(own.read_bytes()), str(own))
-    except (OSError, orjson.JSONDecodeError, ConfigError):
+        return P.validate(read_json(own, "job peaks", error=ConfigError), str(own))
+    except ConfigError:
         return P.cached(measure_missing=False)
 
 

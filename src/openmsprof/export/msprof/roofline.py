@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from openmsprof.config.errors import ConfigError
+from openmsprof.config.files import read_json
 from openmsprof.export.db import JobDB
 from openmsprof.export.msprof import summary_tasks as tasks
 from openmsprof.export.msprof.tables import Num, Table
@@ -61,12 +60,12 @@ def job_peaks(db: JobDB, override: str | Path | None = None) -> dict[str, Any]:
     if override is not None:
         return P.load_peaks(override)
     own = Path(db.job) / "host" / P.PEAKS_FILE
-    if own.is_file():
+    if own.exists():
         try:
-            doc = P.validate(orjson.loads(own.read_bytes()), str(own))
+            doc = P.validate(read_json(own, "job peaks", error=ConfigError), str(own))
             doc.setdefault("source", "job")
             return doc
-        except (orjson.JSONDecodeError, ConfigError):
+        except ConfigError:
             pass
     doc = P.cached(measure_missing=True) or {}
     return {**doc, "source": "this machine (the job holds no peaks)"}

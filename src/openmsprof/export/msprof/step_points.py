@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
+from openmsprof.config.errors import ProfilingError
+from openmsprof.config.files import read_json
 from openmsprof.export.db import JobDB
 
 __all__ = ["NOT_FORWARD_TYPES", "Points", "step_points", "training_points"]
@@ -32,8 +32,8 @@ Points = dict[int, tuple[int | None, int | None]]
 def training_points(db: JobDB) -> tuple[str, str] | None:
     """(fp_point, bp_point) when the job ran with training_trace on, else None."""
     try:
-        doc: Any = orjson.loads((db.job / "host" / "sample.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError, TypeError):
+        doc: Any = read_json(db.job / "host" / "sample.json", "sample.json")
+    except (ProfilingError, TypeError):
         return None
     cfg = doc.get("openmsprof") if isinstance(doc, dict) else None
     if not isinstance(cfg, dict) or not cfg.get("training_trace"):

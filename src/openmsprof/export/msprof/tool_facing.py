@@ -29,6 +29,8 @@ from pathlib import Path
 
 import orjson
 
+from openmsprof.config.errors import ProfilingError
+from openmsprof.config.files import read_json
 from openmsprof.export import hostinfo, overhead
 from openmsprof.export.ascend_pt.db import ANALYSIS_SCHEMA
 from openmsprof.export.db import JobDB, open_job
@@ -124,9 +126,9 @@ def _device_info(job: Path) -> None:
     the CPU's nominal MHz) when the collection did not write them."""
     host: dict[str, object] = {}
     try:
-        loaded = orjson.loads((job / "host" / "info.json").read_bytes())
+        loaded = read_json(job / "host" / "info.json", "info.json")
         host = loaded if isinstance(loaded, dict) else {}
-    except (OSError, orjson.JSONDecodeError):
+    except ProfilingError:
         pass
     cores = host.get("cpuNums") if isinstance(host.get("cpuNums"), int) else (os.cpu_count() or 1)
     mhz = hostinfo.nominal_mhz(host)
@@ -134,8 +136,8 @@ def _device_info(job: Path) -> None:
         if path.name.endswith((".done", ".complete")) or path.is_symlink():
             continue
         try:
-            doc = orjson.loads(path.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
+            doc = read_json(path, "device info.json")
+        except ProfilingError:
             continue
         infos = doc.get("DeviceInfo") if isinstance(doc, dict) else None
         if not isinstance(infos, list) or not infos or all("ai_core_num" in d for d in infos if isinstance(d, dict)):
@@ -145,7 +147,10 @@ def _device_info(job: Path) -> None:
                 d.setdefault("ai_core_num", cores)
                 d.setdefault("aiv_num", cores)
                 d.setdefault("aic_frequency", mhz)
-        fs.write_file_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+        try:
+            fs.write_file_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+        except TypeError:  # nested deeper than orjson writes: left as it is
+            continue
 
 
 def _host_overhead(job: Path, figures: dict[str, float | int]) -> None:
@@ -154,12 +159,12 @@ def _host_overhead(job: Path, figures: dict[str, float | int]) -> None:
     if not figures or path.is_symlink():
         return
     try:
-        doc = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        doc = read_json(path, "info.json")
+        if isinstance(doc, dict) and doc.get(overhead.KEY) != figures:
+            doc[overhead.KEY] = figures
+            fs.write_file_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+    except (ProfilingError, TypeError):  # unreadable, or nested deeper than orjson writes
         return
-    if isinstance(doc, dict) and doc.get(overhead.KEY) != figures:
-        doc[overhead.KEY] = figures
-        fs.write_file_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
 
 
 def _analysis_db(job: Path) -> Path:

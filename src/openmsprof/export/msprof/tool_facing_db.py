@@ -21,6 +21,8 @@ from pathlib import Path
 
 import orjson
 
+from openmsprof.config.errors import ProfilingError
+from openmsprof.config.files import read_json
 from openmsprof.export import classify, hostinfo, overhead
 from openmsprof.export.hccl_enums import ENUMS
 from openmsprof.recorder import fs
@@ -119,7 +121,7 @@ def write_db(job: Path, stamp: str) -> Path:
 
 def _host_info(job: Path) -> dict[str, object]:
     try:
-        doc = orjson.loads((job / "host" / "info.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        doc = read_json(job / "host" / "info.json", "info.json")
+    except ProfilingError:
         return {}
     return doc if isinstance(doc, dict) else {}
