@@ -50,7 +50,10 @@ class LoadedJob:
 
     def __init__(self, job: Path) -> None:
         self.path = job
-        self.db_path = ensure_imported(job)
+        from openmsprof.export.ascend_pt import kernel_job  # not at import: export needs rich
+
+        self.db_path = (kernel_job.ensure_kernel_db(job) if kernel_job.is_rank_dir(job)
+                        else ensure_imported(job))
         self._con = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True)
         self._db: Any = None
         self._cache: dict[str, tuple[list[str], list[list[Any]]]] = {}
@@ -157,8 +160,10 @@ def _pandas() -> Any:
 
 
 def load(job: str | os.PathLike[str]) -> LoadedJob:
-    """Open one job (importing it first if needed)."""
-    jobs = find_jobs(Path(job))
+    """Open one job (importing it first if needed), or a torch rank dir (``…_ascend_pt``)."""
+    from openmsprof.export.ascend_pt import kernel_job
+
+    jobs = kernel_job.rank_dirs_under(Path(job)) or find_jobs(Path(job))
     if len(jobs) != 1:
         raise RawDataError(f"{os.fspath(job)!r} holds {len(jobs)} jobs; load one of them")
     return LoadedJob(jobs[0])

@@ -171,9 +171,21 @@ def _type_ids(db: JobDB, names: tuple[str, ...]) -> I64:
     return np.array([i for i, v in db.strings.items() if v in want], dtype=np.int64)
 
 
-def _shape_link(db: JobDB, out_id: int, in_id: int) -> bool:
+def _shape_link(db: JobDB, out_id: int, in_id: int, prev_in_id: int) -> bool:
+    """Whether the op's first output shape — its largest input's when no outputs are recorded
+    (torch's record_shapes) — is one of the next op's input shapes."""
     out = db.text(out_id, "").split(";")[0]
+    if out in ("", "N/A"):
+        shapes = [p for p in db.text(prev_in_id, "").split(";") if p and p != "N/A"]
+        out = max(shapes, key=_elements, default="")
     return bool(out) and out in db.text(in_id, "").split(";")
+
+
+def _elements(shape: str) -> int:
+    try:
+        return int(np.prod([int(d) for d in shape.split(",")]))
+    except ValueError:
+        return -1
 
 
 def _mask(db: JobDB, cols: TaskColumns, names: tuple[str, ...]) -> npt.NDArray[np.bool_]:
@@ -207,10 +219,11 @@ def unique_rows(m: I64) -> tuple[I64, I64]:
     return uniq, inv
 
 
-def _links(db: JobDB, outs: I64, ins: I64) -> npt.NDArray[np.bool_]:
+def _links(db: JobDB, outs: I64, ins: I64, prev_ins: I64) -> npt.NDArray[np.bool_]:
     """Whether each output shape (id) is one of the paired input shapes (id) — per pair once."""
-    uniq, inv = unique_rows(np.stack([outs, ins], axis=1))
-    ok = np.array([_shape_link(db, int(x), int(y)) for x, y in uniq.tolist()], dtype=bool)
+    uniq, inv = unique_rows(np.stack([outs, ins, prev_ins], axis=1))
+    ok = np.array([_shape_link(db, int(x), int(y), int(z)) for x, y, z in uniq.tolist()],
+                  dtype=bool)
     return ok[inv]
 
 
@@ -242,7 +255,8 @@ def find_matches(db: JobDB, cols: TaskColumns, pattern: Pattern) -> Match:
                 keep = np.ones(len(rows), dtype=bool)
                 for k in range(len(offsets) - 1):
                     if offsets[k + 1] == offsets[k] + 1:
-                        keep &= _links(db, cols.osh[rows[:, k]], cols.ish[rows[:, k + 1]])
+                        keep &= _links(db, cols.osh[rows[:, k]], cols.ish[rows[:, k + 1]],
+                                        cols.ish[rows[:, k]])
                 rows = rows[keep]
             if rows.size:
                 taken[rows.ravel()] = True

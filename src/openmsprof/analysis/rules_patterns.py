@@ -109,14 +109,16 @@ def _finding(db: JobDB, cols: PT.TaskColumns, m: PT.Match, cost: dict[str, Any],
             sites[tuple(k)] = sites.get(tuple(k), 0) + int(cnt)
     named = [" → ".join(text(n) for n in k) for k in sites]
     gain_it = cost["gain_iteration_ns"]
-    seq = " → ".join("/".join(e) if not isinstance(e, int) else "…" for e in p.variants[0])
+    worst = int(np.argmax(m.durations(cols.dur)))
+    row = _row(m, worst)
+    seq = " → ".join(("… → " if k and i > row[k - 1] + 1 else "") + text(cols.typ[i])
+                     for k, i in enumerate(row))  # the op types as this job spells them
     summary = (f"{p.title} ({seq}) at {len(sites)} site{'s' if len(sites) != 1 else ''} "
                f"takes {share:.1f}% of device time; fix: {p.replacement.split(':')[-1].strip()}"
                f"; predicted gain {gain_it / 1e3:.1f} us per iteration "
                f"({pct(gain_it, per_iter):.1f}%)")
-    worst = int(np.argmax(m.durations(cols.dur)))
     events = [EventRef("TASK", int(cols.gid[i]), text(cols.name[i]), int(cols.start[i]),
-                       int(cols.dur[i])) for i in _row(m, worst)]
+                       int(cols.dur[i])) for i in row]
     evidence: dict[str, Any] = {
         "pattern": p.name, "title": p.title, "nodes": named[:MAX_SITES],
         "sites": len(sites), "occurrences": m.count, "iterations": iters,

@@ -39,9 +39,21 @@ def find_jobs(path: Path) -> list[Path]:
         raise PathError(f"collection dir {str(path)!r} does not exist")
     if not path.is_dir():
         raise PathError(f"collection dir {str(path)!r} is not a directory")
+    from openmsprof.export.ascend_pt import kernel_job  # a torch rank dir is a job too
+
+    ranks = kernel_job.rank_dirs_under(path)
+    if ranks == [path]:
+        return ranks
     imp = _importer()
     if imp is not None and hasattr(imp, "find_jobs"):
-        return list(imp.find_jobs(path))
+        try:
+            found = list(imp.find_jobs(path))
+        except ProfilingError:
+            if not ranks:
+                raise
+            found = []
+        # a rank dir's own PROF_ job (markers only) is not a job beside it
+        return ranks + [j for j in found if not any(r in j.parents for r in ranks)]
     if _is_job(path):
         return [path]
     jobs = sorted(p for p in path.iterdir() if p.is_dir() and _is_job(p))
@@ -55,7 +67,12 @@ def _is_job(p: Path) -> bool:
 
 
 def ensure_db(job: Path) -> Path:
-    """The job's database path, importing the job first when needed (S2: export imports)."""
+    """The job's database path, importing the job first when needed (S2: export imports);
+    a torch rank dir's is built from its kernel_details.csv."""
+    from openmsprof.export.ascend_pt import kernel_job
+
+    if kernel_job.is_rank_dir(job):
+        return kernel_job.ensure_kernel_db(job)
     imp = _importer()
     if imp is not None and hasattr(imp, "ensure_imported"):
         return Path(imp.ensure_imported(job))

@@ -1,6 +1,6 @@
 """``export_type=db``: ``ascend_pytorch_profiler_{rank}.db`` (msprof-style tables, ns, string ids;
-MEMORY_RECORD / OP_MEMORY with profile_memory) and ``analysis.db`` (StepTraceTime, CommAnalyzer*
-rows for the collectives at Level1+), clients doc §7.5."""
+MEMORY_RECORD / OP_MEMORY with profile_memory; our OMSP_OP_COST: the cost model per kernel) and
+``analysis.db`` (StepTraceTime, CommAnalyzer* rows for the collectives at Level1+), clients doc §7.5."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from openmsprof.export import classify, hostinfo, overhead
 from openmsprof.export.ascend_pt import cann, comm_db, communication
 from openmsprof.export.ascend_pt.framework import CORES, Framework
 from openmsprof.export.ascend_pt.overlap import Overlap, step_rows
+from openmsprof.export.msprof.op_cost_columns import cost_values
 from openmsprof.recorder import fs
+from openmsprof.recorder import peaks as P
 
 if TYPE_CHECKING:
     from openmsprof.export.ascend_pt.writer import Extras
@@ -71,6 +73,8 @@ CREATE TABLE OP_MEMORY(name INTEGER, size INTEGER, allocationTime INTEGER, relea
   allocationTotalReserved INTEGER, allocationTotalActive INTEGER, releaseTotalAllocated INTEGER,
   releaseTotalReserved INTEGER, releaseTotalActive INTEGER, streamPtr INTEGER, deviceId INTEGER);
 CREATE TABLE AICORE_FREQ(deviceId INTEGER, timestampNs INTEGER, freq INTEGER);
+CREATE TABLE OMSP_OP_COST(globalTaskId INTEGER PRIMARY KEY, flops NUMERIC, bytes NUMERIC,
+  memoryBoundRatio NUMERIC);
 """
 ANALYSIS_SCHEMA = """
 CREATE TABLE StepTraceTime(deviceId INTEGER, step TEXT, computing NUMERIC, communication_not_overlapped NUMERIC,
@@ -137,6 +141,20 @@ def _infos(fw: Framework, s: _Strings) -> Iterator[tuple[int | None, ...]]:
                s[NA], s[NA], s[NA], s[NA], s[NA])
 
 
+def _costs(fw: Framework) -> Iterator[tuple[int, float | None, float | None, float | None]]:
+    """OMSP_OP_COST rows (ours; msprof-analyze reads no such table): the cost model's FLOPs, bytes
+    and memory-bound ratio of each computing kernel from its type and input shapes (NULL where
+    unmodelled; the ratio with this machine's cached peaks, else NULL) — kernel_details' columns."""
+    k = fw.kernels
+    values = cost_values(P.cached(measure_missing=False))
+    shapes, op_shape = fw.cols.shapes.items, fw.cols.op_shape
+    for j, (name, core, o) in enumerate(zip(k.name.tolist(), k.core.tolist(), k.op.tolist(), strict=True)):
+        if core == classify.Kind.COMMUNICATION:
+            continue
+        shp, typ = shapes[int(op_shape[o])] if o >= 0 else ("", "")
+        yield (j, *values(classify.op_type(k.names[name]), shp, typ, None, None))
+
+
 def _cann_api(fw: Framework, apis: cann.Apis, s: _Strings) -> Iterator[tuple[int, ...]]:
     """CANN_API rows: the dispatch layer (``cann``), connectionId = the API's operator event."""
     types = [t for _lv, t in cann.LEVELS]
@@ -196,6 +214,7 @@ def write(out: Path, fw: Framework, ov: Overlap, info: dict[str, Any], rank: int
         _intern(fw, s)
         con.executemany("INSERT INTO TASK VALUES (?,?,?,?,?,?,?,?,?,?,?)", _tasks(fw, device_id, s, apis.conn))
         con.executemany("INSERT INTO COMPUTE_TASK_INFO VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", _infos(fw, s))
+        con.executemany("INSERT INTO OMSP_OP_COST VALUES (?,?,?,?)", _costs(fw))
         chains: list[tuple[int, int, int]] = []
         con.executemany("INSERT INTO PYTORCH_API VALUES (?,?,?,?,?,?,?,?,?,?,?)", _api(fw, s, chains))
         con.executemany("INSERT INTO PYTORCH_CALLCHAINS VALUES (?,?,?)", chains)

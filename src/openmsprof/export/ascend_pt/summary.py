@@ -7,7 +7,7 @@ with texts pre-encoded the way ``csv.writer`` encodes them, so the bytes match `
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +18,8 @@ from openmsprof.export.ascend_pt.framework import CORES, Framework
 from openmsprof.export.ascend_pt.overlap import STEP_TRACE_HEADER, Overlap, step_rows
 from openmsprof.export.ascend_pt.text import chunks, csv_line, csv_texts, split_us
 from openmsprof.export.ascend_pt.trace_view import step_of
+from openmsprof.export.msprof.op_cost_columns import COST_COLUMNS, cost_values
+from openmsprof.recorder import peaks as P
 
 NA = "N/A"
 KD_L0 = ["Device_id", "Name", "Type", "Accelerator Core", "Start Time(us)", "Duration(us)", "Wait Time(us)",
@@ -35,9 +37,9 @@ API_STATISTIC = ["Device_id", "Level", "API Name", "Time(us)", "Count", "Avg(us)
                  "Variance"]
 #: the real hardware beside the Ascend engine class (``classify``; docs/formats.md)
 EXECUTOR = "Executor"
-_KD_L0 = b"%b{dev},%b,%b,%b,%d.%03d\t,%d.%03d,%d.%03d,N/A,%b,%b,N/A,N/A,N/A,N/A,%b\n"
+_KD_L0 = b"%b{dev},%b,%b,%b,%d.%03d\t,%d.%03d,%d.%03d,N/A,%b,%b,N/A,N/A,N/A,N/A,%b,%b\n"
 _KD_FULL = (b"%b{dev},4294967295,%d,%d,%b,%b,N/A,%b,%d.%03d\t,%d.%03d,%d.%03d,N/A,N/A,N/A,%b,%b,N/A,N/A,N/A,N/A,N/A,"
-            b"%b,%b,%b\n")
+            b"%b,%b,%b,%b\n")
 #: engine-class time columns (Level1+): the task's whole duration booked to the engine class of
 #: ``classify`` — ``aicore_time(us)`` for AI_CORE (matrix) tasks, ``aiv_vec_time(us)`` for
 #: AI_VECTOR_CORE tasks, 0 for the other class, N/A for communication / memory copies.  Not a
@@ -73,7 +75,7 @@ def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> Non
     header = (["Step Id"] if fw.steps else []) + (KD_FULL if full else KD_L0) + SHAPE_COLS
     if full:
         header += ["Context ID", *ENGINE_COLS]
-    header.append(EXECUTOR)
+    header += [EXECUTOR, *COST_COLUMNS]
     names, cores = csv_texts(k.names), csv_texts(CORES)
     types = csv_texts([classify.op_type(n) for n in k.names])
     ex = csv_texts([k.executor])[0]
@@ -81,6 +83,7 @@ def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> Non
     shape = np.where(k.op >= 0, fw.cols.op_shape[np.maximum(k.op, 0)], 0) if len(k) else np.zeros(0, np.int64)
 
     kd_full, kd_l0 = text.literal(_KD_FULL, dev=device_id), text.literal(_KD_L0, dev=device_id)
+    cost = _cost_texts(fw, k.names)
 
     def rows() -> Iterator[bytes]:
         yield csv_line(header)
@@ -98,15 +101,35 @@ def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> Non
             dq, dr = split_us(k.dur[a:b])
             wq, wr = split_us(wait[a:b])
             pre = _step_prefix(fw, k.ts[a:b])
+            cs = [cost(n, c) for n, c in zip(codes, sh, strict=True)]
             if full:
                 yield b"".join([kd_full % x for x in zip(pre, range(a, b), k.stream[a:b].tolist(), nm, ty_, co,
                                                           tq, tr, dq, dr, wq, wr, sp, ty, cube, vec, exs,
-                                                          strict=True)])
+                                                          cs, strict=True)])
             else:
                 yield b"".join([kd_l0 % x for x in zip(pre, nm, ty_, co, tq, tr, dq, dr, wq, wr, sp, ty,
-                                                        exs, strict=True)])
+                                                        exs, cs, strict=True)])
 
     text.write_stream(path, rows())
+
+
+def _cost_texts(fw: Framework, names: list[str]) -> Callable[[int, int], bytes]:
+    """(kernel name code, shape code) → the ``FLOPs,Bytes,Memory Bound Ratio`` cells (cost model
+    of the kernel's type and input shapes; this machine's cached peaks, else the ratio is N/A)."""
+    values = cost_values(P.cached(measure_missing=False))
+    items = fw.cols.shapes.items
+    cache: dict[tuple[int, int], bytes] = {}
+
+    def cells(name: int, shape: int) -> bytes:
+        hit = cache.get((name, shape))
+        if hit is None:
+            shp, typ = items[shape]
+            f, b, r = values(classify.op_type(names[name]), shp, typ, None, None)
+            hit = cache[(name, shape)] = (b"N/A,N/A,N/A" if f is None or b is None else
+                                          b"%.0f,%.0f,%b" % (f, b, b"N/A" if r is None else b"%.3f" % r))
+        return hit
+
+    return cells
 
 
 def _engine_texts(core: np.ndarray, dur: np.ndarray) -> tuple[list[bytes], list[bytes]]:

@@ -19,9 +19,12 @@ from openmsprof.export.msprof.tables import Num
 from openmsprof.parse.costmodel import op_cost, roofline
 from openmsprof.recorder import peaks as P
 
-__all__ = ["cost_columns", "export_peaks"]
+__all__ = ["COST_COLUMNS", "cost_columns", "cost_values", "export_peaks"]
 
 Ids = int | None
+#: The cost columns' names, as op_summary, kernel_details and the docs spell them.
+COST_COLUMNS = ["FLOPs", "Bytes", "Memory Bound Ratio"]
+Values = tuple[float | None, float | None, float | None]
 
 
 def export_peaks(db: JobDB) -> dict[str, Any] | None:
@@ -56,3 +59,28 @@ def cost_columns(db: JobDB) -> Callable[[Ids, Ids, Ids, Ids, Ids], list[Any]]:
         return hit
 
     return columns
+
+
+def cost_values(doc: dict[str, Any] | None) -> Callable[[str, str, str, str | None, str | None],
+                                                        Values]:
+    """A function of (op type, input shapes, input dtypes, output shapes, output dtypes) texts →
+    (FLOPs, bytes, memory-bound ratio), None where unmodelled (the ratio also without ``doc``,
+    the peaks); cached per signature.  Used by the torch kernel_details and db."""
+    bw, peak, special = ((P.bandwidth(doc), P.gemm_peak(doc), P.special_rate(doc))
+                         if doc else (0.0, 0.0, 0.0))
+    cache: dict[tuple[str | None, ...], Values] = {}
+
+    def values(typ: str, ish: str, idt: str, osh: str | None, odt: str | None) -> Values:
+        key = (typ, ish, idt, osh, odt)
+        hit = cache.get(key)
+        if hit is None:
+            c = op_cost(typ, ish, idt, osh, odt)
+            if not c.modelled:
+                hit = (None, None, None)
+            else:
+                ratio = roofline(c, bw, peak, special).memory_bound_ratio if doc else None
+                hit = (c.flops, c.bytes, ratio)
+            cache[key] = hit
+        return hit
+
+    return values

@@ -1,0 +1,198 @@
+"""A torch rank dir (``…_ascend_pt``) as a job database, so ``analyze``, ``compare`` and
+``openmsprof.load`` read torch runs as they read ``PROF_`` jobs.
+
+The source is ``ASCEND_PROFILER_OUTPUT/kernel_details.csv`` (the text export): one TASK and
+one COMPUTE_TASK_INFO row per kernel (the leaf aten ops on the CPU), with the kernel's ``Type``,
+shapes and dtypes; ``TASK.connectionId`` is the kernel's ``Step Id`` (so one profiler step is
+one iteration) and STEP_TIME spans each step's kernels.  A db-only export
+(``ascend_pytorch_profiler*.db``) gives the same rows from its TASK / COMPUTE_TASK_INFO, each
+task's step found in its STEP_TIME.  The database is built once into
+``RANK_DIR/.openmsprof/kernels.db`` and rebuilt when its source is newer.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from openmsprof.config.errors import PathError, RawDataError
+from openmsprof.config.files import open_regular
+from openmsprof.parse import schema
+from openmsprof.recorder import fs
+
+__all__ = ["KERNEL_DB", "ensure_kernel_db", "is_rank_dir", "rank_dirs_under"]
+
+OUTPUT = "ASCEND_PROFILER_OUTPUT"
+KERNELS = "kernel_details.csv"
+KERNEL_DB = Path(".openmsprof") / "kernels.db"
+_LIMIT = 1 << 40  # sources are streamed: only FIFOs, devices and links are refused
+#: kernel_details columns this view needs (the rest are optional)
+_NEEDED = ("Device_id", "Name", "Type", "Start Time(us)", "Duration(us)")
+#: the COMPUTE_TASK_INFO texts, in its column order (taskType, then the tensor columns)
+_INFO = ("Accelerator Core", "Input Formats", "Input Data Types", "Input Shapes", "Output Formats",
+         "Output Data Types", "Output Shapes")
+
+
+def _source(rank_dir: Path) -> Path | None:
+    """kernel_details.csv, else the torch db, else None."""
+    out = Path(rank_dir) / OUTPUT
+    if (out / KERNELS).is_file():
+        return out / KERNELS
+    dbs = sorted(out.glob("ascend_pytorch_profiler*.db")) if out.is_dir() else []
+    return dbs[0] if dbs else None
+
+
+def is_rank_dir(path: Path) -> bool:
+    """Whether ``path`` is an analysed torch rank dir (kernel_details.csv or the torch db)."""
+    return _source(path) is not None
+
+
+def rank_dirs_under(path: Path) -> list[Path]:
+    """``path`` if it is a rank dir, else its rank-dir children (sorted)."""
+    path = Path(path)
+    if is_rank_dir(path):
+        return [path]
+    if not path.is_dir():
+        return []
+    return sorted(p for p in path.iterdir() if p.is_dir() and is_rank_dir(p))
+
+
+def _ns(text: str) -> int:
+    """``"1795503649863373.676\\t"`` (µs) → ns, exactly (no float rounding); ValueError if bad."""
+    whole, _, frac = text.strip().partition(".")
+    return int(whole) * 1000 + (int((frac + "00")[:3]) if frac else 0)
+
+
+class _Strings(dict[str, int]):
+    def __missing__(self, key: str) -> int:
+        self[key] = len(self)
+        return self[key]
+
+
+def _rows(path: Path) -> Iterator[tuple[dict[str, int], list[str]]]:
+    """(column index by name, row) per line; a missing needed column → RawDataError."""
+    fd, _size = open_regular(path, "kernel_details", _LIMIT, RawDataError)  # no FIFO, no link
+    with open(fd, newline="", encoding="utf-8", errors="replace") as f:
+        r = csv.reader(f)
+        header = next(r, [])
+        missing = [c for c in _NEEDED if c not in header]
+        if missing:
+            raise RawDataError(f"{str(path)!r} lacks column {missing[0]!r}")
+        col = {c: i for i, c in enumerate(header)}
+        for row in r:
+            yield col, row
+
+
+def _from_db(rank_dir: Path, src: Path, con: sqlite3.Connection) -> None:
+    """The same tables from a torch db: its tasks, their info, each task's step."""
+    os.close(open_regular(src, "torch db", _LIMIT, RawDataError)[0])  # no FIFO, no link
+    con.execute("ATTACH DATABASE ? AS s", (f"file:{src}?mode=ro",))
+    try:
+        for t in ("TASK", "COMPUTE_TASK_INFO", "STEP_TIME", "STRING_IDS"):
+            if not con.execute("SELECT 1 FROM s.sqlite_master WHERE name = ?", (t,)).fetchone():
+                raise RawDataError(f"{str(src)!r} has no {t} table")
+        con.execute("INSERT INTO STRING_IDS SELECT id, value FROM s.STRING_IDS")
+        con.execute(f"INSERT INTO STEP_TIME SELECT id, startNs, endNs, {schema.INVALID}, 0"
+                    " FROM s.STEP_TIME")
+        con.execute("INSERT INTO TASK SELECT t.startNs, t.endNs, t.deviceId, COALESCE((SELECT"
+                    " st.id FROM s.STEP_TIME st WHERE t.startNs BETWEEN st.startNs AND st.endNs"
+                    " ORDER BY st.startNs LIMIT 1), -1), t.globalTaskId, t.globalPid, t.taskType,"
+                    " t.contextId, t.streamId, t.taskId, t.modelId FROM s.TASK t")
+        con.execute("INSERT INTO COMPUTE_TASK_INFO SELECT * FROM s.COMPUTE_TASK_INFO")
+        first, last = con.execute("SELECT MIN(startNs), MAX(endNs) FROM TASK").fetchone()
+        _meta(con, rank_dir, src, first or 0, last or 0)
+        con.commit()  # DETACH needs no open transaction
+    except sqlite3.DatabaseError as exc:
+        raise RawDataError(f"{str(src)!r} is unreadable: {exc}") from None
+    finally:
+        con.execute("DETACH DATABASE s")
+
+
+def _meta(con: sqlite3.Connection, rank_dir: Path, src: Path, first: int, last: int) -> None:
+    meta = {"SCHEMA_VERSION": schema.SCHEMA_VERSION, "OPENMSPROF_SCHEMA":
+            str(schema.OPENMSPROF_SCHEMA), "JOB_NAME": rank_dir.name, "SOURCE": src.name,
+            "BASE_NS": str(first // 1_000_000_000 * 1_000_000_000)}
+    con.executemany("INSERT INTO META_DATA VALUES (?, ?)", meta.items())
+    con.execute("INSERT INTO SESSION_TIME_INFO VALUES (?, ?)", (first, last))
+
+
+def _from_csv(rank_dir: Path, src: Path, con: sqlite3.Connection) -> None:
+    """One TASK + COMPUTE_TASK_INFO row per kernel_details row; STEP_TIME spans each step."""
+    s = _Strings()
+    tasks: list[tuple[int, ...]] = []
+    infos: list[tuple[int | None, ...]] = []
+    steps: dict[tuple[int, int], list[int]] = {}
+    na = s["N/A"]
+    idx: dict[str, int] = {}
+    for j, (col, row) in enumerate(_rows(src)):
+        if not idx:
+            idx = col
+            at = [col.get(c, -1) for c in ("Name", "Type", "Executor", *_INFO)]
+            i_start, i_dur, i_dev = col["Start Time(us)"], col["Duration(us)"], col["Device_id"]
+            i_step = col.get("Step Id", -1)
+        if len(row) != len(col):
+            raise RawDataError(f"{str(src)!r} line {j + 2}: {len(row)} fields, the header has "
+                               f"{len(col)}")
+        txt = [s[row[i] or "N/A"] if i >= 0 else na for i in at]
+        try:
+            start = _ns(row[i_start])
+            end = start + _ns(row[i_dur])
+            dev = int(row[i_dev])
+            step = int(row[i_step]) if i_step >= 0 and row[i_step].strip() else -1
+        except ValueError:
+            raise RawDataError(f"{str(src)!r} line {j + 2}: Device_id, Step Id, Start Time(us) "
+                               f"or Duration(us) is not a number") from None
+        tasks.append((start, end, dev, step, j, 0, txt[2] if at[2] >= 0 else s["CPU"], 0, 0, j,
+                      schema.INVALID))
+        infos.append((txt[0], j, None, None, txt[3], txt[1], *txt[4:], na, na, na))
+        if step >= 0:
+            span = steps.get((step, dev))
+            if span is None:
+                steps[(step, dev)] = [start, end]
+            else:
+                span[0], span[1] = min(span[0], start), max(span[1], end)
+    con.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", ((i, v) for v, i in s.items()))
+    _meta(con, rank_dir, src, min((t[0] for t in tasks), default=0),
+          max((t[1] for t in tasks), default=0))
+    con.executemany(f"INSERT INTO TASK VALUES ({','.join('?' * 11)})", tasks)
+    con.executemany(f"INSERT INTO COMPUTE_TASK_INFO VALUES ({','.join('?' * 15)})", infos)
+    con.executemany("INSERT INTO STEP_TIME VALUES (?, ?, ?, ?, ?)",
+                    ((k[0], v[0], v[1], schema.INVALID, k[1]) for k, v in sorted(steps.items())))
+
+
+def _build(rank_dir: Path, src: Path, dst: Path) -> None:
+    con = sqlite3.connect(dst)
+    try:
+        for stmt in schema.create_statements():
+            con.execute(stmt)
+        (_from_csv if src.name == KERNELS else _from_db)(rank_dir, src, con)
+        for stmt in schema.INDEXES:
+            con.execute(stmt)
+        con.commit()
+    finally:
+        con.close()
+
+
+def ensure_kernel_db(rank_dir: Path) -> Path:
+    """The rank dir's kernel database, built (temp file + rename) when missing or stale."""
+    rank_dir = Path(rank_dir)
+    src = _source(rank_dir)
+    if src is None:
+        raise PathError(f"{str(rank_dir)!r} has no {OUTPUT}/{KERNELS} or torch db; analyse it "
+                        "first")
+    db = rank_dir / KERNEL_DB
+    if db.is_file() and db.stat().st_mtime_ns >= src.stat().st_mtime_ns:
+        return db
+    fs.make_dir(db.parent)
+    tmp = db.with_name(f".{db.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    os.close(fs.open_new(tmp, append=False))
+    try:
+        _build(rank_dir, src, tmp)
+        os.replace(tmp, db)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return db
