@@ -9,7 +9,6 @@ write those tables itself, so the export never depends on the fork.  The files a
 from __future__ import annotations
 
 import os
-import signal
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ import orjson
 from openmsprof.config.errors import PathError, StorageError
 from openmsprof.export.db import JobDB
 from openmsprof.export.msprof.tables import Table, write_table
-from openmsprof.export.msprof.trace_fork import _die_with
+from openmsprof.export.msprof.trace_fork import _die_with, kill_child
 
 #: The tables the child writes (about half of the work of a task-heavy job).
 CHILD_TABLES = ("op_summary", "op_statistic", "api_statistic")
@@ -82,15 +81,7 @@ class SummaryChild:
 
     def cancel(self) -> None:
         """Stop the child (the parent failed)."""
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
+        kill_child(self.pid, self.fd)
 
 
 def _child_main(db: JobDB, out_dir: Path, fmt: str, producers: dict[str, Producer],

@@ -131,21 +131,26 @@ class DeviceChild:
 
     def cancel(self) -> None:
         """Stop the child (the parent failed) and remove its body files."""
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
+        kill_child(self.pid, self.fd)
         self._remove()
 
     def _remove(self) -> None:
         for path in (self.body, self.starts):
             if path is not None:
                 path.unlink(missing_ok=True)
+
+
+def kill_child(pid: int, fd: int) -> None:
+    """SIGKILL a forked child, reap it and close the parent's end of its pipe (both may be gone)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 def _die_with(parent: int) -> None:  # pragma: no cover - runs in the child
