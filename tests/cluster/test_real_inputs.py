@@ -22,10 +22,11 @@ pytest.importorskip("torch")
 
 @pytest.fixture(scope="module")
 def gloo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.torch.test_cluster import REPO, WORKER, _free_port
+    from tests.collector.conftest import free_port
+    from tests.torch.test_cluster import REPO, WORKER
 
     root = tmp_path_factory.mktemp("gloo")
-    port = str(_free_port())
+    port = str(free_port())
     procs = [subprocess.Popen([sys.executable, "-c", WORKER.format(repo=str(REPO))], cwd=root,
                               env=dict(os.environ, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
                                        MASTER_PORT=port), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

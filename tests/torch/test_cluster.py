@@ -9,7 +9,6 @@ import csv
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -18,6 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.collector.conftest import free_port
 from tests.torch.conftest import rank_dirs, read_csv
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,16 +55,10 @@ WORKER = textwrap.dedent("""
 """)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("dist")
-    port = str(_free_port())
+    port = str(free_port())
     procs = []
     for rank in (0, 1):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=port)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.collector.conftest import free_port
 from tests.torch.conftest import rank_dirs, read_csv
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,14 +72,8 @@ TRAIN = textwrap.dedent("""
 """)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _train(root: Path, world: int) -> Path:
-    port = str(_free_port())
+    port = str(free_port())
     procs = []
     for rank in range(world):
         env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
