@@ -21,6 +21,7 @@ from openmsprof.export.msprof import roofline as R
 from openmsprof.export.msprof import summary_host as host
 from openmsprof.export.msprof import summary_tasks as tasks
 from openmsprof.export.msprof.naming import SUMMARY_DIR
+from openmsprof.export.msprof.op_cost_columns import export_peaks
 from openmsprof.export.msprof.svp_names import SvpModel, svp_models
 from openmsprof.export.msprof.tables import Num, Table, write_csv, write_json
 from openmsprof.recorder import fs
@@ -36,8 +37,12 @@ _DDR = [NA] * 3
 
 
 def _memory_bound(db: JobDB) -> dict[tuple[str, str], str]:
-    """(layer name, type) → the modelled memory-bound ratio, three significant digits."""
-    ceil = R.ceilings(R.job_peaks(db))
+    """(layer name, type) → the modelled memory-bound ratio, three significant digits; none
+    without peaks (the job's, else this machine's cached ones: an export never measures)."""
+    doc = export_peaks(db)
+    if not doc:
+        return {}
+    ceil = R.ceilings(doc)
     out: dict[tuple[str, str], str] = {}
     for r in R.op_roofs(db, ceil):
         mbr = r.roof.memory_bound_ratio
