@@ -325,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("openmsprof").setLevel(logging.ERROR)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as t:
+        os.chdir(t)  # a mutated config's relative output ("-5", "inf") lands here, not in the checkout
         failures = fuzz_configs(args.configs, args.seed, args.case_timeout, Path(t) / "cfg")
         failures += fuzz_jobs(args.jobs, args.seed, args.case_timeout, Path(t))
     peak_mb = _peak_rss_mb()
