@@ -19,6 +19,7 @@ from openmsprof.sources import emit
 HOSTILE = '<script>alert("x")</script>&'
 SLEEP_S = 0.25
 SLEEP_AFTER = 3  # the sleep comes after this many executes
+SLEEPY_EXECUTES = 15  # enough steady executes that a loaded machine cannot move their median much
 
 
 def _ok(ret: int) -> None:
@@ -41,7 +42,7 @@ def hostile_model() -> onnx.ModelProto:
     return model
 
 
-def sleepy_job(root: Path, executes: int = 6) -> Path:
+def sleepy_job(root: Path, executes: int = SLEEPY_EXECUTES) -> Path:
     """Model load inside the profiled window, ``SLEEP_S`` of host time between two executes,
     operator names with HTML in them."""
     path = root / "hostile.onnx"

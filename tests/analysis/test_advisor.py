@@ -63,7 +63,7 @@ def test_host_gap_between_executes_is_the_sleep(jobs: dict[str, Path]) -> None:
     between = [f for f in gaps if "median_gap_us" in f.evidence]
     assert len(between) == 1
     f = between[0]
-    assert f.severity == WARNING and f.evidence["executes"] == 6
+    assert f.severity == WARNING and f.evidence["executes"] == J.SLEEPY_EXECUTES
     largest = f.events[0]
     assert largest.table == "GAP"
     assert J.SLEEP_S * 1e9 <= largest.dur_ns <= (J.SLEEP_S + 1.0) * 1e9  # slack for a loaded CI machine

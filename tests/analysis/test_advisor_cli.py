@@ -46,7 +46,7 @@ def test_json_links_events(job: Path, capsys: pytest.CaptureFixture[str]) -> Non
     rc, out, _ = _run(capsys, "-dir", str(job), "--format", "json", "--rule", "long_api")
     assert rc == 0
     doc = orjson.loads(out)
-    assert doc["rules"] == ["long_api"] and doc["summary"]["tasks"] == 12
+    assert doc["rules"] == ["long_api"] and doc["summary"]["tasks"] == 2 * J.SLEEPY_EXECUTES  # two nodes per execute
     load = next(f for f in doc["findings"] if f["evidence"]["api"] == "aclmdlLoadFromFile")
     (e,) = load["events"]
     assert e["table"] == "CANN_API" and e["name"] == "aclmdlLoadFromFile"
