@@ -56,7 +56,8 @@ def test_keras_fit_job_and_export(tmp_path):
     # seed 003 Table 1 names mindstudio_profiler_output/: the tool-facing layout of the same job
     tool = job / "mindstudio_profiler_output"
     names = sorted(p.name for p in tool.iterdir())
-    for stem in ("msprof", "op_summary", "op_statistic", "step_trace", "task_time", "api_statistic"):
+    for stem in ("msprof", "op_summary", "op_statistic", "step_trace", "task_time", "api_statistic",
+                 "fusion_op"):
         assert any(re.fullmatch(rf"{stem}_\d{{14}}\.(csv|json)", n) for n in names), (stem, names)
     (stat_f,) = [tool / n for n in names if n.startswith("op_statistic_")]
     tool_stat = rows(stat_f)
@@ -142,9 +143,16 @@ def test_seed_tf2_sample_with_host_sys(tmp_path):
     assert r.returncode == 0, r.stderr
     (job,) = jobs(tmp_path)
     log = (job / "host" / "collection.log").read_text()
-    assert "fusion_op: not produced" in log
+    assert "fused nodes (fusion_op)" in log
     export(job)
     assert len(rows(job / "summary" / "step_trace_host.csv")) == 4  # 128 samples / batch 32
+    # the optimized graph of Keras' train step: grappler's fused Dense kernels and op shapes
+    fused = rows(job / "summary" / "fusion_op_0.csv")
+    assert fused and all(r["Original Ops"].split(",")[0].endswith("/MatMul") for r in fused), fused
+    assert all(r["Model Name"].startswith("__inference_") for r in fused)
+    ops = rows(job / "summary" / "op_summary_0.csv")
+    kernels = {r["OP Type"]: r for r in ops if "MatMul" in r["OP Type"] and "gradient" not in r["Op Name"]}
+    assert kernels and all(r["Input Shapes"] not in ("", "N/A") for r in kernels.values()), kernels
     opts = orjson.dumps({"output": str(tmp_path / "sys"), "host_sys": "cpu,mem"}).decode()
     r = run_py([str(PROGRAMS), "keras", str(tmp_path), opts])
     assert r.returncode == 0, r.stderr

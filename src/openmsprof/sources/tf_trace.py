@@ -17,20 +17,21 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from openmsprof.recorder import fs
 from openmsprof.recorder.records import NO_MODEL, ApiLevel, Executor
 from openmsprof.recorder.session import Session
 from openmsprof.sources import emit
 from openmsprof.sources.onnxruntime_tasks import reserve_task_ids, stream_index
+from openmsprof.sources.tf_graphs import GraphInfo, SessionGraphs, analyse
 from openmsprof.sources.tf_xplane import TfTrace, parse_xspace
 
 __all__ = ["TfTracer", "emit_trace", "find_point", "newest_xplane"]
 
 HOST_TRACER_LEVEL = 2
-FUSION_NOTE = ("fusion_op: not produced; TensorFlow's trace names each fused kernel (op types such "
-               "as _FusedMatMul, _MklNativeFusedMatMul appear in op_summary) but not the ops "
-               "grappler fused into it")
+#: The fused nodes of the window's optimized graphs (read by ``export/msprof/fusion_op``).
+FUSION_FILE = "tf_fusion.json"
 
 
 def newest_xplane(logdir: Path) -> Path | None:
@@ -72,9 +73,10 @@ def _call_links(trace: TfTrace, t0: np.ndarray) -> tuple[list[int], np.ndarray]:
     return conns, link
 
 
-def emit_trace(trace: TfTrace, step_offset: int = 0) -> tuple[int, int]:
+def emit_trace(trace: TfTrace, step_offset: int = 0,
+               shapes: dict[tuple[str, str], tuple[str, str, str, str]] | None = None) -> tuple[int, int]:
     """Record ``trace`` (tasks on device 0 linked to their call, calls as Model-level API spans,
-    steps).  Returns (tasks, steps)."""
+    steps); ``shapes`` per (node name, op type) from the optimized graphs.  Returns (tasks, steps)."""
     shift = emit.epoch_to_mono(0)
     n = len(trace.t0)
     raw_t0 = np.asarray(trace.t0, np.int64)
@@ -86,7 +88,9 @@ def emit_trace(trace: TfTrace, step_offset: int = 0) -> tuple[int, int]:
         uniq, inv = np.unique(tids, return_inverse=True)
         stream = np.array([stream_index(int(t)) for t in uniq], np.int64)[inv]
         first = reserve_task_ids(n)
-        strings = [(name, typ, "", "", "", "") for name, typ in trace.nodes]
+        shapes = shapes or {}
+        none = ("", "", "", "")
+        strings = [(name, typ, *shapes.get((name, typ), none)) for name, typ in trace.nodes]
         emit.record_tasks(0, NO_MODEL, strings, [int(Executor.CPU)] * len(strings),
                           np.asarray(trace.node, np.int64), stream, t0, t1,
                           np.arange(first, first + n, dtype=np.int64), link)
@@ -105,6 +109,9 @@ class TfTracer:
         self.logdir = session.root / "host" / "tf_xplane"
         self.running = False
         self.steps = 0
+        #: sess.run signatures' partition graphs (filled by the Session.run wrapper)
+        self.session_graphs = SessionGraphs()
+        self.collecting = False
 
     def start(self) -> bool:
         """Start TensorFlow's tracer; False (noted in the job log) when it cannot run."""
@@ -122,6 +129,7 @@ class TfTracer:
                               "no TensorFlow ops are recorded in this job", warn=True)
             return False
         self.running = True
+        self.collecting = _graph_collection(True)
         return True
 
     def stop(self) -> tuple[int, int]:
@@ -142,15 +150,47 @@ class TfTracer:
             return 0, 0
         _protect(self.logdir)
         trace = parse_xspace(path.read_bytes(), self.start_wall)
-        tasks, steps = emit_trace(trace, self.steps)
+        graphs = self._graphs()
+        tasks, steps = emit_trace(trace, self.steps, graphs.shapes)
         self.steps += steps
         self._check_points(trace)
         self._note_threads(trace)
-        if self.steps == steps:  # first harvest of the session
-            self.session.note(FUSION_NOTE)
+        self._note_graphs(graphs, trace)
         self.session.note(f"TensorFlow trace {path.name}: {tasks} ops, {len(trace.calls)} calls, "
                           f"{steps} iterations")
         return tasks, steps
+
+    def _graphs(self) -> GraphInfo:
+        """Shapes and fusions of the optimized graphs TensorFlow ran in the window."""
+        found = list(self.session_graphs.graphs)
+        self.session_graphs = SessionGraphs()
+        if self.collecting:
+            self.collecting = False
+            try:
+                found += _collected_function_graphs()
+            except Exception as exc:
+                self.session.note(f"TensorFlow's function graphs could not be read: {exc}", warn=True)
+        try:
+            return analyse(found)
+        except Exception as exc:
+            self.session.note(f"TensorFlow's optimized graphs could not be analysed: {exc}", warn=True)
+            return GraphInfo()
+
+    def _note_graphs(self, graphs: GraphInfo, trace: TfTrace) -> None:
+        with_shapes = sum(1 for k in trace.nodes if k in graphs.shapes)
+        self.session.note(f"TensorFlow optimized graphs: {graphs.graphs} read, shapes for "
+                          f"{with_shapes} of {len(trace.nodes)} traced ops, {len(graphs.fusions)} "
+                          "fused nodes (fusion_op)")
+        for err in graphs.failed[:3]:
+            self.session.note(f"a TensorFlow graph could not be imported for its shapes: {err}")
+        rows = [{"model": f.model, "name": f.name, "type": f.op_type, "original": f.original,
+                 "input_bytes": f.input_bytes, "output_bytes": f.output_bytes,
+                 "weight_bytes": f.weight_bytes} for f in graphs.fusions]
+        path = self.session.root / "host" / FUSION_FILE
+        old = []
+        if path.is_file():  # a second window of the same job
+            old = orjson.loads(path.read_bytes())
+        fs.write_file_atomic(path, orjson.dumps(old + rows))
 
     def _check_points(self, trace: TfTrace) -> None:
         cfg = self.session.config
@@ -172,3 +212,30 @@ class TfTracer:
 
     def describe(self) -> dict[str, Any]:
         return {"logdir": str(self.logdir), "host_tracer_level": HOST_TRACER_LEVEL}
+
+
+def _graph_collection(on: bool) -> bool:
+    """Switch TensorFlow's function-graph collection (TF2 functions instantiated meanwhile keep
+    their optimized graphs); False when the eager context cannot."""
+    try:
+        from tensorflow.python.eager import context
+
+        ctx = context.context()
+        if on:
+            ctx.enable_graph_collection()
+        else:
+            ctx.disable_graph_collection()
+        return True
+    except Exception:
+        return False
+
+
+def _collected_function_graphs() -> list[tuple[str, Any, Any]]:
+    from tensorflow.python.eager import context
+
+    ctx = context.context()
+    rm = ctx.export_run_metadata()
+    ctx.disable_graph_collection()
+    if rm is None:
+        return []
+    return [("N/A", pg, fg.pre_optimization_graph) for fg in rm.function_graphs for pg in fg.partition_graphs]
