@@ -187,3 +187,17 @@ def test_another_tf_profiler_running_is_noted(tmp_path):
     log = (job / "host" / "collection.log").read_text()
     assert "TensorFlow's profiler could not start (AlreadyExistsError" in log
     assert list((tmp_path / "tb").glob("plugins/profile/*/*.xplane.pb"))  # the user's profiler unharmed
+
+
+def test_functions_instantiated_before_the_window_give_shapes(tmp_path):
+    """profiling_config.enable_profiling = True starts TensorFlow's graph collection, so a train
+    function instantiated by a warm-up fit before as_default() still has its optimized graph."""
+    r = run_py([str(PROGRAMS), "warm", str(tmp_path)])
+    assert r.returncode == 0, r.stderr
+    (job,) = jobs(tmp_path)
+    export(job)
+    ops = rows(job / "summary" / "op_summary_0.csv")
+    assert len(ops) == tf_own_op_count(job)
+    fused = [r for r in ops if "Fused" in r["OP Type"] and r["Op Name"].endswith("/Relu")]
+    assert fused and {r["Input Shapes"] for r in fused} == {"16,8;8,16;16"}, fused[:1]
+    assert rows(job / "summary" / "fusion_op_0.csv")

@@ -27,7 +27,7 @@ from openmsprof.sources.onnxruntime_tasks import reserve_task_ids, stream_index
 from openmsprof.sources.tf_graphs import GraphInfo, SessionGraphs, analyse
 from openmsprof.sources.tf_xplane import TfTrace, parse_xspace
 
-__all__ = ["TfTracer", "emit_trace", "find_point", "newest_xplane"]
+__all__ = ["TfTracer", "emit_trace", "find_point", "graph_collection", "newest_xplane"]
 
 HOST_TRACER_LEVEL = 2
 #: The fused nodes of the window's optimized graphs (read by ``export/msprof/fusion_op``).
@@ -129,7 +129,7 @@ class TfTracer:
                               "no TensorFlow ops are recorded in this job", warn=True)
             return False
         self.running = True
-        self.collecting = _graph_collection(True)
+        self.collecting = graph_collection(True)
         return True
 
     def stop(self) -> tuple[int, int]:
@@ -214,9 +214,15 @@ class TfTracer:
         return {"logdir": str(self.logdir), "host_tracer_level": HOST_TRACER_LEVEL}
 
 
-def _graph_collection(on: bool) -> bool:
+_collecting: list[bool] = [False]
+
+
+def graph_collection(on: bool) -> bool:
     """Switch TensorFlow's function-graph collection (TF2 functions instantiated meanwhile keep
-    their optimized graphs); False when the eager context cannot."""
+    their optimized graphs); False when the eager context cannot.  Switching it on again would
+    drop what was collected, so an already running collection is left as it is."""
+    if on and _collecting[0]:
+        return True
     try:
         from tensorflow.python.eager import context
 
@@ -225,9 +231,10 @@ def _graph_collection(on: bool) -> bool:
             ctx.enable_graph_collection()
         else:
             ctx.disable_graph_collection()
-        return True
     except Exception:
         return False
+    _collecting[0] = on
+    return True
 
 
 def _collected_function_graphs() -> list[tuple[str, Any, Any]]:
@@ -235,7 +242,7 @@ def _collected_function_graphs() -> list[tuple[str, Any, Any]]:
 
     ctx = context.context()
     rm = ctx.export_run_metadata()
-    ctx.disable_graph_collection()
+    graph_collection(False)
     if rm is None:
         return []
     return [("N/A", pg, fg.pre_optimization_graph) for fg in rm.function_graphs for pg in fg.partition_graphs]
