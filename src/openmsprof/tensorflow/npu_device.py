@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from openmsprof.config.model import ProfileConfig
-from openmsprof.tensorflow import _control
 from openmsprof.sources.tf_trace import graph_collection
+from openmsprof.tensorflow import _control
 from openmsprof.tensorflow._profiling_config import ProfilingConfig
 
 __all__ = ["NpuDevice", "ProfilingConfig", "close", "global_options", "open"]
