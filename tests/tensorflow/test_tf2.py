@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -115,17 +116,16 @@ def test_unwritable_output_warns_and_trains(tmp_path):
     assert str(blocker) in line
 
 
-def test_sigkill_mid_step_job_imports(tmp_path):
-    env = {**QUIET}
-    import os
-
+def _kill_mid_step(tmp_path, env, after_s):
+    """Run the endless step loop, SIGKILL it ``after_s`` seconds into the window; the job."""
     p = subprocess.Popen([sys.executable, str(PROGRAMS), "sleep", str(tmp_path)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, **env})
+                         env={k: v for k, v in {**os.environ, **QUIET, **env}.items()
+                              if k not in ("PROFILING_MODE", "PROFILING_OPTIONS")})
     try:
         assert p.stdout is not None
         assert p.stdout.readline().strip() == "stepping"
-        time.sleep(1.0)
+        time.sleep(after_s)
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=30)
     finally:
@@ -134,7 +134,31 @@ def test_sigkill_mid_step_job_imports(tmp_path):
     (job,) = jobs(tmp_path)
     res = import_job(job)
     assert res.db_path.exists()
-    export(job)  # a killed job still exports; TensorFlow's in-memory trace is lost (documented)
+    export(job)  # a killed job still imports and exports
+    return job
+
+
+def test_sigkill_mid_step_job_imports(tmp_path):
+    job = _kill_mid_step(tmp_path, {}, 1.0)
+    # TensorFlow's in-memory trace dies with the process (documented): no TF ops by default
+    assert not (job / "summary" / "op_summary_0.csv").exists()
+
+
+def test_sigkill_with_rolling_keeps_all_but_the_last_period(tmp_path):
+    """OPENMSPROF_TF_ROLL_S: the tracer is rolled, so a kill loses at most one period of ops."""
+    job = _kill_mid_step(tmp_path, {"OPENMSPROF_TF_ROLL_S": "0.5"}, 3.0)
+    ops = rows(job / "summary" / "op_summary_0.csv")
+    assert {r["OP Type"] for r in ops} >= {"Sum"} and len(ops) > 20
+    log = (job / "host" / "collection.log").read_text()
+    assert "rolls every 0.5 s" in log
+    assert len(list((job / "host" / "tf_xplane").glob("plugins/profile/*/*.xplane.pb"))) >= 1
+
+
+def test_bad_roll_period_is_noted_and_off(tmp_path):
+    r = run_py([str(PROGRAMS), "keras", str(tmp_path)], env={"OPENMSPROF_TF_ROLL_S": "soon"})
+    assert r.returncode == 0, r.stderr
+    (line,) = [ln for ln in r.stderr.splitlines() if "OPENMSPROF_TF_ROLL_S" in ln]
+    assert "'soon'" in line and "not rolled" in line
 
 
 def test_seed_tf2_sample_with_host_sys(tmp_path):

@@ -12,6 +12,7 @@ so the per-step cost is that of TensorFlow's own tracer.  TensorFlow is imported
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from openmsprof.recorder.session import Session
 from openmsprof.sources import emit
 from openmsprof.sources.onnxruntime_tasks import reserve_task_ids, stream_index
 from openmsprof.sources.tf_graphs import GraphInfo, SessionGraphs, analyse
+from openmsprof.sources.tf_roll import Roller
 from openmsprof.sources.tf_xplane import TfTrace, parse_xspace
 
 __all__ = ["TfTracer", "emit_trace", "find_point", "graph_collection", "newest_xplane"]
@@ -112,17 +114,22 @@ class TfTracer:
         #: sess.run signatures' partition graphs (filled by the Session.run wrapper)
         self.session_graphs = SessionGraphs()
         self.collecting = False
+        self.lock = threading.Lock()
+        self.roller: Roller | None = None
+        self.gaps: list[int] = []
+        self.harvested: set[Path] = set()
+        self.shapes: dict[tuple[str, str], tuple[str, str, str, str]] = {}
+        self.names: set[tuple[str, str]] = set()
+        self.shaped: set[tuple[str, str]] = set()
+        self.threads: dict[int, str] = {}
+        self.tasks = self.calls = self.graph_count = self.fusions = 0
 
     def start(self) -> bool:
         """Start TensorFlow's tracer; False (noted in the job log) when it cannot run."""
-        import tensorflow as tf
-
         fs.make_dir(self.logdir)
-        opts = tf.profiler.experimental.ProfilerOptions(host_tracer_level=HOST_TRACER_LEVEL,
-                                                        python_tracer_level=0)
         self.start_wall = time.time_ns()
         try:
-            tf.profiler.experimental.start(str(self.logdir), options=opts)
+            _tf_start(self.logdir)
         except Exception as exc:  # another tf.profiler is running, for instance
             self.session.note(f"TensorFlow's profiler could not start ({type(exc).__name__}: "
                               f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}); "
@@ -130,82 +137,127 @@ class TfTracer:
             return False
         self.running = True
         self.collecting = graph_collection(True)
+        self.roller = Roller.start_for(self, self.session)
         return True
+
+    def roll(self) -> None:
+        """Stop TensorFlow's tracer, start it again at once and record the part just stopped
+        (the roller thread's period; what runs during the restart is not traced)."""
+        with self.lock:
+            if not self.running:
+                return
+            t0 = time.perf_counter_ns()
+            data = self._stop_tf()
+            try:
+                _tf_start(self.logdir)
+            except Exception as exc:
+                self.running = False
+                self.session.note(f"TensorFlow's profiler could not restart ({exc}); the rest of "
+                                  "the window has no TensorFlow ops", warn=True)
+            self.gaps.append(time.perf_counter_ns() - t0)
+            start_wall, self.start_wall = self.start_wall, time.time_ns()
+        if data is not None:
+            self._harvest(data, start_wall)
 
     def stop(self) -> tuple[int, int]:
         """Stop TensorFlow's tracer and record what it saw.  Returns (tasks, steps)."""
-        if not self.running:
-            return 0, 0
-        self.running = False
+        if self.roller is not None:
+            self.roller.halt()
+        with self.lock:
+            if not self.running:
+                return self.tasks, self.steps
+            self.running = False
+            data = self._stop_tf()
+        if data is not None:
+            self._harvest(data, self.start_wall)
+        _protect(self.logdir)
+        self._check_points()
+        self._note_threads()
+        self.session.note(f"TensorFlow optimized graphs: {self.graph_count} read, shapes for "
+                          f"{len(self.shaped)} of {len(self.names)} traced ops, {self.fusions} "
+                          "fused nodes (fusion_op)")
+        if self.gaps:
+            self.session.note(f"TensorFlow's tracer rolled {len(self.gaps)} times; it traced nothing "
+                              f"for {sum(self.gaps) / 1e6:.1f} ms in all (ops running across a roll "
+                              "are not recorded)")
+        self.session.note(f"TensorFlow trace: {self.tasks} ops, {self.calls} calls, {self.steps} iterations")
+        return self.tasks, self.steps
+
+    def _stop_tf(self) -> bytes | None:
+        """Stop TensorFlow's tracer; the XSpace it wrote (None, noted, when it wrote none)."""
         import tensorflow as tf
 
         try:
             tf.profiler.experimental.stop()
         except Exception as exc:
             self.session.note(f"TensorFlow's profiler failed to stop: {exc}", warn=True)
-            return 0, 0
+            return None
         path = newest_xplane(self.logdir)
-        if path is None:
+        if path is None or path in self.harvested:
             self.session.note(f"TensorFlow wrote no trace under {str(self.logdir)!r}", warn=True)
-            return 0, 0
-        _protect(self.logdir)
-        trace = parse_xspace(path.read_bytes(), self.start_wall)
+            return None
+        self.harvested.add(path)
+        return path.read_bytes()
+
+    def _harvest(self, data: bytes, start_wall: int) -> None:
+        """Record one XSpace (the whole window, or one roll's part of it)."""
+        trace = parse_xspace(data, start_wall)
         graphs = self._graphs()
-        tasks, steps = emit_trace(trace, self.steps, graphs.shapes)
+        for k, v in graphs.shapes.items():
+            self.shapes.setdefault(k, v)
+        tasks, steps = emit_trace(trace, self.steps, self.shapes)
+        self.tasks += tasks
         self.steps += steps
-        self._check_points(trace)
-        self._note_threads(trace)
-        self._note_graphs(graphs, trace)
-        self.session.note(f"TensorFlow trace {path.name}: {tasks} ops, {len(trace.calls)} calls, "
-                          f"{steps} iterations")
-        return tasks, steps
+        self.calls += len(trace.calls)
+        self.names.update(trace.nodes)
+        self.shaped.update(k for k in trace.nodes if k in self.shapes)
+        self.threads.update({t: trace.thread_names.get(t, str(t)) for t in set(trace.tid)})
+        self._write_fusions(graphs)
 
     def _graphs(self) -> GraphInfo:
         """Shapes and fusions of the optimized graphs TensorFlow ran in the window."""
-        found = list(self.session_graphs.graphs)
-        self.session_graphs = SessionGraphs()
+        found, self.session_graphs.graphs = self.session_graphs.graphs, []
         if self.collecting:
-            self.collecting = False
+            self.collecting = self.running
             try:
-                found += _collected_function_graphs()
+                found += _collected_function_graphs(keep=self.running)
             except Exception as exc:
                 self.session.note(f"TensorFlow's function graphs could not be read: {exc}", warn=True)
         try:
-            return analyse(found)
+            info = analyse(found)
+            self.graph_count += info.graphs
+            for err in info.failed[:3]:
+                self.session.note(f"a TensorFlow graph could not be imported for its shapes: {err}")
+            return info
         except Exception as exc:
             self.session.note(f"TensorFlow's optimized graphs could not be analysed: {exc}", warn=True)
             return GraphInfo()
 
-    def _note_graphs(self, graphs: GraphInfo, trace: TfTrace) -> None:
-        with_shapes = sum(1 for k in trace.nodes if k in graphs.shapes)
-        self.session.note(f"TensorFlow optimized graphs: {graphs.graphs} read, shapes for "
-                          f"{with_shapes} of {len(trace.nodes)} traced ops, {len(graphs.fusions)} "
-                          "fused nodes (fusion_op)")
-        for err in graphs.failed[:3]:
-            self.session.note(f"a TensorFlow graph could not be imported for its shapes: {err}")
+    def _write_fusions(self, graphs: GraphInfo) -> None:
+        if not graphs.fusions:
+            return
+        self.fusions += len(graphs.fusions)
         rows = [{"model": f.model, "name": f.name, "type": f.op_type, "original": f.original,
                  "input_bytes": f.input_bytes, "output_bytes": f.output_bytes,
                  "weight_bytes": f.weight_bytes} for f in graphs.fusions]
         path = self.session.root / "host" / FUSION_FILE
-        old = []
-        if path.is_file():  # a second window of the same job
-            old = orjson.loads(path.read_bytes())
+        old = orjson.loads(path.read_bytes()) if path.is_file() else []  # an earlier roll or window
         fs.write_file_atomic(path, orjson.dumps(old + rows))
 
-    def _check_points(self, trace: TfTrace) -> None:
+    def _check_points(self) -> None:
         cfg = self.session.config
         if not cfg.training_trace:
             return
-        names = [n for n, _t in trace.nodes]
+        names = [n for n, _t in self.names]
         for key in ("fp_point", "bp_point"):
             point = getattr(cfg, key)
             if point and not find_point(point, names):
                 self.session.note(f"{key} {point!r} names no op TensorFlow ran; the FP/BP columns "
                                   "of step_trace stay empty", warn=True)
 
-    def _note_threads(self, trace: TfTrace) -> None:
+    def _note_threads(self) -> None:
         """Which TensorFlow thread each Stream ID of the ops is (thread names are not records)."""
-        used = sorted({stream_index(t): trace.thread_names.get(t, str(t)) for t in set(trace.tid)}.items())
+        used = sorted({stream_index(t): name for t, name in self.threads.items()}.items())
         if used:
             self.session.note("TensorFlow threads by Stream ID: "
                               + ", ".join(f"{i} = {name}" for i, name in used))
@@ -237,12 +289,22 @@ def graph_collection(on: bool) -> bool:
     return True
 
 
-def _collected_function_graphs() -> list[tuple[str, Any, Any]]:
+def _tf_start(logdir: Path) -> None:
+    import tensorflow as tf
+
+    opts = tf.profiler.experimental.ProfilerOptions(host_tracer_level=HOST_TRACER_LEVEL,
+                                                    python_tracer_level=0)
+    tf.profiler.experimental.start(str(logdir), options=opts)
+
+
+def _collected_function_graphs(keep: bool = False) -> list[tuple[str, Any, Any]]:
+    """The function graphs collected since the last call (collection goes on when ``keep``)."""
     from tensorflow.python.eager import context
 
     ctx = context.context()
     rm = ctx.export_run_metadata()
-    graph_collection(False)
+    if not keep:
+        graph_collection(False)
     if rm is None:
         return []
     return [("N/A", pg, fg.pre_optimization_graph) for fg in rm.function_graphs for pg in fg.partition_graphs]
