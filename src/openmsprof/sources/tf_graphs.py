@@ -26,8 +26,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Fusion", "GraphInfo", "SessionGraphs", "analyse", "fetch_key", "shapes_text", "tensor_bytes",
-           "tensor_text"]
+__all__ = ["Fusion", "GraphInfo", "SessionGraphs", "analyse", "collected_function_graphs", "fetch_key",
+           "graph_collection", "shapes_text", "tensor_bytes", "tensor_text"]
 
 #: Producers whose outputs count as weights in fusion_op's Memory Weight.
 WEIGHT_PRODUCERS = frozenset({"ReadVariableOp", "_MklReadVariableOp", "Const", "VariableV2",
@@ -250,3 +250,39 @@ def _importable(gdef: Any, pre: Any = None) -> tuple[Any, dict[str, str]]:
             if base in new:
                 n.input[i] = ("^" if ctrl else "") + new[base] + sep + port
     return out, {v: k for k, v in new.items()}
+
+
+_collecting: list[bool] = [False]
+
+
+def graph_collection(on: bool) -> bool:
+    """Switch TensorFlow's function-graph collection (TF2 functions instantiated meanwhile keep
+    their optimized graphs); False when the eager context cannot.  Switching it on again would
+    drop what was collected, so an already running collection is left as it is."""
+    if on and _collecting[0]:
+        return True
+    try:
+        from tensorflow.python.eager import context
+
+        ctx = context.context()
+        if on:
+            ctx.enable_graph_collection()
+        else:
+            ctx.disable_graph_collection()
+    except Exception:
+        return False
+    _collecting[0] = on
+    return True
+
+
+def collected_function_graphs(keep: bool = False) -> list[tuple[str, Any, Any]]:
+    """The function graphs collected since the last call (collection goes on when ``keep``)."""
+    from tensorflow.python.eager import context
+
+    ctx = context.context()
+    rm = ctx.export_run_metadata()
+    if not keep:
+        graph_collection(False)
+    if rm is None:
+        return []
+    return [("N/A", pg, fg.pre_optimization_graph) for fg in rm.function_graphs for pg in fg.partition_graphs]

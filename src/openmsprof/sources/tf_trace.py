@@ -5,8 +5,11 @@ tracer level 2 — every executed op is traced at levels 1–3 alike — no Pyth
 profiled window.  At :meth:`TfTracer.stop` it reads the
 ``XSpace`` TensorFlow wrote under ``JOB/host/tf_xplane/`` (kept: TensorBoard reads it too) and
 records every op as a task, ``sess.run``/``tf.function`` calls as API spans and iterations as
-steps through :mod:`openmsprof.sources.emit`.  Nothing is recorded per step while training runs,
-so the per-step cost is that of TensorFlow's own tracer.  TensorFlow is imported lazily.
+steps through :mod:`openmsprof.sources.emit`, with the shapes of the optimized graphs
+(:mod:`openmsprof.sources.tf_graphs`); the fused nodes go to ``JOB/host/tf_fusion.json``.
+Nothing is recorded per step while training runs, so the per-step cost is that of TensorFlow's
+own tracer; with ``OPENMSPROF_TF_ROLL_S`` (:mod:`openmsprof.sources.tf_roll`) the tracer is
+stopped, restarted and harvested at a period.  TensorFlow is imported lazily.
 """
 
 from __future__ import annotations
@@ -25,11 +28,17 @@ from openmsprof.recorder.records import NO_MODEL, ApiLevel, Executor
 from openmsprof.recorder.session import Session
 from openmsprof.sources import emit
 from openmsprof.sources.onnxruntime_tasks import reserve_task_ids, stream_index
-from openmsprof.sources.tf_graphs import GraphInfo, SessionGraphs, analyse
+from openmsprof.sources.tf_graphs import (
+    GraphInfo,
+    SessionGraphs,
+    analyse,
+    collected_function_graphs,
+    graph_collection,
+)
 from openmsprof.sources.tf_roll import Roller
 from openmsprof.sources.tf_xplane import TfTrace, parse_xspace
 
-__all__ = ["TfTracer", "emit_trace", "find_point", "graph_collection", "newest_xplane"]
+__all__ = ["TfTracer", "emit_trace", "find_point", "newest_xplane"]
 
 HOST_TRACER_LEVEL = 2
 #: The fused nodes of the window's optimized graphs (read by ``export/msprof/fusion_op``).
@@ -220,7 +229,7 @@ class TfTracer:
         if self.collecting:
             self.collecting = self.running
             try:
-                found += _collected_function_graphs(keep=self.running)
+                found += collected_function_graphs(keep=self.running)
             except Exception as exc:
                 self.session.note(f"TensorFlow's function graphs could not be read: {exc}", warn=True)
         try:
@@ -266,45 +275,9 @@ class TfTracer:
         return {"logdir": str(self.logdir), "host_tracer_level": HOST_TRACER_LEVEL}
 
 
-_collecting: list[bool] = [False]
-
-
-def graph_collection(on: bool) -> bool:
-    """Switch TensorFlow's function-graph collection (TF2 functions instantiated meanwhile keep
-    their optimized graphs); False when the eager context cannot.  Switching it on again would
-    drop what was collected, so an already running collection is left as it is."""
-    if on and _collecting[0]:
-        return True
-    try:
-        from tensorflow.python.eager import context
-
-        ctx = context.context()
-        if on:
-            ctx.enable_graph_collection()
-        else:
-            ctx.disable_graph_collection()
-    except Exception:
-        return False
-    _collecting[0] = on
-    return True
-
-
 def _tf_start(logdir: Path) -> None:
     import tensorflow as tf
 
     opts = tf.profiler.experimental.ProfilerOptions(host_tracer_level=HOST_TRACER_LEVEL,
                                                     python_tracer_level=0)
     tf.profiler.experimental.start(str(logdir), options=opts)
-
-
-def _collected_function_graphs(keep: bool = False) -> list[tuple[str, Any, Any]]:
-    """The function graphs collected since the last call (collection goes on when ``keep``)."""
-    from tensorflow.python.eager import context
-
-    ctx = context.context()
-    rm = ctx.export_run_metadata()
-    if not keep:
-        graph_collection(False)
-    if rm is None:
-        return []
-    return [("N/A", pg, fg.pre_optimization_graph) for fg in rm.function_graphs for pg in fg.partition_graphs]
