@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 import tensorflow as tf
-from openmsprof.sources.tf_graphs import SessionGraphs, analyse
+from openmsprof.sources.tf_graph_collect import SessionGraphs
+from openmsprof.sources.tf_graphs import analyse
 
 tf1 = tf.compat.v1
 

@@ -2,14 +2,7 @@
 
 TensorFlow's host trace names each executed op and its type but carries no shapes (at any
 host tracer level) and does not say which ops a fused kernel replaced.  Both are in the graphs
-TensorFlow actually ran, after grappler:
-
-* TF2 (eager, ``tf.function``, Keras): ``context.enable_graph_collection()`` makes every function
-  instantiated while it is on keep its pre-optimization graph and its post-grappler partition
-  graphs (``export_run_metadata().function_graphs``).  The cost is paid when a function is
-  instantiated, not per call;
-* ``sess.run``: ``RunOptions(output_partition_graphs=True)`` on the first run of each fetch/feed
-  signature (:class:`SessionGraphs`), the session's own ``graph_def`` as the pre-optimization graph.
+TensorFlow actually ran, after grappler (gathered by :mod:`openmsprof.sources.tf_graph_collect`).
 
 :func:`analyse` imports each partition graph into a fresh ``tf.Graph`` (TensorFlow's shape
 inference: unknown dimensions stay ``-1``, an unknown rank is ``-2``) and gives per ``(node name,
@@ -26,12 +19,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Fusion", "GraphInfo", "SessionGraphs", "analyse", "collected_function_graphs", "fetch_key",
-           "graph_collection", "shapes_text", "tensor_bytes", "tensor_text"]
+__all__ = ["IO_OPS", "Fusion", "GraphInfo", "analyse", "shapes_text", "tensor_bytes", "tensor_text"]
 
 #: Producers whose outputs count as weights in fusion_op's Memory Weight.
 WEIGHT_PRODUCERS = frozenset({"ReadVariableOp", "_MklReadVariableOp", "Const", "VariableV2",
                               "VarHandleOp", "Variable"})
+IO_OPS = frozenset({"_Arg", "_Retval", "_DeviceArg", "_DeviceRetval"})
 _FEED = re.compile(r"_arg_(.+)_0_\d+")
 _DTYPE_NAMES = {"float32": "FLOAT", "float16": "FLOAT16", "float64": "DOUBLE", "bfloat16": "BF16",
                 "int64": "INT64", "int32": "INT32", "int16": "INT16", "int8": "INT8",
@@ -95,42 +88,6 @@ def tensor_text(tensors: Any) -> tuple[str, str, int | None]:
             tensor_bytes(tensors))
 
 
-def fetch_key(fetches: Any, feed_dict: Any) -> tuple[Any, ...]:
-    """A hashable signature of a ``sess.run`` call (names of fetches and feeds)."""
-    def key(f: Any) -> Any:
-        if isinstance(f, (list, tuple)):
-            return tuple(key(x) for x in f)
-        if isinstance(f, dict):
-            return tuple(sorted((str(k), key(v)) for k, v in f.items()))
-        return getattr(f, "name", None) or str(f)
-    feeds = tuple(sorted(key(k) for k in feed_dict)) if isinstance(feed_dict, dict) else ()
-    return key(fetches), feeds
-
-
-class SessionGraphs:
-    """The partition graphs of the ``sess.run`` signatures seen in a profiled window."""
-
-    def __init__(self) -> None:
-        self.seen: set[tuple[Any, ...]] = set()
-        #: (model name, partition GraphDef, pre-optimization GraphDef or None)
-        self.graphs: list[tuple[str, Any, Any]] = []
-
-    def want(self, fetches: Any, feed_dict: Any) -> bool:
-        """True the first time a signature is run (ask TensorFlow for its partition graphs)."""
-        try:
-            k = fetch_key(fetches, feed_dict)
-        except Exception:
-            return False
-        if k in self.seen:
-            return False
-        self.seen.add(k)
-        return True
-
-    def add(self, run_metadata: Any, pre_graph: Any) -> None:
-        for g in run_metadata.partition_graphs:
-            self.graphs.append(("sess.run", g, pre_graph))
-
-
 def _pre_index(pre: Any) -> dict[str, tuple[list[str], str]]:
     """node name → (inputs without control inputs, function name or "") of a pre-optimization
     graph and the functions of its library."""
@@ -191,7 +148,7 @@ def analyse(graphs: list[tuple[str, Any, Any]]) -> GraphInfo:
         post_names = {n.name for n in gdef.node}
         pre_idx = _pre_index(pre)
         for op in g.get_operations():
-            if op.type in ("_Arg", "_Retval", "_Recv", "_Send", "_DeviceArg", "_DeviceRetval", "NoOp"):
+            if op.type in IO_OPS or op.type in ("_Recv", "_Send", "NoOp"):
                 continue
             name = renamed.get(op.name, op.name)
             _merge(found, (name, op.type), op)
@@ -201,7 +158,8 @@ def analyse(graphs: list[tuple[str, Any, Any]]) -> GraphInfo:
                 original, func = _original_ops(name, len(fused), pre_idx, post_names)
                 weights = [t for t in op.inputs if t.op.type in WEIGHT_PRODUCERS]
                 data = [t for t in op.inputs if t.op.type not in WEIGHT_PRODUCERS]
-                info.fusions.append(Fusion(func or model, name, op.type, original, tensor_bytes(data),
+                label = model if model != "N/A" else func or model
+                info.fusions.append(Fusion(label, name, op.type, original, tensor_bytes(data),
                                            tensor_bytes(op.outputs), tensor_bytes(weights)))
     info.shapes = {k: (shapes_text(v[0]), v[1], shapes_text(v[2]), v[3]) for k, v in found.items() if v}
     return info
@@ -250,39 +208,3 @@ def _importable(gdef: Any, pre: Any = None) -> tuple[Any, dict[str, str]]:
             if base in new:
                 n.input[i] = ("^" if ctrl else "") + new[base] + sep + port
     return out, {v: k for k, v in new.items()}
-
-
-_collecting: list[bool] = [False]
-
-
-def graph_collection(on: bool) -> bool:
-    """Switch TensorFlow's function-graph collection (TF2 functions instantiated meanwhile keep
-    their optimized graphs); False when the eager context cannot.  Switching it on again would
-    drop what was collected, so an already running collection is left as it is."""
-    if on and _collecting[0]:
-        return True
-    try:
-        from tensorflow.python.eager import context
-
-        ctx = context.context()
-        if on:
-            ctx.enable_graph_collection()
-        else:
-            ctx.disable_graph_collection()
-    except Exception:
-        return False
-    _collecting[0] = on
-    return True
-
-
-def collected_function_graphs(keep: bool = False) -> list[tuple[str, Any, Any]]:
-    """The function graphs collected since the last call (collection goes on when ``keep``)."""
-    from tensorflow.python.eager import context
-
-    ctx = context.context()
-    rm = ctx.export_run_metadata()
-    if not keep:
-        graph_collection(False)
-    if rm is None:
-        return []
-    return [("N/A", pg, fg.pre_optimization_graph) for fg in rm.function_graphs for pg in fg.partition_graphs]

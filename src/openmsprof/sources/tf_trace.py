@@ -28,13 +28,12 @@ from openmsprof.recorder.records import NO_MODEL, ApiLevel, Executor
 from openmsprof.recorder.session import Session
 from openmsprof.sources import emit
 from openmsprof.sources.onnxruntime_tasks import reserve_task_ids, stream_index
-from openmsprof.sources.tf_graphs import (
-    GraphInfo,
+from openmsprof.sources.tf_graph_collect import (
     SessionGraphs,
-    analyse,
     collected_function_graphs,
     graph_collection,
 )
+from openmsprof.sources.tf_graphs import GraphInfo, analyse
 from openmsprof.sources.tf_roll import Roller
 from openmsprof.sources.tf_xplane import TfTrace, parse_xspace
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from openmsprof.config.model import ProfileConfig
-from openmsprof.sources.tf_graphs import graph_collection
+from openmsprof.sources.tf_graph_collect import graph_collection
 from openmsprof.tensorflow import _control
 from openmsprof.tensorflow._profiling_config import ProfilingConfig
 
