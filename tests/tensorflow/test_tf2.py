@@ -154,6 +154,21 @@ def test_sigkill_with_rolling_keeps_all_but_the_last_period(tmp_path):
     assert len(list((job / "host" / "tf_xplane").glob("plugins/profile/*/*.xplane.pb"))) >= 1
 
 
+def test_rolled_tracer_records_every_part(tmp_path):
+    """A window rolled every 0.2 s: each part is kept apart and recorded, fusions once."""
+    r = run_py([str(PROGRAMS), "keras", str(tmp_path)], env={"OPENMSPROF_TF_ROLL_S": "0.2"})
+    assert r.returncode == 0, r.stderr
+    (job,) = jobs(tmp_path)
+    parts = list((job / "host" / "tf_xplane").glob("plugins/profile/*/*.xplane.pb"))
+    assert len(parts) >= 2
+    export(job)
+    ops = rows(job / "summary" / "op_summary_0.csv")
+    assert len(ops) == tf_own_op_count(job) > 300  # the parts' ops, none twice
+    fused = [(r["Model Name"], r["Fusion Op"]) for r in rows(job / "summary" / "fusion_op_0.csv")]
+    assert fused and len(fused) == len(set(fused))
+    assert "rolled" in (job / "host" / "collection.log").read_text()
+
+
 def test_bad_roll_period_is_noted_and_off(tmp_path):
     r = run_py([str(PROGRAMS), "keras", str(tmp_path)], env={"OPENMSPROF_TF_ROLL_S": "soon"})
     assert r.returncode == 0, r.stderr

@@ -125,7 +125,8 @@ class TfTracer:
         self.lock = threading.Lock()
         self.roller: Roller | None = None
         self.gaps: list[int] = []
-        self.harvested: set[Path] = set()
+        self.parts = 0
+        self.fusion_keys: set[tuple[str, str]] = set()
         self.shapes: dict[tuple[str, str], tuple[str, str, str, str]] = {}
         self.names: set[tuple[str, str]] = set()
         self.shaped: set[tuple[str, str]] = set()
@@ -201,11 +202,14 @@ class TfTracer:
             self.session.note(f"TensorFlow's profiler failed to stop: {exc}", warn=True)
             return None
         path = newest_xplane(self.logdir)
-        if path is None or path in self.harvested:
+        if path is None:
             self.session.note(f"TensorFlow wrote no trace under {str(self.logdir)!r}", warn=True)
             return None
-        self.harvested.add(path)
-        return path.read_bytes()
+        data = path.read_bytes()
+        if self.roller is not None:  # TensorFlow names runs by the second: keep each part apart
+            self.parts += 1
+            path.parent.rename(path.parent.with_name(f"{path.parent.name}_part{self.parts}"))
+        return data
 
     def _harvest(self, data: bytes, start_wall: int) -> None:
         """Record one XSpace (the whole window, or one roll's part of it)."""
@@ -242,12 +246,14 @@ class TfTracer:
             return GraphInfo()
 
     def _write_fusions(self, graphs: GraphInfo) -> None:
-        if not graphs.fusions:
+        new = [f for f in graphs.fusions if (f.model, f.name) not in self.fusion_keys]
+        if not new:  # a roll's graphs repeat what an earlier part gave
             return
-        self.fusions += len(graphs.fusions)
+        self.fusion_keys.update((f.model, f.name) for f in new)
+        self.fusions += len(new)
         rows = [{"model": f.model, "name": f.name, "type": f.op_type, "original": f.original,
                  "input_bytes": f.input_bytes, "output_bytes": f.output_bytes,
-                 "weight_bytes": f.weight_bytes} for f in graphs.fusions]
+                 "weight_bytes": f.weight_bytes} for f in new]
         path = self.session.root / "host" / FUSION_FILE
         old = orjson.loads(path.read_bytes()) if path.is_file() else []  # an earlier roll or window
         fs.write_file_atomic(path, orjson.dumps(old + rows))
