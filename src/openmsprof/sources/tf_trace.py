@@ -173,10 +173,10 @@ class TfTracer:
         if self.roller is not None:
             self.roller.halt()
         with self.lock:
-            if not self.running:
+            was_running, self.running = self.running, False
+            if not was_running and not self.gaps:  # never started
                 return self.tasks, self.steps
-            self.running = False
-            data = self._stop_tf()
+            data = self._stop_tf() if was_running else None  # None: a failed restart ended it
         if data is not None:
             self._harvest(data, self.start_wall)
         _protect(self.logdir)
