@@ -12,7 +12,9 @@ Keras MLP (a warm-up fit first, so tracing is outside the timer):
 * ``bare``   — ``tf.profiler.experimental.start``/``stop`` around the timed fit, with the same
                options openmsprof uses (TensorFlow's defaults: host tracer level 2, no Python tracer);
 * ``omsp``   — the seed 003 TF2 sample's switches (``enable_profiling`` + options),
-               ``as_default()`` before and ``close()`` after the timed fit.
+               ``as_default()`` before and ``close()`` after the timed fit;
+* ``roll``   — ``omsp`` with ``OPENMSPROF_TF_ROLL_S=1`` (TensorFlow's tracer rolled every second
+               so a SIGKILL loses at most a second of ops; off by default).
 
 The window (start → timed fit → stop) is the same for bare and omsp; stop/harvest time is
 reported apart.  Last: a tf.function of many tiny ops called until ~``--ops`` ops ran under
@@ -43,7 +45,7 @@ if side == "off":
     from openmsprof.tensorflow import npu_device
     from openmsprof.tensorflow.npu_bridge import npu_init  # noqa: F401 - installs the shim
     npu_device.open().as_default()
-if side == "omsp":
+if side in ("omsp", "roll"):
     from openmsprof.tensorflow import npu_device
     pc = npu_device.global_options().profiling_config
     pc.enable_profiling = True
@@ -59,14 +61,14 @@ t_start = time.perf_counter()
 if side == "bare":
     tf.profiler.experimental.start(out, options=tf.profiler.experimental.ProfilerOptions(
         host_tracer_level=2, python_tracer_level=0))
-elif side == "omsp":
+elif side in ("omsp", "roll"):
     npu_device.open().as_default()
 t0 = time.perf_counter(); c0 = time.process_time()
 m.fit(x, y, batch_size=64, epochs=1, verbose=0)
 t1 = time.perf_counter(); c1 = time.process_time()
 if side == "bare":
     tf.profiler.experimental.stop()
-elif side == "omsp":
+elif side in ("omsp", "roll"):
     npu_device.close()
 t2 = time.perf_counter()
 print(json.dumps({"step_us": (t1 - t0) / steps * 1e6, "cpu_us": (c1 - c0) / steps * 1e6,
@@ -92,10 +94,10 @@ def fit():
     m.fit(x, y, batch_size=64, epochs=1, verbose=0)
     cpu[side].append((time.process_time() - c0) / steps * 1e6)
     return (time.perf_counter() - t0) / steps * 1e6
-res = {"plain": [], "bare": [], "omsp": []}
-cpu = {"plain": [], "bare": [], "omsp": []}
+res = {"plain": [], "bare": [], "omsp": [], "roll": []}
+cpu = {"plain": [], "bare": [], "omsp": [], "roll": []}
 for r in range(rounds):
-    for side in (("plain", "bare", "omsp") if r % 2 == 0 else ("omsp", "bare", "plain")):
+    for side in (("plain", "bare", "omsp", "roll") if r % 2 == 0 else ("roll", "omsp", "bare", "plain")):
         if side == "plain":
             res[side].append(fit())
         elif side == "bare":
@@ -103,6 +105,10 @@ for r in range(rounds):
             res[side].append(fit())
             tf.profiler.experimental.stop()
         else:
+            if side == "roll":
+                os.environ["OPENMSPROF_TF_ROLL_S"] = "1"
+            else:
+                os.environ.pop("OPENMSPROF_TF_ROLL_S", None)
             pc.enable_profiling = True
             pc.profiling_options = json.dumps({"output": out, "training_trace": "on"})
             npu_device.open().as_default()
@@ -142,6 +148,9 @@ def load() -> str:
 def child(side: str, steps: int, out: str) -> dict[str, float]:
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     env.pop("PROFILING_MODE", None)
+    env.pop("OPENMSPROF_TF_ROLL_S", None)
+    if side == "roll":
+        env["OPENMSPROF_TF_ROLL_S"] = "1"
     r = subprocess.run([sys.executable, "-c", CHILD, side, str(steps), out], capture_output=True,
                        text=True, env=env, timeout=600)
     if r.returncode != 0:
@@ -154,7 +163,7 @@ def fmt(xs: list[float]) -> str:
 
 
 def per_step(rounds: int, steps: int) -> None:
-    sides = ("plain", "off", "bare", "omsp")
+    sides = ("plain", "off", "bare", "omsp", "roll")
     res: dict[str, list[dict[str, float]]] = {s: [] for s in sides}
     loads = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -169,6 +178,9 @@ def per_step(rounds: int, steps: int) -> None:
     for s in sides:
         print(f"{s:6s} per step (us): {fmt(step[s])}")
     ratio = [o / b for o, b in zip(step["omsp"], step["bare"], strict=True)]
+    roll = [o / b for o, b in zip(step["roll"], step["bare"], strict=True)]
+    print(f"roll / bare tf.profiler per step: median {statistics.median(roll):.3f} "
+          f"(min {min(roll):.3f}, max {max(roll):.3f})")
     off = [(o / p - 1) * 100 for o, p in zip(step["off"], step["plain"], strict=True)]
     print(f"omsp / bare tf.profiler per step: median {statistics.median(ratio):.3f} "
           f"(min {min(ratio):.3f}, max {max(ratio):.3f}) [goal <= 1.10]")
@@ -179,6 +191,7 @@ def per_step(rounds: int, steps: int) -> None:
     cpu = {s: [d["cpu_us"] for d in res[s]] for s in sides}
     for s in sides:
         print(f"{s:6s} CPU per step (us, all threads): {fmt(cpu[s])}")
+    print(f"CPU roll / bare: median {statistics.median(cpu['roll']) / statistics.median(cpu['bare']):.3f}")
     print(f"CPU omsp / bare: median {statistics.median(cpu['omsp']) / statistics.median(cpu['bare']):.3f}; "
           f"off vs plain: {(statistics.median(cpu['off']) / statistics.median(cpu['plain']) - 1) * 100:+.1f}%")
     print(f"stop time (s): bare {fmt([d['stop_s'] for d in res['bare']])}, "
@@ -198,12 +211,13 @@ def paired(rounds: int, steps: int) -> None:
         both = orjson.loads(r.stdout.strip().splitlines()[-1])
     for kind in ("wall", "cpu"):
         res = both[kind]
-        for side in ("plain", "bare", "omsp"):
+        for side in ("plain", "bare", "omsp", "roll"):
             print(f"in-process {side:5s} {kind} per step (us): {fmt(res[side])}")
-        ratio = [o / b for o, b in zip(res["omsp"], res["bare"], strict=True)]
-        print(f"in-process omsp / bare ({kind}): median {statistics.median(ratio):.3f} "
-              f"(min {min(ratio):.3f}, max {max(ratio):.3f}), best vs best "
-              f"{min(res['omsp']) / min(res['bare']):.3f} [goal <= 1.10]  [{l0} -> {load()}]")
+        for side in ("omsp", "roll"):
+            ratio = [o / b for o, b in zip(res[side], res["bare"], strict=True)]
+            print(f"in-process {side} / bare ({kind}): median {statistics.median(ratio):.3f} "
+                  f"(min {min(ratio):.3f}, max {max(ratio):.3f}), best vs best "
+                  f"{min(res[side]) / min(res['bare']):.3f} [goal <= 1.10]  [{l0} -> {load()}]")
 
 
 def _child_cpu() -> float:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -45,12 +46,15 @@ def rows(path: Path) -> list[dict[str, str]]:
 def tf_own_op_count(job: Path) -> int:
     """Ops in TensorFlow's own trace kept in the job, counted straight from the protobuf:
     executor events ``name:type`` (display name = type), async completions naming their kernel,
-    and eager executions of single ops."""
+    and eager executions of single ops; summed over the parts of a rolled tracer."""
     from tensorflow.tsl.profiler.protobuf.xplane_pb2 import XSpace
 
-    (pb,) = (job / "host" / "tf_xplane").glob("plugins/profile/*/*.xplane.pb")
-    space = XSpace()
-    space.ParseFromString(pb.read_bytes())
+    pbs = sorted((job / "host" / "tf_xplane").glob("plugins/profile/*/*.xplane.pb"))
+    assert pbs, job
+    return sum(_own_ops(XSpace.FromString(pb.read_bytes())) for pb in pbs)
+
+
+def _own_ops(space: Any) -> int:
     n = 0
     for plane in space.planes:
         if plane.name != "/host:CPU":

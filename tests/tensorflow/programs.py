@@ -3,7 +3,8 @@
 Modes: ``keras`` (TF2 mode, Keras fit of 4 steps + a custom tf.function step, stopped with
 ``npu_device.close()``), ``keras-noclose`` (the same without close: stopped at exit),
 ``twice`` (as_default() twice), ``env`` (PROFILING_MODE from the environment, no options in code),
-``sleep`` (profiling on, then a step loop that never ends: for SIGKILL; prints "stepping").
+``sleep`` (profiling on, then a step loop that never ends: for SIGKILL; prints "stepping"),
+``warm`` (profiling switched on, a warm-up fit, then ``as_default()``, the same fit and close).
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ def main() -> None:
         pc.profiling_options = arg or orjson.dumps({"output": out, "training_trace": "on",
                                                      "task_trace": "on", "fp_point": "",
                                                      "bp_point": ""}).decode()
+    if mode == "warm":
+        m = model()
+        x, y = np.ones((64, 8), np.float32), np.ones((64, 1), np.float32)
+        m.fit(x, y, batch_size=16, epochs=1, verbose=0)  # the train function is instantiated here
+        npu_device.open().as_default()
+        m.fit(x, y, batch_size=16, epochs=1, verbose=0)
+        print("job", npu_device.close())
+        return
     npu_device.open().as_default()
     if mode == "twice":
         npu_device.open().as_default()

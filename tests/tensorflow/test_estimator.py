@@ -8,7 +8,15 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.tensorflow.helpers import EXAMPLES, TF215_PYTHON, export, jobs, rows, run_py
+from tests.tensorflow.helpers import (
+    EXAMPLES,
+    TF215_PYTHON,
+    export,
+    jobs,
+    rows,
+    run_py,
+    tf_own_op_count,
+)
 
 pytestmark = pytest.mark.skipif(
     not TF215_PYTHON.exists(),
@@ -58,3 +66,38 @@ def test_tf2_mode_on_tf215(tmp_path):
     steps = rows(job / "summary" / "step_trace_host.csv")
     assert len(steps) == 5  # 4 fit steps + 1 evaluate step
     assert all(r["BP End(us)"] for r in steps[:4])
+
+
+def test_estimator_train_evaluate_predict(tmp_path):
+    """Each Estimator call under ProfilingConfig is one job covering its ops, predict included,
+    also a predict generator closed early (its session ends without the hooks' end)."""
+    r = run_py([str(Path(__file__).with_name("estimator_modes.py")), str(tmp_path)],
+               python=TF215_PYTHON, timeout=240)
+    assert r.returncode == 0, r.stderr
+    assert "already enabled" not in r.stderr
+    found = jobs(tmp_path)
+    modes = [next(line.split("enabled by ")[1] for line in (j / "host" / "collection.log").read_text().splitlines()
+                  if "enabled by" in line) for j in found]
+    assert modes == ["NPUEstimator (train)", "NPUEstimator (eval)", "NPUEstimator (infer)",
+                     "NPUEstimator (infer)", "NPUEstimator (train)"]
+    train, evaluate, predict, early, train2 = found
+    steps = {}
+    for job in found:
+        export(job)
+        ops = rows(job / "summary" / "op_summary_0.csv")
+        assert len(ops) == tf_own_op_count(job) > 0  # the job covers what TF traced in the call
+        steps[job] = len(rows(job / "summary" / "step_trace_host.csv"))
+        grads = any(r["Op Name"].startswith("gradients/") for r in ops)
+        assert grads == (job in (train, train2)), job
+        # shapes from the optimized graph: the dense layer's fused kernel reads [batch, 4] x [4, 16]
+        dense = [r for r in ops if r["Op Name"] == "dense/Relu"]
+        assert dense and {r["Input Shapes"] for r in dense} == {"-1,4;4,16;16"}, dense[:1]
+        assert {r["Output Shapes"] for r in dense} == {"-1,16"}
+    assert [steps[j] for j in (train, evaluate, early, train2)] == [3, 2, 1, 2]
+    assert steps[predict] >= 4  # 4 batches (+ the run that meets the end of the input)
+    # grappler fused dense/MatMul + BiasAdd + Relu: fusion_op says so, from the optimized graph
+    fusion = {r["Fusion Op"]: r for r in rows(train / "summary" / "fusion_op_0.csv")}
+    relu = next(r for k, r in fusion.items() if k.startswith("dense/Relu("))
+    assert relu["Original Ops"] == "dense/MatMul,dense/BiasAdd,dense/Relu"
+    assert relu["Memory Workspace(KB)"] == "N/A"
+    assert float(relu["Memory Weight(KB)"]) == pytest.approx((4 * 16 + 16) * 4 / 1024, abs=1e-3)

@@ -20,6 +20,10 @@ def test_seed_sample_profiled_with_fp_point(tmp_path):
     assert sum(int(r["Count"]) for r in stat) == tf_own_op_count(job) > 10
     names = {r["Op Name"] for r in rows(s / "op_summary_0.csv")}
     assert "dense/MatMul" in names and any(n.startswith("gradients/") for n in names)
+    # shapes from the session's post-grappler partition graph (placeholder declared [32, 16])
+    bias = {(r["Input Shapes"], r["Input Data Types"], r["Output Shapes"])
+            for r in rows(s / "op_summary_0.csv") if r["Op Name"] == "dense/BiasAdd"}
+    assert bias == {("32,64;64", "FLOAT;FLOAT", "32,64")}
     steps = rows(s / "step_trace_host.csv")
     # the initializer run and the five train runs: one iteration per sess.run
     assert len(steps) == 6

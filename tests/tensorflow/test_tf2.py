@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -56,7 +57,8 @@ def test_keras_fit_job_and_export(tmp_path):
     # seed 003 Table 1 names mindstudio_profiler_output/: the tool-facing layout of the same job
     tool = job / "mindstudio_profiler_output"
     names = sorted(p.name for p in tool.iterdir())
-    for stem in ("msprof", "op_summary", "op_statistic", "step_trace", "task_time", "api_statistic"):
+    for stem in ("msprof", "op_summary", "op_statistic", "step_trace", "task_time", "api_statistic",
+                 "fusion_op"):
         assert any(re.fullmatch(rf"{stem}_\d{{14}}\.(csv|json)", n) for n in names), (stem, names)
     (stat_f,) = [tool / n for n in names if n.startswith("op_statistic_")]
     tool_stat = rows(stat_f)
@@ -114,17 +116,16 @@ def test_unwritable_output_warns_and_trains(tmp_path):
     assert str(blocker) in line
 
 
-def test_sigkill_mid_step_job_imports(tmp_path):
-    env = {**QUIET}
-    import os
-
+def _kill_mid_step(tmp_path, env, after_s):
+    """Run the endless step loop, SIGKILL it ``after_s`` seconds into the window; the job."""
     p = subprocess.Popen([sys.executable, str(PROGRAMS), "sleep", str(tmp_path)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, **env})
+                         env={k: v for k, v in {**os.environ, **QUIET, **env}.items()
+                              if k not in ("PROFILING_MODE", "PROFILING_OPTIONS")})
     try:
         assert p.stdout is not None
         assert p.stdout.readline().strip() == "stepping"
-        time.sleep(1.0)
+        time.sleep(after_s)
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=30)
     finally:
@@ -133,7 +134,46 @@ def test_sigkill_mid_step_job_imports(tmp_path):
     (job,) = jobs(tmp_path)
     res = import_job(job)
     assert res.db_path.exists()
-    export(job)  # a killed job still exports; TensorFlow's in-memory trace is lost (documented)
+    export(job)  # a killed job still imports and exports
+    return job
+
+
+def test_sigkill_mid_step_job_imports(tmp_path):
+    job = _kill_mid_step(tmp_path, {}, 1.0)
+    # TensorFlow's in-memory trace dies with the process (documented): no TF ops by default
+    assert not (job / "summary" / "op_summary_0.csv").exists()
+
+
+def test_sigkill_with_rolling_keeps_all_but_the_last_period(tmp_path):
+    """OPENMSPROF_TF_ROLL_S: the tracer is rolled, so a kill loses at most one period of ops."""
+    job = _kill_mid_step(tmp_path, {"OPENMSPROF_TF_ROLL_S": "0.5"}, 3.0)
+    ops = rows(job / "summary" / "op_summary_0.csv")
+    assert {r["OP Type"] for r in ops} >= {"Sum"} and len(ops) > 20
+    log = (job / "host" / "collection.log").read_text()
+    assert "rolls every 0.5 s" in log
+    assert len(list((job / "host" / "tf_xplane").glob("plugins/profile/*/*.xplane.pb"))) >= 1
+
+
+def test_rolled_tracer_records_every_part(tmp_path):
+    """A window rolled every 0.2 s: each part is kept apart and recorded, fusions once."""
+    r = run_py([str(PROGRAMS), "keras", str(tmp_path)], env={"OPENMSPROF_TF_ROLL_S": "0.2"})
+    assert r.returncode == 0, r.stderr
+    (job,) = jobs(tmp_path)
+    parts = list((job / "host" / "tf_xplane").glob("plugins/profile/*/*.xplane.pb"))
+    assert len(parts) >= 2
+    export(job)
+    ops = rows(job / "summary" / "op_summary_0.csv")
+    assert len(ops) == tf_own_op_count(job) > 300  # the parts' ops, none twice
+    fused = [(r["Model Name"], r["Fusion Op"]) for r in rows(job / "summary" / "fusion_op_0.csv")]
+    assert fused and len(fused) == len(set(fused))
+    assert "rolled" in (job / "host" / "collection.log").read_text()
+
+
+def test_bad_roll_period_is_noted_and_off(tmp_path):
+    r = run_py([str(PROGRAMS), "keras", str(tmp_path)], env={"OPENMSPROF_TF_ROLL_S": "soon"})
+    assert r.returncode == 0, r.stderr
+    (line,) = [ln for ln in r.stderr.splitlines() if "OPENMSPROF_TF_ROLL_S" in ln]
+    assert "'soon'" in line and "not rolled" in line
 
 
 def test_seed_tf2_sample_with_host_sys(tmp_path):
@@ -142,9 +182,16 @@ def test_seed_tf2_sample_with_host_sys(tmp_path):
     assert r.returncode == 0, r.stderr
     (job,) = jobs(tmp_path)
     log = (job / "host" / "collection.log").read_text()
-    assert "fusion_op: not produced" in log
+    assert "fused nodes (fusion_op)" in log
     export(job)
     assert len(rows(job / "summary" / "step_trace_host.csv")) == 4  # 128 samples / batch 32
+    # the optimized graph of Keras' train step: grappler's fused Dense kernels and op shapes
+    fused = rows(job / "summary" / "fusion_op_0.csv")
+    assert fused and all(r["Original Ops"].split(",")[0].endswith("/MatMul") for r in fused), fused
+    assert all(r["Model Name"].startswith("__inference_") for r in fused)
+    ops = rows(job / "summary" / "op_summary_0.csv")
+    kernels = {r["OP Type"]: r for r in ops if "MatMul" in r["OP Type"] and "gradient" not in r["Op Name"]}
+    assert kernels and all(r["Input Shapes"] not in ("", "N/A") for r in kernels.values()), kernels
     opts = orjson.dumps({"output": str(tmp_path / "sys"), "host_sys": "cpu,mem"}).decode()
     r = run_py([str(PROGRAMS), "keras", str(tmp_path), opts])
     assert r.returncode == 0, r.stderr
@@ -179,3 +226,17 @@ def test_another_tf_profiler_running_is_noted(tmp_path):
     log = (job / "host" / "collection.log").read_text()
     assert "TensorFlow's profiler could not start (AlreadyExistsError" in log
     assert list((tmp_path / "tb").glob("plugins/profile/*/*.xplane.pb"))  # the user's profiler unharmed
+
+
+def test_functions_instantiated_before_the_window_give_shapes(tmp_path):
+    """profiling_config.enable_profiling = True starts TensorFlow's graph collection, so a train
+    function instantiated by a warm-up fit before as_default() still has its optimized graph."""
+    r = run_py([str(PROGRAMS), "warm", str(tmp_path)])
+    assert r.returncode == 0, r.stderr
+    (job,) = jobs(tmp_path)
+    export(job)
+    ops = rows(job / "summary" / "op_summary_0.csv")
+    assert len(ops) == tf_own_op_count(job)
+    fused = [r for r in ops if "Fused" in r["OP Type"] and r["Op Name"].endswith("/Relu")]
+    assert fused and {r["Input Shapes"] for r in fused} == {"16,8;8,16;16"}, fused[:1]
+    assert rows(job / "summary" / "fusion_op_0.csv")

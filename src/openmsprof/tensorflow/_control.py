@@ -19,13 +19,14 @@ from openmsprof.config.errors import ConfigError, ProfilingError
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.tf_options import default_enabled, from_env, parse_profiling_options
 from openmsprof.recorder import session
+from openmsprof.sources.tf_graph_collect import SessionGraphs
 from openmsprof.sources.tf_trace import TfTracer
 
-__all__ = ["active", "begin", "config_from", "end", "env_config", "owner"]
+__all__ = ["active", "begin", "config_from", "end", "env_config", "owner", "session_graphs", "tie"]
 
 log = logging.getLogger("openmsprof")
 _lock = threading.RLock()
-_state: dict[str, Any] = {"owner": None, "mode": "", "tracer": None, "warned_twice": False}
+_state: dict[str, Any] = {"owner": None, "mode": "", "tracer": None, "warned_twice": False, "closer": None}
 
 
 def config_from(options: str | bytes | None, where: str) -> ProfileConfig:
@@ -56,6 +57,20 @@ def active() -> bool:
 
 def owner() -> Any:
     return _state["owner"]
+
+
+def tie(owner: object, closer: object) -> None:
+    """Closing ``closer`` (a ``tf.compat.v1.Session``) also ends ``owner``'s window: an Estimator's
+    session closed on an exception (a ``predict`` generator closed early) calls no hook's ``end``."""
+    with _lock:
+        if _state["owner"] is owner:
+            _state["closer"] = closer
+
+
+def session_graphs() -> SessionGraphs | None:
+    """Where ``sess.run`` hands its partition graphs while a window is open (else None)."""
+    tracer = _state["tracer"]
+    return tracer.session_graphs if tracer is not None and tracer.running else None
 
 
 def begin(cfg: ProfileConfig, owner: object, mode: str, *, adopt: bool = False) -> bool:
@@ -91,10 +106,11 @@ def begin(cfg: ProfileConfig, owner: object, mode: str, *, adopt: bool = False) 
 def end(owner: object | None = None) -> str | None:
     """Close the window (only ``owner``'s, when given).  Returns the job dir, or None."""
     with _lock:
-        if _state["owner"] is None or (owner is not None and _state["owner"] is not owner):
+        if _state["owner"] is None or (owner is not None and owner is not _state["owner"]
+                                       and owner is not _state["closer"]):
             return None
         tracer: TfTracer = _state["tracer"]
-        _state.update(owner=None, mode="", tracer=None)
+        _state.update(owner=None, mode="", tracer=None, closer=None)
         try:
             tracer.stop()
         except Exception as exc:

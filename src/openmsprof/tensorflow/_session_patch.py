@@ -5,6 +5,9 @@
 optimizer name it does not know, so grappler logs no error); when one of them has
 ``parameter_map["profiling_mode"].b`` (or ``PROFILING_MODE`` is set) the session opens the profiled
 window, and ``close()`` (also via ``with``) ends it.  A session never closed is ended at exit.
+``Session.run`` is wrapped too: while a window is open, the first run of each fetch/feed signature
+asks TensorFlow for its post-grappler partition graphs (shapes and fusion_op; one graph copy per
+signature, nothing on later runs).
 """
 
 from __future__ import annotations
@@ -75,6 +78,29 @@ def install() -> None:
         finally:
             _control.end(self)
 
+    orig_run = cls.run
+
+    @functools.wraps(orig_run)
+    def run(self: Any, fetches: Any, feed_dict: Any = None, options: Any = None,
+            run_metadata: Any = None) -> Any:
+        graphs = _control.session_graphs()
+        if graphs is None or not graphs.want(fetches, feed_dict):
+            return orig_run(self, fetches, feed_dict, options, run_metadata)
+        from tensorflow.core.protobuf import config_pb2
+
+        opts = config_pb2.RunOptions()
+        if options is not None:
+            opts.CopyFrom(options)
+        opts.output_partition_graphs = True
+        meta = run_metadata if run_metadata is not None else config_pb2.RunMetadata()
+        out = orig_run(self, fetches, feed_dict, opts, meta)
+        try:
+            graphs.add(meta, self.graph_def)
+        except Exception:  # the graphs only add shapes; the run's result is what matters
+            pass
+        return out
+
+    cls.run = run  # type: ignore[method-assign]
     cls.__init__ = __init__  # type: ignore[method-assign]
     cls.close = close  # type: ignore[method-assign]
     _installed.append(True)

@@ -11,17 +11,31 @@ from __future__ import annotations
 from typing import Any
 
 from openmsprof.config.model import ProfileConfig
+from openmsprof.sources.tf_graph_collect import graph_collection
 from openmsprof.tensorflow import _control
 from openmsprof.tensorflow._profiling_config import ProfilingConfig
 
 __all__ = ["NpuDevice", "ProfilingConfig", "close", "global_options", "open"]
 
 
+class _DeviceProfilingConfig(ProfilingConfig):
+    """``global_options().profiling_config``: switching it on also starts TensorFlow's collection
+    of function graphs, so functions instantiated before ``as_default()`` (a warm-up, a model
+    built first) still give op shapes and fusion_op."""
+
+    def _set_enable(self, value: bool) -> None:
+        ProfilingConfig.enable_profiling.fset(self, value)  # type: ignore[attr-defined]
+        if value:
+            graph_collection(True)
+
+    enable_profiling = ProfilingConfig.enable_profiling.setter(_set_enable)  # type: ignore[attr-defined]
+
+
 class _GlobalOptions:
     """The process-wide options object of ``npu_device.global_options()``."""
 
     def __init__(self) -> None:
-        self.profiling_config = ProfilingConfig()
+        self.profiling_config: ProfilingConfig = _DeviceProfilingConfig()
 
     def __repr__(self) -> str:
         return f"GlobalOptions(profiling_config={self.profiling_config!r})"

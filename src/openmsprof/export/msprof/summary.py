@@ -12,7 +12,7 @@ from pathlib import Path
 
 from openmsprof.config.errors import ConfigError
 from openmsprof.export.db import JobDB, open_job
-from openmsprof.export.msprof import summary_fork
+from openmsprof.export.msprof import fusion_op, summary_fork
 from openmsprof.export.msprof import summary_host as host
 from openmsprof.export.msprof import summary_tasks as tasks
 from openmsprof.export.msprof.naming import SUMMARY_DIR
@@ -32,6 +32,7 @@ PRODUCERS: dict[str, Producer] = {
     "msprof_tx": host.msprof_tx,
     "host_cpu_usage": host.host_cpu_usage,
     "host_mem_usage": host.host_mem_usage,
+    "fusion_op": fusion_op.fusion_op,
     "op_statistic_s2": tasks.op_statistic_s2,
 }
 FORMATS = ("csv", "json")

@@ -35,6 +35,8 @@ class ProfilingHook(_est.SessionRunHook):  # type: ignore[misc, name-defined]
 
     def after_create_session(self, session: Any, coord: Any) -> None:
         self.started = _control.begin(self.cfg, self, f"NPUEstimator ({self.what})", adopt=True)
+        if self.started:
+            _control.tie(self, session)
 
     def end(self, session: Any) -> None:
         if self.started:
