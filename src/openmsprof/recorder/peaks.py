@@ -195,9 +195,7 @@ def measure(budget_s: float = BUDGET_S, import_torch: bool = False) -> dict[str,
 
 
 def cache_path() -> Path:
-    root = os.environ.get("OPENMSPROF_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "openmsprof")
-    return Path(root) / f"peaks-{socket.gethostname()}.json"
+    return fs.cache_root() / f"peaks-{socket.gethostname()}.json"
 
 
 def cached(measure_missing: bool = True) -> dict[str, Any] | None:
