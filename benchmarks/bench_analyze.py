@@ -17,6 +17,7 @@ Run: ``.venv/bin/python benchmarks/bench_analyze.py [--events 1000000] [--repeat
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sqlite3
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +37,10 @@ from openmsprof.analysis import advisor
 from openmsprof.analysis.report_html import build_html
 from openmsprof.cli.cmd_demo import profile_model
 from openmsprof.export.db import open_job
+from openmsprof.export.msprof.roofline import ceilings
 from openmsprof.export.msprof.summary import write_summary
 from openmsprof.models import resnet_like
-from openmsprof.parse.costmodel import op_cost, roofline
+from openmsprof.parse.costmodel import op_cost
 from openmsprof.parse.importer import ensure_imported
 from openmsprof.recorder import peaks
 
@@ -143,37 +146,60 @@ def bench_analyze(root: Path, executes: int, events: int, repeat: int) -> None:
 def best_of(docs: list[dict[str, Any]]) -> dict[str, Any]:
     """The best figure of each kernel over several measurements (the machine's capability
     when the load on a shared machine varies)."""
-    out: dict[str, Any] = {"stream": {}, "gemm": {}, "special": {}}
+    out: dict[str, Any] = {"stream": {}, "gemm": {}, "special": {}, "runtime": {}}
+
+    def merge(into: dict[str, Any], sec: dict[str, Any]) -> None:
+        for name, v in sec.items():
+            if isinstance(v, dict) and "best" in v:
+                old = into.get(name)
+                if old is None or v["best"] > old["best"]:
+                    into[name] = v
+
     for d in docs:
-        for group in out:
-            for name, v in d.get(group, {}).items():
-                if isinstance(v, dict):
-                    old = out[group].get(name)
-                    if old is None or v["best"] > old["best"]:
-                        out[group][name] = v
+        for group in ("stream", "gemm", "special"):
+            merge(out[group], d.get(group, {}))
+        for rt, sec in d.get("runtime", {}).items():
+            into = out["runtime"].setdefault(rt, {"flops": {}, "elements": {}})
+            for k in ("flops", "elements"):
+                merge(into[k], sec.get(k, {}))
     return out
 
 
 def bench_peaks(repeat: int) -> dict[str, Any]:
     times = []
     docs: list[dict[str, Any]] = []
-    for _ in range(repeat):
+    for _ in range(repeat):  # what `openmsprof peaks` runs (in a fresh process: imports too)
         t = time.perf_counter()
-        docs.append(peaks.measure(import_torch=True))  # as `openmsprof peaks` does
+        r = subprocess.run([str(Path(sys.executable).with_name("openmsprof")), "peaks",
+                            "--format", "json"], capture_output=True, check=True)
         times.append(time.perf_counter() - t)
-    print(f"peaks (measure)                  {stats(times)}   {load()}")
+        docs.append(json.loads(r.stdout))
+    print(f"openmsprof peaks (fresh process) {stats(times)}   {load()}")
     for d in docs:
-        print(f"  {d['seconds']:.2f} s, load {d['load_avg']}: DRAM "
+        print(f"  measure {d['seconds']:.2f} s, load {d['load_avg']}: DRAM "
               f"{peaks.bandwidth(d) / 1e9:.1f} GB/s, GEMM {peaks.gemm_peak(d) / 1e9:.1f} "
               f"GFLOP/s; skipped {d['skipped'] or 'none'}; CV > 10 %: {d['loaded'] or 'none'}")
     return best_of(docs)
 
 
+CLASS_OPS = ("Exp", "Log", "Tanh", "Erf")
+
+
 def bench_prediction(root: Path, doc: dict[str, Any], executes: int) -> None:
-    bw, peak, special = peaks.bandwidth(doc), peaks.gemm_peak(doc), peaks.special_rate(doc)
-    print(f"ceilings (best of the peaks runs): DRAM {bw / 1e9:.1f} GB/s, GEMM {peak / 1e9:.1f} GFLOP/s, special "
-          f"{special / 1e9:.2f} G/s")
-    within = total = 0
+    """Three models against the same measured ops: the machine ceilings alone; plus the
+    runtime's conv rate and one transcendental class rate (median of its Exp/Log/Tanh/Erf);
+    plus the runtime's rate per element-wise op type (the model analyze uses)."""
+    full = ceilings(doc)
+    flops, elems = peaks.runtime_rates(doc)
+    machine = replace(full, op_flops=(), op_elems=())
+    cls = [elems[o] for o in CLASS_OPS if o in elems]
+    klass = replace(full, op_elems=(), special=float(np.median(cls)) if cls else full.special)
+    print(f"ceilings (best of the peaks runs): DRAM {full.bandwidth / 1e9:.1f} GB/s, GEMM "
+          f"{full.peak_flops / 1e9:.1f} GFLOP/s, special {full.special / 1e9:.2f} G/s; runtime "
+          f"conv {flops.get('Conv', 0) / 1e9:.1f} GFLOP/s, class transcendental "
+          f"{klass.special / 1e9:.2f} G/s, Softplus {elems.get('Softplus', 0) / 1e9:.3f} G/s")
+    within = {"machine": 0, "class": 0, "per-op": 0}
+    total = 0
     for act in ("mish", "leakyrelu"):
         path = root / f"big_{act}.onnx"
         onnx.save(resnet_like(act, channels=64, size=64), os.fspath(path))
@@ -192,16 +218,19 @@ def bench_prediction(root: Path, doc: dict[str, Any], executes: int) -> None:
                 if med < 100_000:
                     continue
                 c = op_cost(*(db.text(x) for x in key[1:]))
-                r = roofline(c, bw, peak, special)
-                ratio = med / r.attainable_ns if r.attainable_ns else float("inf")
-                ok = 0.5 <= ratio <= 2.0
-                within += ok
                 total += 1
-                print(f"  {act:9s} {db.text(key[0]):22s} {db.text(key[1]):10s} measured "
-                      f"{med / 1e3:8.1f} us  predicted {r.attainable_ns / 1e3:8.1f} us  "
-                      f"ratio {ratio:6.2f} {'ok' if ok else 'OUT'} ({r.bound})")
-    print(f"prediction within 2x for {within}/{total} CPU ops >= 100 us "
-          f"({100 * within / max(total, 1):.0f} %), {load()}")
+                marks = []
+                for label, ceil in (("machine", machine), ("class", klass), ("per-op", full)):
+                    att = ceil.roof(c).attainable_ns
+                    ratio = med / att if att else float("inf")
+                    ok = 0.5 <= ratio <= 2.0
+                    within[label] += ok
+                    marks.append(f"{label} {att / 1e3:8.1f} us x{ratio:5.2f}{'' if ok else '!'}")
+                print(f"  {act:9s} {db.text(key[0]):20s} {db.text(key[1]):9s} measured "
+                      f"{med / 1e3:8.1f} us | " + " | ".join(marks))
+    for label, n in within.items():
+        print(f"prediction within 2x ({label:7s} ceilings): {n}/{total} CPU ops >= 100 us "
+              f"({100 * n / max(total, 1):.0f} %), {load()}")
 
 
 def main() -> None:

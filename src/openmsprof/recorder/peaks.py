@@ -3,9 +3,11 @@
 * STREAM copy/add/triad on float64 arrays of at least 8× the last-level cache, so they
   measure DRAM, not cache.  Bandwidth counts the bytes really moved (numpy's triad is two
   passes: ``c = s*b`` then ``c += a``, 5 arrays of traffic; torch's ``add(alpha=)`` is one).
-* GEMM ``n × n`` (n ≥ 2048) per dtype: numpy/BLAS float32 and float64, and torch float32 and
-  bfloat16 when torch is present (``openmsprof peaks`` imports it; collection uses it only when
-  the application already did).
+* GEMM ``n × n`` (n ≥ 2048) per dtype: numpy/BLAS and torch (when present: ``openmsprof
+  peaks`` imports it; collection uses it only when the application already did).  Float32 by
+  default; ``dtypes`` adds float64 and bfloat16 (``openmsprof peaks --dtypes``).
+* The runtime's own ceilings per op class (:mod:`openmsprof.recorder.runtime_peaks`): ONNX
+  Runtime's conv rate and its element-wise transcendental kernels, when it is present.
 * Special functions: numpy ``exp``/``tanh``/``log1p`` on a cache-resident array (elements/s),
   the ceiling for transcendental element-wise ops.
 
@@ -35,9 +37,12 @@ import orjson
 from openmsprof.config.errors import ConfigError
 from openmsprof.config.files import read_json
 from openmsprof.recorder import fs
+from openmsprof.recorder.runtime_peaks import measure_onnxruntime
 
 __all__ = [
+    "ALL_DTYPES",
     "BUDGET_S",
+    "DTYPES",
     "PEAKS_FILE",
     "RUNS",
     "bandwidth",
@@ -46,12 +51,16 @@ __all__ = [
     "gemm_peak",
     "load_peaks",
     "measure",
+    "runtime_rates",
     "special_rate",
     "validate",
 ]
 
 RUNS = 5
 BUDGET_S = 4.0
+#: GEMM dtypes measured by default, and all that can be asked for
+DTYPES = ("float32",)
+ALL_DTYPES = ("float32", "float64", "bfloat16")
 GEMM_N = 2048
 CV_LOADED = 0.10
 PEAKS_FILE = "peaks.json"
@@ -138,18 +147,19 @@ def _torch(load: bool) -> Any:
     return torch
 
 
-def _gemm(out: dict[str, Any], skipped: list[str], deadline: float, torch: Any) -> None:
+def _gemm(out: dict[str, Any], skipped: list[str], deadline: float, torch: Any,
+          dtypes: tuple[str, ...]) -> None:
     rng = np.random.default_rng(0)
     base = rng.random((GEMM_N, GEMM_N))
     flops = 2.0 * GEMM_N ** 3 / 1e9
     jobs: list[tuple[str, Callable[[], object]]] = []
-    for dt in ("float32", "float64"):
-        m = base.astype(dt)
-        jobs.append((f"numpy {dt}", lambda m=m: m @ m))  # type: ignore[misc]
-    if torch is not None:  # order: numpy f32, torch f32, torch bf16, numpy f64
-        for k, dt in enumerate(("float32", "bfloat16")):
+    for dt in dtypes:  # per dtype: numpy first, then torch
+        if dt != "bfloat16":
+            m = base.astype(dt)
+            jobs.append((f"numpy {dt}", lambda m=m: m @ m))  # type: ignore[misc]
+        if torch is not None and dt != "float64":
             t = torch.from_numpy(base).to(getattr(torch, dt))
-            jobs.insert(1 + k, (f"torch {dt}", lambda t=t: t @ t))  # type: ignore[misc]
+            jobs.append((f"torch {dt}", lambda t=t: t @ t))  # type: ignore[misc]
     for k, (name, fn) in enumerate(jobs):
         times = _runs(fn, deadline, must=k == 0)
         if times is None:
@@ -171,10 +181,16 @@ def _special(out: dict[str, Any], skipped: list[str], deadline: float) -> None:
         out[name] = _stat(times, 20 * x.size / 1e9, "Gelem/s")
 
 
-def measure(budget_s: float = BUDGET_S, import_torch: bool = False) -> dict[str, Any]:
-    """Measure this machine now (≤ ``budget_s`` plus one warm-up call).  ``import_torch``:
-    also time torch's GEMM when torch is installed but not imported (``openmsprof peaks``;
-    collection only uses a torch the application already imported)."""
+def measure(budget_s: float = BUDGET_S, import_torch: bool = False,
+            dtypes: tuple[str, ...] = DTYPES, import_ort: bool = False) -> dict[str, Any]:
+    """Measure this machine now (≤ ``budget_s`` plus one warm-up call).  ``import_torch`` /
+    ``import_ort``: also time torch / ONNX Runtime when installed but not imported (otherwise
+    only a runtime the process already imported is timed).  ``dtypes``: the GEMM dtypes,
+    float32 first (the one every rule needs)."""
+    bad = [d for d in dtypes if d not in ALL_DTYPES]
+    if bad:
+        raise ConfigError(f"peaks dtype {bad[0]!r} is not one of {', '.join(ALL_DTYPES)}")
+    dtypes = ("float32", *(d for d in dtypes if d != "float32"))
     t0 = time.perf_counter()
     torch = _torch(import_torch)
     deadline = t0 + budget_s
@@ -183,15 +199,24 @@ def measure(budget_s: float = BUDGET_S, import_torch: bool = False) -> dict[str,
     gemm: dict[str, Any] = {}
     special: dict[str, Any] = {}
     _special(special, skipped, deadline)  # cheap (tens of ms): always all of it
-    _stream(stream, skipped, time.perf_counter() + budget_s * 0.4)
-    _gemm(gemm, skipped, deadline, torch)
-    loaded = [f"{k} {n}" for k, d in (("stream", stream), ("gemm", gemm), ("special", special))
+    _stream(stream, skipped, time.perf_counter() + budget_s * 0.35)
+    _gemm(gemm, skipped, t0 + budget_s * 0.75, torch, dtypes[:1])
+    runtime: dict[str, Any] = {}
+    ort = measure_onnxruntime(lambda fn, dl: _runs(fn, dl), _stat, deadline, skipped,
+                              import_ort)
+    if ort:
+        runtime["onnxruntime"] = ort
+    if len(dtypes) > 1:
+        _gemm(gemm, skipped, deadline, torch, dtypes[1:])
+    groups = (("stream", stream), ("gemm", gemm), ("special", special),
+              *((f"{r} {g}", d[g]) for r, d in runtime.items() for g in ("flops", "elements")))
+    loaded = [f"{k} {n}" for k, d in groups
               for n, v in d.items() if isinstance(v, dict) and v.get("loaded")]
     return {"host": socket.gethostname(), "source": "measured", "measured_at": time.time(),
             "seconds": round(time.perf_counter() - t0, 3), "cpus": os.cpu_count() or 1,
             "llc_bytes": llc_bytes(), "load_avg": [round(v, 2) for v in os.getloadavg()],
-            "stream": stream, "gemm": gemm, "special": special, "skipped": skipped,
-            "loaded": loaded}
+            "stream": stream, "gemm": gemm, "special": special, "runtime": runtime,
+            "skipped": skipped, "loaded": loaded}
 
 
 def cache_path() -> Path:
@@ -207,6 +232,13 @@ def cached(measure_missing: bool = True) -> dict[str, Any] | None:
         pass
     if not measure_missing:
         return None
+    from openmsprof.recorder import peaks_child  # (it imports this module)
+
+    peaks_child.wait_for_measurement()  # a background measurement may be finishing
+    try:
+        return validate(read_json(path, "peaks cache", error=ConfigError), str(path))
+    except ConfigError:
+        pass
     doc = measure()
     try:
         fs.make_dir(path.parent)
@@ -239,6 +271,18 @@ def validate(doc: Any, where: str) -> dict[str, Any]:
             elif not _num(v):
                 raise ConfigError(f"peaks file {where!r}: {group}.{name} must be a positive "
                                   f"number or {{\"best\": number}}, got {v!r}")
+    rt = doc.get("runtime", {})
+    if not isinstance(rt, dict) or any(
+            not isinstance(r, dict) or any(not isinstance(r.get(k, {}), dict)
+                                           for k in ("flops", "elements")) for r in rt.values()):
+        raise ConfigError(f"peaks file {where!r}: 'runtime' must map runtimes to "
+                          f"{{\"flops\": {{}}, \"elements\": {{}}}}")
+    for name, r in rt.items():
+        for k in ("flops", "elements"):
+            for op, v in r.get(k, {}).items():
+                if not (_num(v) or (isinstance(v, dict) and _num(v.get("best")))):
+                    raise ConfigError(f"peaks file {where!r}: runtime.{name}.{k}.{op} must be "
+                                      f"a positive number or {{\"best\": number}}")
     if not any(k != "array_bytes" for k in doc.get("stream", {})) or not doc.get("gemm"):
         raise ConfigError(f"peaks file {where!r}: needs 'stream' and 'gemm' figures")
     return doc
@@ -280,3 +324,21 @@ def special_rate(doc: dict[str, Any]) -> float:
     sec = doc.get("special", {})
     vals = sorted(_best(sec, (n,)) for n in sec)
     return float(vals[len(vals) // 2]) * 1e9 if vals else 0.0
+
+
+def runtime_rates(doc: dict[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
+    """The runtimes' measured class ceilings by op type: (FLOP/s of conv-like kernels,
+    output elements/s of element-wise kernels); the best runtime's where several measured."""
+    flops: dict[str, float] = {}
+    elems: dict[str, float] = {}
+    rt = doc.get("runtime")
+    for r in (rt.values() if isinstance(rt, dict) else ()):
+        if not isinstance(r, dict):
+            continue
+        for key, into in (("flops", flops), ("elements", elems)):
+            sec = r.get(key)
+            for op in (sec if isinstance(sec, dict) else ()):
+                rate = _best(sec, (op,)) * 1e9
+                if rate > 0:
+                    into[op] = max(into.get(op, 0.0), rate)
+    return flops, elems
