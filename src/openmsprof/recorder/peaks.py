@@ -241,8 +241,8 @@ def cached(measure_missing: bool = True) -> dict[str, Any] | None:
         pass
     doc = measure()
     try:
-        fs.make_dir(path.parent)
-        fs.write_file_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+        with peaks_child.measuring():
+            fs.write_file_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
     except Exception:
         pass
     return doc

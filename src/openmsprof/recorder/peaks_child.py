@@ -8,7 +8,7 @@ job's ``host/peaks.json``, and exits.  The measurement holds an exclusive lock
 (:func:`measuring`) so that a reader arriving meanwhile (``analyze`` right after the run) waits
 for this measurement rather than starting a second one (:func:`wait_for_measurement`).
 
-    python -m openmsprof.recorder.peaks_child JOB_HOST_DIR [--torch] [--onnxruntime]
+    python -m openmsprof.recorder.peaks_child JOB_HOST_DIR [--torch] [--onnxruntime] [--lock-fd=N]
 """
 
 from __future__ import annotations
@@ -38,20 +38,20 @@ def _lock_path() -> Path:
     return P.cache_path().with_suffix(".lock")
 
 
-@contextmanager
-def measuring(block: bool = True) -> Iterator[bool]:
-    """Hold the machine's measurement lock; yields False when ``block`` is False and another
-    process holds it."""
+def _open_lock() -> int:
     path = _lock_path()
     fs.make_dir(path.parent)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, fs.FILE_MODE)
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, fs.FILE_MODE)
+
+
+@contextmanager
+def measuring(fd: int | None = None) -> Iterator[None]:
+    """Hold the machine's measurement lock (``fd``: one already locked, handed over)."""
+    if fd is None:
+        fd = _open_lock()
+        fcntl.flock(fd, fcntl.LOCK_EX)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
-        yield True
+        yield
     finally:
         os.close(fd)
 
@@ -79,19 +79,36 @@ def wait_for_measurement(timeout_s: float = 20.0) -> None:
 
 def spawn(job_host: Path) -> subprocess.Popen[bytes]:
     """Start the detached, nice-19 measurement for ``job_host`` (returns at once); it times
-    torch and ONNX Runtime when this process has imported them."""
+    torch and ONNX Runtime when this process has imported them.  The lock is taken here and
+    handed to the child, so a reader arriving before the child runs already waits for it."""
     env = {k: v for k, v in os.environ.items() if k not in _DROP_ENV}
-    argv = [sys.executable, "-m", "openmsprof.recorder.peaks_child", str(job_host)]
-    argv += [f"--{m}" for m in ("torch", "onnxruntime") if m in sys.modules]
-    return subprocess.Popen(argv, env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+    fd = _open_lock()
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locked = True
+        except BlockingIOError:  # another measurement runs: the child waits for it
+            locked = False
+        argv = [sys.executable, "-m", "openmsprof.recorder.peaks_child", str(job_host)]
+        argv += [f"--{m}" for m in ("torch", "onnxruntime") if m in sys.modules]
+        argv += [f"--lock-fd={fd}"] if locked else []
+        child = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 start_new_session=True, pass_fds=(fd,) if locked else ())
+    finally:
+        os.close(fd)  # the child's copy keeps the lock
+    try:
+        os.setpriority(os.PRIO_PROCESS, child.pid, 19)  # from its first instruction
+    except OSError:
+        pass  # it lowers itself in main()
+    return child
 
 
 def main(argv: list[str]) -> int:
-    os.nice(19)
+    os.setpriority(os.PRIO_PROCESS, 0, 19)
     job_host = Path(argv[0])
-    with measuring():
+    fds = [int(a.split("=", 1)[1]) for a in argv if a.startswith("--lock-fd=")]
+    with measuring(fds[0] if fds else None):
         doc = P.cached(measure_missing=False)  # another child may have finished first
         if doc is None:
             doc = P.measure(import_torch="--torch" in argv,
