@@ -96,7 +96,7 @@ def measure_onnxruntime(runs: Callable[[Callable[[], object], float], list[float
         if w:
             x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
         else:  # N(0, 1) inputs, both branches of every kernel; Log's made positive
-            x = (np.abs(normal) + 0.5 if op == "Log" else normal).reshape(shape)
+            x = (np.abs(normal) + np.float32(0.5) if op == "Log" else normal).reshape(shape)
         feed = {"x": x}
         times = runs(lambda s=sess, f=feed: s.run(None, f), deadline)  # type: ignore[misc]
         if times is None:
