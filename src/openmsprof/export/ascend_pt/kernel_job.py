@@ -27,6 +27,7 @@ from pathlib import Path
 
 from openmsprof.config.errors import PathError, RawDataError
 from openmsprof.config.files import open_regular
+from openmsprof.export.ascend_pt import kernel_csv
 from openmsprof.parse import schema
 from openmsprof.recorder import fs
 
@@ -127,7 +128,13 @@ def _meta(con: sqlite3.Connection, rank_dir: Path, src: Path, first: int, last: 
 
 
 def _from_csv(rank_dir: Path, src: Path, con: sqlite3.Connection) -> None:
-    """One TASK + COMPUTE_TASK_INFO row per kernel_details row; STEP_TIME spans each step."""
+    """One TASK + COMPUTE_TASK_INFO row per kernel_details row; STEP_TIME spans each step.
+    Column-wise (:mod:`.kernel_csv`) when it can; else line by line here."""
+    fd = open_regular(src, "kernel_details", _LIMIT, RawDataError)[0]  # no FIFO, no link
+    if kernel_csv.load(fd, src, con, _NEEDED, ("Name", "Type", "Executor", *_INFO), {},
+                       lambda first, last: _meta(con, rank_dir, src, first, last),
+                       schema.INVALID):
+        return
     s = _Strings()
     tasks: list[tuple[int, ...]] = []
     infos: list[tuple[int | None, ...]] = []
