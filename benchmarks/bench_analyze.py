@@ -5,11 +5,14 @@ Run: ``.venv/bin/python benchmarks/bench_analyze.py [--events 1000000] [--repeat
 
 1. analyze at scale: the bundled Mish CNN profiled for ``--executes`` executes (a real ONNX
    Runtime job), its database replicated in time to ``--events`` tasks (same ops, shapes, API
-   calls and iteration structure), then ``analyze`` (all rules, incl. opening the job) and the
-   HTML report, each ``--repeat`` times interleaved with the peers on the same job
-   (``export summary``; ``msprof-analyze advisor all`` where it runs), median and min–max.
-2. ``peaks``: the measurement's own wall time, ``--repeat`` runs.
-3. Prediction accuracy: ResNet-like Mish and LeakyReLU CNNs at 64 channels, 64×64 (ops of
+   calls and iteration structure), then ``analyze`` (all rules, incl. opening the job; in this
+   process and as ``openmsprof analyze`` in a fresh one) and the HTML report, each
+   ``--repeat`` times interleaved with the peers on the same job (``export summary``;
+   ``msprof-analyze advisor all`` where it runs), median and min–max.
+2. ``openmsprof peaks`` in a fresh process (imports included), ``--repeat`` runs.
+3. ``openmsprof analyze`` of a torch rank dir of ``--kernels`` kernels: first (building its
+   kernel database) and again.
+4. Prediction accuracy: ResNet-like Mish and LeakyReLU CNNs at 64 channels, 64×64 (ops of
    0.1–10 ms) profiled here; for every operator (name, shapes) whose median time is ≥ 100 µs,
    the roofline-attainable time against that median.  Peaks are measured just before.
 """
@@ -108,6 +111,7 @@ def bench_analyze(root: Path, executes: int, events: int, repeat: int) -> None:
     print(f"job: resnet_like(mish) x {executes} executes, replicated to {n_events:,} events "
           f"(tasks + API calls)")
     ours: list[float] = []
+    cli: list[float] = []
     html: list[float] = []
     peer_summary: list[float] = []
     peer_adv: list[float] = []
@@ -116,6 +120,7 @@ def bench_analyze(root: Path, executes: int, events: int, repeat: int) -> None:
         t = time.perf_counter()
         doc = advisor.report(job)
         ours.append(time.perf_counter() - t)
+        cli.append(cli_wall(["analyze", "-dir", str(job)]))
         with open_job(job) as db:
             t = time.perf_counter()
             page = build_html(db)
@@ -128,9 +133,11 @@ def bench_analyze(root: Path, executes: int, events: int, repeat: int) -> None:
             r = msprof_analyze(job, root / f"adv{i}")
             if r is not None:
                 peer_adv.append(r)
-        print(f"  run {i + 1}: analyze {ours[-1]:.3f} s, html {html[-1]:.3f} s, {load()}")
+        print(f"  run {i + 1}: analyze {ours[-1]:.3f} s, CLI {cli[-1]:.3f} s, html {html[-1]:.3f} s,"
+              f" {load()}")
     top = doc["findings"][0]
     print(f"analyze (all rules, incl. open)  {stats(ours)}   {load()}")
+    print(f"`openmsprof analyze -dir JOB`    {stats(cli)}   (fresh process, what users type)")
     print(f"  top finding: [{top['severity']}] {top['rule']}: {top['summary'][:100]}…")
     print(f"HTML report build                {stats(html)}; size {size / 1e6:.2f} MB")
     print(f"peer: export summary (csv)       {stats(peer_summary)}  ratio analyze/peer "
@@ -140,7 +147,37 @@ def bench_analyze(root: Path, executes: int, events: int, repeat: int) -> None:
               f"{statistics.median(ours) / statistics.median(peer_adv):.3f}")
     else:
         print("peer: msprof-analyze advisor all did not run on this job")
-    print("peer: HTA not installed here (not measured)")
+    print("peer: HTA reads Kineto traces, not this job: see bench_analyze_hta.py")
+
+
+#: fresh processes as users run them: with .pyc files
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def cli_wall(args: list[str]) -> float:
+    t = time.perf_counter()
+    subprocess.run([str(Path(sys.executable).with_name("openmsprof")), *args], check=True,
+                   stdout=subprocess.DEVNULL, env=ENV)
+    return time.perf_counter() - t
+
+
+def bench_rank(root: Path, kernels: int, repeat: int) -> None:
+    """`openmsprof analyze` of a torch rank dir of ``kernels`` kernels (gen_cluster's
+    kernel_details.csv): the first run builds the kernel database, the next reuses it."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from gen_cluster import generate
+
+    generate(root / "pt", ranks=1, events=kernels)
+    (rank,) = sorted((root / "pt").glob("*_ascend_pt"))
+    size = (rank / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").stat().st_size
+    first, again = [], []
+    for _ in range(repeat):
+        shutil.rmtree(rank / ".openmsprof", ignore_errors=True)
+        first.append(cli_wall(["analyze", "-dir", str(rank)]))
+        again.append(cli_wall(["analyze", "-dir", str(rank)]))
+    print(f"torch rank dir, {kernels:,} kernels ({size / 2**20:.0f} MiB kernel_details.csv):")
+    print(f"  `openmsprof analyze` first (builds kernels.db) {stats(first)}   {load()}")
+    print(f"  `openmsprof analyze` again                     {stats(again)}")
 
 
 def best_of(docs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -171,7 +208,7 @@ def bench_peaks(repeat: int) -> dict[str, Any]:
     for _ in range(repeat):  # what `openmsprof peaks` runs (in a fresh process: imports too)
         t = time.perf_counter()
         r = subprocess.run([str(Path(sys.executable).with_name("openmsprof")), "peaks",
-                            "--format", "json"], capture_output=True, check=True)
+                            "--format", "json"], capture_output=True, check=True, env=ENV)
         times.append(time.perf_counter() - t)
         docs.append(json.loads(r.stdout))
     print(f"openmsprof peaks (fresh process) {stats(times)}   {load()}")
@@ -238,7 +275,9 @@ def main() -> None:
     ap.add_argument("--executes", type=int, default=300)
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--skip", default="", help="comma list of parts to skip: analyze,peaks,predict")
+    ap.add_argument("--kernels", type=int, default=1_000_000, help="kernels of the torch rank dir")
+    ap.add_argument("--skip", default="",
+                    help="comma list of parts to skip: analyze,rank,peaks,predict")
     a = ap.parse_args()
     skip = set(a.skip.split(","))
     with tempfile.TemporaryDirectory(prefix="bench_analyze_") as tmp:
@@ -248,6 +287,8 @@ def main() -> None:
             bench_prediction(root, doc, 20)
         if "analyze" not in skip:
             bench_analyze(root, a.executes, a.events, a.repeat)
+        if "rank" not in skip:
+            bench_rank(root, a.kernels, a.repeat)
 
 
 
