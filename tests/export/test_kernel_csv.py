@@ -4,6 +4,7 @@ output."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -70,3 +71,14 @@ def test_generated_rank_same_both_ways(tmp_path: Path, monkeypatch: pytest.Monke
     (rank,) = sorted(tmp_path.glob("*_ascend_pt"))
     fast, slow = _both(rank, monkeypatch)
     assert fast == slow and len(fast["tasks"]) >= 3000 and len(fast["steps"]) == 3
+
+
+def test_blank_step_and_no_pandas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [ROWS[0], ROWS[1], "," + ROWS[2].split(",", 1)[1]]  # the last kernel has no step
+    fast, slow = _both(_rank(tmp_path, rows), monkeypatch)
+    assert fast == slow and [t[3] for t in fast["tasks"]] == [3, 3, -1]
+    rank = _rank(tmp_path / "b", ROWS)
+    code = ("import sys; from openmsprof.export.ascend_pt.kernel_job import ensure_kernel_db; "
+            f"ensure_kernel_db({str(rank)!r}); print('pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"  # pyarrow's to_numpy would import it (0.5 s)

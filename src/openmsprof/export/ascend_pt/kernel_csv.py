@@ -27,28 +27,36 @@ _INT = r"^[+-]?[0-9]+$"
 _DECIMAL = r"^(?P<w>[+-]?[0-9]+)(?:\.(?P<f>[0-9]*))?$"
 
 
-def _ints(pc: Any, col: Any, empty: int | None = None) -> np.ndarray[Any, Any] | None:
+def _np(arr: Any) -> np.ndarray[Any, Any]:
+    """An Arrow integer array without nulls as numpy, from its data buffer (``to_numpy``
+    imports pandas: half a second a run)."""
+    if hasattr(arr, "combine_chunks"):
+        arr = arr.combine_chunks()
+    dtype = np.dtype(f"int{arr.type.bit_width}")
+    data = np.frombuffer(arr.buffers()[1], dtype=dtype)
+    return data[arr.offset:arr.offset + len(arr)].astype(np.int64)
+
+
+def _ints(pc: Any, pa: Any, col: Any, empty: int | None = None) -> np.ndarray[Any, Any] | None:
     """Integers of a string column (trimmed); ``empty`` for blank fields; None if any is not
-    a plain integer."""
+    a plain integer.  (No Python value is turned into an Arrow scalar: that imports pandas.)"""
     text = pc.utf8_trim_whitespace(col)
-    blank = pc.equal(text, "")
-    if empty is not None and pc.any(blank).as_py():
-        text = pc.if_else(blank, str(empty), text)
+    if empty is not None:
+        text = pc.replace_substring_regex(text, pattern="^$", replacement=str(empty))
     if not pc.all(pc.match_substring_regex(text, _INT)).as_py():
         return None
-    return np.asarray(pc.cast(text, "int64"))
+    return _np(text.cast(pa.int64()))
 
 
-def _ns(pc: Any, col: Any) -> np.ndarray[Any, Any] | None:
-    """``"1795503649863373.676\\t"`` (µs) → exact ns, as the line reader's ``_ns``."""
+def _ns(pc: Any, pa: Any, col: Any) -> np.ndarray[Any, Any] | None:
+    """``"1795503649863373.676\t"`` (µs) → exact ns, as the line reader's ``_ns``."""
     text = pc.utf8_trim_whitespace(col)
     if not pc.all(pc.match_substring_regex(text, _DECIMAL)).as_py():
         return None
-    parts = pc.extract_regex(text, _DECIMAL)
-    whole = np.asarray(pc.cast(pc.struct_field(parts, "w"), "int64"))
-    frac = pc.utf8_slice_codeunits(
-        pc.binary_join_element_wise(pc.struct_field(parts, "f"), "000", ""), 0, 3)
-    return whole * 1000 + np.asarray(pc.cast(frac, "int64"))
+    parts = pc.extract_regex(text.combine_chunks(), _DECIMAL)  # a StructArray
+    whole = _np(parts.field("w").cast(pa.int64()))
+    frac = pc.utf8_slice_codeunits(pc.utf8_rpad(parts.field("f"), width=3, padding="0"), 0, 3)
+    return whole * 1000 + _np(frac.cast(pa.int64()))
 
 
 def _header(path_fd: io.BufferedReader) -> list[str]:
@@ -83,10 +91,10 @@ def load(fd: int, src: Path, con: sqlite3.Connection, needed: tuple[str, ...],
         except (pa.ArrowInvalid, UnicodeDecodeError, ValueError):
             return False
     n = table.num_rows
-    start = _ns(pc, table["Start Time(us)"])
-    dur = _ns(pc, table["Duration(us)"])
-    dev = _ints(pc, table["Device_id"])
-    step = _ints(pc, table["Step Id"], empty=-1) if "Step Id" in header else np.full(n, -1)
+    start = _ns(pc, pa, table["Start Time(us)"])
+    dur = _ns(pc, pa, table["Duration(us)"])
+    dev = _ints(pc, pa, table["Device_id"])
+    step = _ints(pc, pa, table["Step Id"], empty=-1) if "Step Id" in header else np.full(n, -1)
     if start is None or dur is None or dev is None or step is None:
         return False
     if n and (dev.min() < -1 or dev.max() >= 1 << 22 or step.min() < -1 or step.max() >= 1 << 40):
@@ -101,7 +109,7 @@ def load(fd: int, src: Path, con: sqlite3.Connection, needed: tuple[str, ...],
         enc = pc.dictionary_encode(table[name].combine_chunks())
         lut = np.array([strings.setdefault(v or "N/A", len(strings))
                         for v in enc.dictionary.to_pylist()] or [na], dtype=np.int64)
-        ids.append(lut[np.asarray(enc.indices, dtype=np.int64)] if n else np.zeros(0, np.int64))
+        ids.append(lut[_np(enc.indices)] if n else np.zeros(0, np.int64))
     del table
     core = ids[2] if "Executor" in header else np.full(n, strings.setdefault(
         "CPU", len(strings)), dtype=np.int64)
