@@ -18,7 +18,7 @@ from openmsprof.export.db import open_job
 from .test_kernel_job import ROWS, _rank
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from gen_cluster import generate  # noqa: E402
+from gen_cluster import generate
 
 
 def _content(rank: Path) -> dict[str, Any]:
