@@ -180,6 +180,11 @@ def _from_csv(rank_dir: Path, src: Path, con: sqlite3.Connection) -> None:
 def _build(rank_dir: Path, src: Path, dst: Path) -> None:
     con = sqlite3.connect(dst)
     try:
+        # a private temp file renamed into place when complete: no journal, no fsync per
+        # commit, the staging table in memory
+        con.execute("PRAGMA journal_mode=OFF")
+        con.execute("PRAGMA synchronous=OFF")
+        con.execute("PRAGMA temp_store=MEMORY")
         for stmt in schema.create_statements():
             con.execute(stmt)
         (_from_csv if src.name == KERNELS else _from_db)(rank_dir, src, con)
