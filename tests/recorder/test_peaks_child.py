@@ -56,3 +56,25 @@ def test_first_session_measures_peaks_in_a_background_child(
     openmsprof.stop()
     assert orjson.loads((s2.root / "host" / peaks.PEAKS_FILE).read_bytes()) == doc
     assert "background process" not in (s2.root / "host" / "collection.log").read_text()
+
+
+def test_cache_without_the_runtime_is_refreshed_in_the_background(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache from before ONNX Runtime was used: the job gets it at once, and the background
+    child adds ONNX Runtime's class ceilings to the cache and the job's copy."""
+    pytest.importorskip("onnxruntime")
+    monkeypatch.setenv("OPENMSPROF_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("OPENMSPROF_PEAKS", raising=False)
+    old = {"host": "h", "stream": {"copy": {"best": 12.5}}, "gemm": {"numpy float32": 99}}
+    peaks.cache_path().parent.mkdir(parents=True)
+    peaks.cache_path().write_bytes(orjson.dumps(old))
+    assert not peaks.covers(old)
+    s = openmsprof.start(tmp_path / "out")
+    openmsprof.stop()
+    job_file = s.root / "host" / peaks.PEAKS_FILE
+    m = re.search(r"background process (\d+)", (s.root / "host" / "collection.log").read_text())
+    assert m and orjson.loads(job_file.read_bytes()) == old  # the old figures at once
+    assert _wait_gone(int(m.group(1)), 90), "the peaks child did not finish"
+    new = peaks.cached(measure_missing=False)
+    assert new is not None and peaks.covers(new) and "Conv" in str(new["runtime"])
+    assert orjson.loads(job_file.read_bytes()) == new

@@ -22,7 +22,7 @@ pytest.importorskip("onnxruntime")
 @pytest.fixture(scope="module")
 def ort_figures() -> dict[str, Any]:
     skipped: list[str] = []
-    out = measure_onnxruntime(lambda fn, dl: peaks._runs(fn, dl, must=True), peaks._stat,
+    out = measure_onnxruntime(lambda fn, dl, _must: peaks._runs(fn, dl, must=True), peaks._stat,
                               time.perf_counter() + 60, skipped, load=True)
     out["_skipped"] = skipped
     return out

@@ -56,6 +56,7 @@ __all__ = [
     "bandwidth",
     "cache_path",
     "cached",
+    "covers",
     "gemm_peak",
     "load_peaks",
     "measure",
@@ -208,10 +209,9 @@ def measure(budget_s: float = BUDGET_S, import_torch: bool = False,
     special: dict[str, Any] = {}
     _special(special, skipped, deadline)  # cheap (tens of ms): always all of it
     _stream(stream, skipped, time.perf_counter() + budget_s * 0.35)
-    _gemm(gemm, skipped, t0 + budget_s * 0.75, torch, dtypes[:1])
+    _gemm(gemm, skipped, t0 + budget_s * 0.65, torch, dtypes[:1])
     runtime: dict[str, Any] = {}
-    ort = measure_onnxruntime(lambda fn, dl: _runs(fn, dl), _stat, deadline, skipped,
-                              import_ort)
+    ort = measure_onnxruntime(_runs, _stat, deadline, skipped, import_ort)
     if ort:
         runtime["onnxruntime"] = ort
     if len(dtypes) > 1:
@@ -225,6 +225,14 @@ def measure(budget_s: float = BUDGET_S, import_torch: bool = False,
             "llc_bytes": llc_bytes(), "load_avg": [round(v, 2) for v in os.getloadavg()],
             "stream": stream, "gemm": gemm, "special": special, "runtime": runtime,
             "skipped": skipped, "loaded": loaded}
+
+
+def covers(doc: dict[str, Any]) -> bool:
+    """Whether ``doc`` holds the ceilings of the runtimes this process imported (a cache
+    written before ONNX Runtime was used, or by an older version, lacks its class ceilings)."""
+    rt = doc.get("runtime")
+    return "onnxruntime" not in sys.modules or (
+        isinstance(rt, dict) and "onnxruntime" in rt)
 
 
 def cache_path() -> Path:

@@ -110,7 +110,8 @@ def main(argv: list[str]) -> int:
     fds = [int(a.split("=", 1)[1]) for a in argv if a.startswith("--lock-fd=")]
     with measuring(fds[0] if fds else None):
         doc = P.cached(measure_missing=False)  # another child may have finished first
-        if doc is None:
+        if doc is None or ("--onnxruntime" in argv and "onnxruntime" not in (
+                doc.get("runtime") or {})):  # a cache from before the runtime was used
             doc = P.measure(import_torch="--torch" in argv,
                             import_ort="--onnxruntime" in argv)
             fs.write_file_atomic(P.cache_path(), orjson.dumps(doc, option=orjson.OPT_INDENT_2))

@@ -211,7 +211,8 @@ class Session:
             doc = peaks.load_peaks(choice) if choice else peaks.cached(measure_missing=False)
             if doc:
                 fs.write_file_atomic(self.job.host / peaks.PEAKS_FILE, orjson.dumps(doc))
-                return
+                if choice or peaks.covers(doc):
+                    return  # else: the child adds the runtime's ceilings to both copies
             child = peaks_child.spawn(self.job.host)
             self.note(f"machine peaks: measuring in background process {child.pid} (nice 19); "
                       f"it writes host/{peaks.PEAKS_FILE} and the machine's cache")
