@@ -5,11 +5,14 @@ Run: ``.venv/bin/python benchmarks/bench_analyze.py [--events 1000000] [--repeat
 
 1. analyze at scale: the bundled Mish CNN profiled for ``--executes`` executes (a real ONNX
    Runtime job), its database replicated in time to ``--events`` tasks (same ops, shapes, API
-   calls and iteration structure), then ``analyze`` (all rules, incl. opening the job) and the
-   HTML report, each ``--repeat`` times interleaved with the peers on the same job
-   (``export summary``; ``msprof-analyze advisor all`` where it runs), median and min–max.
-2. ``peaks``: the measurement's own wall time, ``--repeat`` runs.
-3. Prediction accuracy: ResNet-like Mish and LeakyReLU CNNs at 64 channels, 64×64 (ops of
+   calls and iteration structure), then ``analyze`` (all rules, incl. opening the job; in this
+   process and as ``openmsprof analyze`` in a fresh one) and the HTML report, each
+   ``--repeat`` times interleaved with the peers on the same job (``export summary``;
+   ``msprof-analyze advisor all`` where it runs), median and min–max.
+2. ``openmsprof peaks`` in a fresh process (imports included), ``--repeat`` runs.
+3. ``openmsprof analyze`` of a torch rank dir of ``--kernels`` kernels: first (building its
+   kernel database) and again.
+4. Prediction accuracy: ResNet-like Mish and LeakyReLU CNNs at 64 channels, 64×64 (ops of
    0.1–10 ms) profiled here; for every operator (name, shapes) whose median time is ≥ 100 µs,
    the roofline-attainable time against that median.  Peaks are measured just before.
 """
@@ -17,6 +20,7 @@ Run: ``.venv/bin/python benchmarks/bench_analyze.py [--events 1000000] [--repeat
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sqlite3
@@ -25,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +40,10 @@ from openmsprof.analysis import advisor
 from openmsprof.analysis.report_html import build_html
 from openmsprof.cli.cmd_demo import profile_model
 from openmsprof.export.db import open_job
+from openmsprof.export.msprof.roofline import ceilings
 from openmsprof.export.msprof.summary import write_summary
 from openmsprof.models import resnet_like
-from openmsprof.parse.costmodel import op_cost, roofline
+from openmsprof.parse.costmodel import op_cost
 from openmsprof.parse.importer import ensure_imported
 from openmsprof.recorder import peaks
 
@@ -105,6 +111,7 @@ def bench_analyze(root: Path, executes: int, events: int, repeat: int) -> None:
     print(f"job: resnet_like(mish) x {executes} executes, replicated to {n_events:,} events "
           f"(tasks + API calls)")
     ours: list[float] = []
+    cli: list[float] = []
     html: list[float] = []
     peer_summary: list[float] = []
     peer_adv: list[float] = []
@@ -113,6 +120,7 @@ def bench_analyze(root: Path, executes: int, events: int, repeat: int) -> None:
         t = time.perf_counter()
         doc = advisor.report(job)
         ours.append(time.perf_counter() - t)
+        cli.append(cli_wall(["analyze", "-dir", str(job)]))
         with open_job(job) as db:
             t = time.perf_counter()
             page = build_html(db)
@@ -125,9 +133,11 @@ def bench_analyze(root: Path, executes: int, events: int, repeat: int) -> None:
             r = msprof_analyze(job, root / f"adv{i}")
             if r is not None:
                 peer_adv.append(r)
-        print(f"  run {i + 1}: analyze {ours[-1]:.3f} s, html {html[-1]:.3f} s, {load()}")
+        print(f"  run {i + 1}: analyze {ours[-1]:.3f} s, CLI {cli[-1]:.3f} s, html {html[-1]:.3f} s,"
+              f" {load()}")
     top = doc["findings"][0]
     print(f"analyze (all rules, incl. open)  {stats(ours)}   {load()}")
+    print(f"`openmsprof analyze -dir JOB`    {stats(cli)}   (fresh process, what users type)")
     print(f"  top finding: [{top['severity']}] {top['rule']}: {top['summary'][:100]}…")
     print(f"HTML report build                {stats(html)}; size {size / 1e6:.2f} MB")
     print(f"peer: export summary (csv)       {stats(peer_summary)}  ratio analyze/peer "
@@ -137,43 +147,96 @@ def bench_analyze(root: Path, executes: int, events: int, repeat: int) -> None:
               f"{statistics.median(ours) / statistics.median(peer_adv):.3f}")
     else:
         print("peer: msprof-analyze advisor all did not run on this job")
-    print("peer: HTA not installed here (not measured)")
+    print("peer: HTA reads Kineto traces, not this job: see bench_analyze_hta.py")
+
+
+#: fresh processes as users run them: with .pyc files
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def cli_wall(args: list[str]) -> float:
+    t = time.perf_counter()
+    subprocess.run([str(Path(sys.executable).with_name("openmsprof")), *args], check=True,
+                   stdout=subprocess.DEVNULL, env=ENV)
+    return time.perf_counter() - t
+
+
+def bench_rank(root: Path, kernels: int, repeat: int) -> None:
+    """`openmsprof analyze` of a torch rank dir of ``kernels`` kernels (gen_cluster's
+    kernel_details.csv): the first run builds the kernel database, the next reuses it."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from gen_cluster import generate
+
+    generate(root / "pt", ranks=1, events=kernels)
+    (rank,) = sorted((root / "pt").glob("*_ascend_pt"))
+    size = (rank / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").stat().st_size
+    first, again = [], []
+    for _ in range(repeat):
+        shutil.rmtree(rank / ".openmsprof", ignore_errors=True)
+        first.append(cli_wall(["analyze", "-dir", str(rank)]))
+        again.append(cli_wall(["analyze", "-dir", str(rank)]))
+    print(f"torch rank dir, {kernels:,} kernels ({size / 2**20:.0f} MiB kernel_details.csv):")
+    print(f"  `openmsprof analyze` first (builds kernels.db) {stats(first)}   {load()}")
+    print(f"  `openmsprof analyze` again                     {stats(again)}")
 
 
 def best_of(docs: list[dict[str, Any]]) -> dict[str, Any]:
     """The best figure of each kernel over several measurements (the machine's capability
     when the load on a shared machine varies)."""
-    out: dict[str, Any] = {"stream": {}, "gemm": {}, "special": {}}
+    out: dict[str, Any] = {"stream": {}, "gemm": {}, "special": {}, "runtime": {}}
+
+    def merge(into: dict[str, Any], sec: dict[str, Any]) -> None:
+        for name, v in sec.items():
+            if isinstance(v, dict) and "best" in v:
+                old = into.get(name)
+                if old is None or v["best"] > old["best"]:
+                    into[name] = v
+
     for d in docs:
-        for group in out:
-            for name, v in d.get(group, {}).items():
-                if isinstance(v, dict):
-                    old = out[group].get(name)
-                    if old is None or v["best"] > old["best"]:
-                        out[group][name] = v
+        for group in ("stream", "gemm", "special"):
+            merge(out[group], d.get(group, {}))
+        for rt, sec in d.get("runtime", {}).items():
+            into = out["runtime"].setdefault(rt, {"flops": {}, "elements": {}})
+            for k in ("flops", "elements"):
+                merge(into[k], sec.get(k, {}))
     return out
 
 
 def bench_peaks(repeat: int) -> dict[str, Any]:
     times = []
     docs: list[dict[str, Any]] = []
-    for _ in range(repeat):
+    for _ in range(repeat):  # what `openmsprof peaks` runs (in a fresh process: imports too)
         t = time.perf_counter()
-        docs.append(peaks.measure(import_torch=True))  # as `openmsprof peaks` does
+        r = subprocess.run([str(Path(sys.executable).with_name("openmsprof")), "peaks",
+                            "--format", "json"], capture_output=True, check=True, env=ENV)
         times.append(time.perf_counter() - t)
-    print(f"peaks (measure)                  {stats(times)}   {load()}")
+        docs.append(json.loads(r.stdout))
+    print(f"openmsprof peaks (fresh process) {stats(times)}   {load()}")
     for d in docs:
-        print(f"  {d['seconds']:.2f} s, load {d['load_avg']}: DRAM "
+        print(f"  measure {d['seconds']:.2f} s, load {d['load_avg']}: DRAM "
               f"{peaks.bandwidth(d) / 1e9:.1f} GB/s, GEMM {peaks.gemm_peak(d) / 1e9:.1f} "
               f"GFLOP/s; skipped {d['skipped'] or 'none'}; CV > 10 %: {d['loaded'] or 'none'}")
     return best_of(docs)
 
 
+CLASS_OPS = ("Exp", "Log", "Tanh", "Erf")
+
+
 def bench_prediction(root: Path, doc: dict[str, Any], executes: int) -> None:
-    bw, peak, special = peaks.bandwidth(doc), peaks.gemm_peak(doc), peaks.special_rate(doc)
-    print(f"ceilings (best of the peaks runs): DRAM {bw / 1e9:.1f} GB/s, GEMM {peak / 1e9:.1f} GFLOP/s, special "
-          f"{special / 1e9:.2f} G/s")
-    within = total = 0
+    """Three models against the same measured ops: the machine ceilings alone; plus the
+    runtime's conv rate and one transcendental class rate (median of its Exp/Log/Tanh/Erf);
+    plus the runtime's rate per element-wise op type (the model analyze uses)."""
+    full = ceilings(doc)
+    flops, elems = peaks.runtime_rates(doc)
+    machine = replace(full, op_flops=(), op_elems=())
+    cls = [elems[o] for o in CLASS_OPS if o in elems]
+    klass = replace(full, op_elems=(), special=float(np.median(cls)) if cls else full.special)
+    print(f"ceilings (best of the peaks runs): DRAM {full.bandwidth / 1e9:.1f} GB/s, GEMM "
+          f"{full.peak_flops / 1e9:.1f} GFLOP/s, special {full.special / 1e9:.2f} G/s; runtime "
+          f"conv {flops.get('Conv', 0) / 1e9:.1f} GFLOP/s, class transcendental "
+          f"{klass.special / 1e9:.2f} G/s, Softplus {elems.get('Softplus', 0) / 1e9:.3f} G/s")
+    within = {"machine": 0, "class": 0, "per-op": 0}
+    total = 0
     for act in ("mish", "leakyrelu"):
         path = root / f"big_{act}.onnx"
         onnx.save(resnet_like(act, channels=64, size=64), os.fspath(path))
@@ -192,16 +255,19 @@ def bench_prediction(root: Path, doc: dict[str, Any], executes: int) -> None:
                 if med < 100_000:
                     continue
                 c = op_cost(*(db.text(x) for x in key[1:]))
-                r = roofline(c, bw, peak, special)
-                ratio = med / r.attainable_ns if r.attainable_ns else float("inf")
-                ok = 0.5 <= ratio <= 2.0
-                within += ok
                 total += 1
-                print(f"  {act:9s} {db.text(key[0]):22s} {db.text(key[1]):10s} measured "
-                      f"{med / 1e3:8.1f} us  predicted {r.attainable_ns / 1e3:8.1f} us  "
-                      f"ratio {ratio:6.2f} {'ok' if ok else 'OUT'} ({r.bound})")
-    print(f"prediction within 2x for {within}/{total} CPU ops >= 100 us "
-          f"({100 * within / max(total, 1):.0f} %), {load()}")
+                marks = []
+                for label, ceil in (("machine", machine), ("class", klass), ("per-op", full)):
+                    att = ceil.roof(c).attainable_ns
+                    ratio = med / att if att else float("inf")
+                    ok = 0.5 <= ratio <= 2.0
+                    within[label] += ok
+                    marks.append(f"{label} {att / 1e3:8.1f} us x{ratio:5.2f}{'' if ok else '!'}")
+                print(f"  {act:9s} {db.text(key[0]):20s} {db.text(key[1]):9s} measured "
+                      f"{med / 1e3:8.1f} us | " + " | ".join(marks))
+    for label, n in within.items():
+        print(f"prediction within 2x ({label:7s} ceilings): {n}/{total} CPU ops >= 100 us "
+              f"({100 * n / max(total, 1):.0f} %), {load()}")
 
 
 def main() -> None:
@@ -209,7 +275,9 @@ def main() -> None:
     ap.add_argument("--executes", type=int, default=300)
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--skip", default="", help="comma list of parts to skip: analyze,peaks,predict")
+    ap.add_argument("--kernels", type=int, default=1_000_000, help="kernels of the torch rank dir")
+    ap.add_argument("--skip", default="",
+                    help="comma list of parts to skip: analyze,rank,peaks,predict")
     a = ap.parse_args()
     skip = set(a.skip.split(","))
     with tempfile.TemporaryDirectory(prefix="bench_analyze_") as tmp:
@@ -219,6 +287,8 @@ def main() -> None:
             bench_prediction(root, doc, 20)
         if "analyze" not in skip:
             bench_analyze(root, a.executes, a.events, a.repeat)
+        if "rank" not in skip:
+            bench_rank(root, a.kernels, a.repeat)
 
 
 

@@ -126,3 +126,22 @@ def test_tensorflow_conv_is_nhwc() -> None:
     d = op_cost("DepthwiseConv2dNative", "1,8,8,4;3,3,4,2", "float;float", "1,8,8,8", "float")
     assert d.flops == 2 * (8 * 8 * 8) * 9
     assert op_cost("AddV2", "4,4;4,4", "float;float", "4,4", "float").flops == 16
+
+
+def test_runtime_class_ceilings() -> None:
+    """A runtime's conv rate lifts a Conv's compute ceiling (never lowers it); a measured
+    element rate prices an element-wise op by its elements, not by the machine's exp rate."""
+    conv = op_cost("Conv", "1,64,64,64;64,64,3,3", "FLOAT;FLOAT", "1,64,64,64", "FLOAT")
+    assert conv.op == "Conv"
+    base = roofline(conv, 40e9, 100e9)
+    fast = roofline(conv, 40e9, 100e9, flops_rate=400e9)
+    assert fast.compute_ns == pytest.approx(base.compute_ns / 4)
+    assert roofline(conv, 40e9, 100e9, flops_rate=50e9).compute_ns == base.compute_ns
+    sp = op_cost("Softplus", "1,64,64,64", "FLOAT", "1,64,64,64", "FLOAT")
+    assert sp.elems == 64 ** 3 and sp.transc == 2 * 64 ** 3
+    machine = roofline(sp, 40e9, 100e9, 4e9)
+    slow = roofline(sp, 40e9, 100e9, 4e9, elem_rate=0.1e9)
+    assert slow.compute_ns == pytest.approx(64 ** 3 / 0.1e9 * 1e9)
+    assert slow.attainable_ns > 10 * machine.attainable_ns and slow.bound == "compute"
+    mul = op_cost("Mul", "1,64,64,64;1,64,64,64", "FLOAT;FLOAT", "1,64,64,64", "FLOAT")
+    assert roofline(mul, 40e9, 100e9, elem_rate=1e15).bound == "memory"  # bytes still count

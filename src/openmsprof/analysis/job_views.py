@@ -10,7 +10,7 @@ from openmsprof.analysis.patterns import TaskColumns, unique_rows
 from openmsprof.analysis.rules_patterns import _columns
 from openmsprof.export.db import JobDB
 from openmsprof.export.msprof.roofline import Ceilings, OpRoof
-from openmsprof.parse.costmodel import op_cost, roofline
+from openmsprof.parse.costmodel import op_cost
 
 __all__ = ["columns", "iteration_times", "op_roofs", "totals_by"]
 
@@ -32,7 +32,7 @@ def op_roofs(db: JobDB, cols: TaskColumns, ceil: Ceilings) -> list[OpRoof]:
         n, t, i, it, o, ot = (text(int(v)) for v in uniq[k])
         cost = op_cost(t, i, it, o, ot)
         out.append(OpRoof(n, t, i, it, o, ot, int(count[k]), int(total[k]), cost,
-                          roofline(cost, ceil.bandwidth, ceil.peak_flops, ceil.special)))
+                          ceil.roof(cost)))
     return out
 
 

@@ -12,7 +12,7 @@ import numpy.typing as npt
 from openmsprof.analysis.patterns import I64, Match, TaskColumns, _mask, unique_rows
 from openmsprof.export.db import JobDB
 from openmsprof.export.msprof.roofline import Ceilings
-from openmsprof.parse.costmodel import op_cost, roofline
+from openmsprof.parse.costmodel import op_cost
 
 __all__ = ["price"]
 
@@ -77,7 +77,7 @@ def price(db: JobDB, cols: TaskColumns, match: Match, ceil: Ceilings,
                 continue
             c = op_cost(p.replacement_op, text(ish[0]).split(";")[0],
                         text(idt[0]).split(";")[0], text(osh[-1]), text(odt[-1]))
-            att = roofline(c, ceil.bandwidth, ceil.peak_flops, ceil.special).attainable_ns
+            att = ceil.roof(c).attainable_ns
             vals[u] = (max(att, floor_ns), b, c.bytes)
         per = vals[inv]
         occ_rep[sl], occ_bytes[sl], occ_after[sl] = per[:, 0], per[:, 1], per[:, 2]

@@ -98,6 +98,8 @@ class TaskColumns:
     idt: I64
     osh: I64
     odt: I64
+    dev: I64  # device id
+    tid: I64  # task id (ties of equal start on one device)
     masks: dict[tuple[str, ...], npt.NDArray[np.bool_]] = field(default_factory=dict)
 
     @property
@@ -112,6 +114,15 @@ class TaskColumns:
         return max(1, int(self.it_index.max(initial=-1)) + 1)
 
 
+def _ordered(dev: I64, it: I64, start: I64) -> bool:
+    """Whether rows are already sorted by (device, iteration, start): the usual case, where
+    the sort and its copy of every column can be skipped."""
+    if dev.size < 2:
+        return True
+    d_dev, d_it, d_start = np.diff(dev), np.diff(it), np.diff(start)
+    return bool(np.all((d_dev > 0) | ((d_dev == 0) & ((d_it > 0) | ((d_it == 0) & (d_start >= 0))))))
+
+
 def task_columns(db: JobDB) -> TaskColumns | None:
     """All tasks ordered by (device, iteration, start); None without tasks.  Rows stream
     flat into numpy (no per-row tuples kept) and are sorted there, not in SQLite."""
@@ -120,22 +131,25 @@ def task_columns(db: JobDB) -> TaskColumns | None:
     c = lambda col: f"(COALESCE({tasks._c(db, col)}, -1) + 1)"  # noqa: E731
     # string ids (< 2^31) travel in pairs, packed into one integer: fewer Python objects per row
     pair = lambda a, b: f"(({c(a)} << 32) | {c(b)})"  # noqa: E731
-    sql = (f"SELECT t.deviceId, t.globalTaskId, t.connectionId, t.startNs,"
-           f" MAX(t.endNs - t.startNs, 0), {pair('name', 'opType')},"
+    sql = (f"SELECT ((t.deviceId + 1) << 40) | (COALESCE(t.taskId, 0) & 0xFFFFFFFFFF),"
+           f" t.globalTaskId, t.connectionId, t.startNs, MAX(t.endNs - t.startNs, 0), {pair('name', 'opType')},"
            f" {pair('inputShapes', 'outputShapes')}, {pair('inputDataTypes', 'outputDataTypes')}"
            f" FROM {tasks._from(db)}")
     (n,) = db.query("SELECT COUNT(*) FROM TASK")[0]
     flat = np.fromiter(itertools.chain.from_iterable(db.stream(sql)), dtype=np.int64,
                        count=n * 8)
     arr = flat.reshape(-1, 8)
-    order = np.lexsort((arr[:, 3], arr[:, 2], arr[:, 0]))
-    arr = arr[order]
-    gid, it, start, dur = (np.ascontiguousarray(arr[:, k]) for k in range(1, 5))
+    dev_key = arr[:, 0] >> 40
+    order = None if _ordered(dev_key, arr[:, 2], arr[:, 3]) else np.lexsort(
+        (arr[:, 3], arr[:, 2], dev_key))
+    col = lambda k: np.ascontiguousarray(arr[:, k]) if order is None else arr[:, k][order]  # noqa: E731
+    gid, it, start, dur, names, shapes, dtypes, dt = (col(k) for k in (1, 2, 3, 4, 5, 6, 7, 0))
     low = np.int64(0xFFFFFFFF)
-    name, typ = (arr[:, 5] >> 32) - 1, (arr[:, 5] & low) - 1
-    ish, osh = (arr[:, 6] >> 32) - 1, (arr[:, 6] & low) - 1
-    idt, odt = (arr[:, 7] >> 32) - 1, (arr[:, 7] & low) - 1
-    return TaskColumns(gid, it, start, dur, name, typ, ish, idt, osh, odt)
+    name, typ = (names >> 32) - 1, (names & low) - 1
+    ish, osh = (shapes >> 32) - 1, (shapes & low) - 1
+    idt, odt = (dtypes >> 32) - 1, (dtypes & low) - 1
+    dev, tid = (dt >> 40) - 1, dt & np.int64(0xFFFFFFFFFF)
+    return TaskColumns(gid, it, start, dur, name, typ, ish, idt, osh, odt, dev, tid)
 
 
 @dataclass

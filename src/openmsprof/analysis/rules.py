@@ -15,7 +15,6 @@ from openmsprof.analysis.findings import INFO, WARNING, EventRef, Finding, ms, p
 from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import us, us_avg
 from openmsprof.export.msprof import summary_host as host
-from openmsprof.export.msprof import summary_tasks as tasks
 
 #: An op type above this share of device time is reported; above HOT_SHARE it is a warning.
 TOP_SHARE, HOT_SHARE = 10.0, 30.0
@@ -74,13 +73,14 @@ def _type_totals(db: JobDB) -> list[tuple[int | None, int, int, int]]:
 
 
 def _longest_tasks(db: JobDB, type_id: int | None) -> list[EventRef]:
-    if "COMPUTE_TASK_INFO" not in db.tables:
+    """The longest tasks of one op type (ties: earliest first), from the task columns."""
+    cols = job_views.columns(db)
+    if "COMPUTE_TASK_INFO" not in db.tables or cols is None:
         return []
-    cond = "c.opType IS NULL" if type_id is None else "c.opType = ?"
-    rows = db.query(f"SELECT t.globalTaskId, c.name, t.startNs, MAX(t.endNs - t.startNs, 0)"
-                    f" FROM {tasks._from(db)} WHERE {cond} ORDER BY 4 DESC, t.startNs LIMIT ?",
-                    (() if type_id is None else (type_id,)) + (EXAMPLES,))
-    return [EventRef("TASK", g, db.text(n), s, d) for g, n, s, d in rows]
+    at = np.flatnonzero(cols.typ < 0 if type_id is None else cols.typ == type_id)
+    at = at[np.lexsort((cols.start[at], -cols.dur[at]))[:EXAMPLES]]
+    return [EventRef("TASK", int(cols.gid[i]), db.text(int(cols.name[i])), int(cols.start[i]),
+                     int(cols.dur[i])) for i in at.tolist()]
 
 
 def long_api(db: JobDB) -> list[Finding]:

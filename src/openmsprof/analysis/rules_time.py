@@ -8,16 +8,16 @@ application (pre/post-processing, sleeps, data loading).
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
 
+from openmsprof.analysis import job_views
 from openmsprof.analysis.findings import INFO, WARNING, EventRef, Finding, ms, pct
+from openmsprof.analysis.patterns import TaskColumns
 from openmsprof.analysis.samples import _iteration_keys
 from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import us
-from openmsprof.export.msprof import summary_tasks as tasks
 
 #: Idle time above this share of the device span is a warning.
 GAP_WARN_PCT = 20.0
@@ -32,24 +32,22 @@ Arr = np.ndarray[Any, Any]
 
 def host_gaps(db: JobDB) -> list[Finding]:
     """Idle device time between tasks of one execute and between executes, per device."""
+    cols = job_views.columns(db)  # the advisor's one read of the tasks
+    if cols is None:
+        return []
     out: list[Finding] = []
-    for dev in tasks.task_devices(db):
-        out.extend(_device_gaps(db, dev))
+    for dev in np.unique(cols.dev).tolist():
+        out.extend(_device_gaps(db, cols, int(dev)))
     return out
 
 
-def _device_gaps(db: JobDB, dev: int) -> list[Finding]:
-    c = tasks._c
-    sql = (f"SELECT t.globalTaskId, t.connectionId, t.startNs, MAX(t.endNs, t.startNs),"
-           f" COALESCE({c(db, 'name')}, -1), t.taskId FROM {tasks._from(db)}"
-           " WHERE t.deviceId = ?")
-    # rows stream flat into numpy and are ordered there (start, task id): no per-row tuples
-    flat = np.fromiter(itertools.chain.from_iterable(db.stream(sql, (dev,))), dtype=np.int64)
-    arr = flat.reshape(-1, 6)
-    if len(arr) < 2:
+def _device_gaps(db: JobDB, cols: TaskColumns, dev: int) -> list[Finding]:
+    on = np.flatnonzero(cols.dev == dev)
+    if on.size < 2:
         return []
-    arr = arr[np.lexsort((arr[:, 5], arr[:, 2]))]
-    gid, conn, start, end, name = (np.ascontiguousarray(arr[:, k]) for k in range(5))
+    on = on[np.lexsort((cols.tid[on], cols.start[on]))]  # by start, then task id
+    gid, conn, start, name = cols.gid[on], cols.it[on], cols.start[on], cols.name[on]
+    end = start + cols.dur[on]
     keys = _iteration_keys(db, conn, start)
     prev_end = np.maximum.accumulate(end)[:-1]
     gap = np.maximum(start[1:] - prev_end, 0)

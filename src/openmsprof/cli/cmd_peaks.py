@@ -20,12 +20,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p = subparsers.add_parser(
         "peaks", help="measure this machine's peaks (bandwidth, GEMM) for the roofline",
         description="Measure STREAM copy/add/triad (arrays ≥ 8x the last-level cache), GEMM "
-                    "n=2048 per dtype (numpy; torch when loaded) and special functions; best "
+                    "n=2048 per dtype (numpy; torch with --torch), special functions and "
+                    "ONNX Runtime's conv and element-wise kernels when installed; best "
                     "and median of 5 runs with the coefficient of variation.  The result is "
                     "cached once per machine and stored in each job at collection.")
     p.add_argument("--cached", action="store_true",
                    help="print the cached figures (measure only when there are none)")
     p.add_argument("--check", metavar="FILE", help="validate a peaks override file and print it")
+    p.add_argument("--torch", action="store_true",
+                   help="also time torch's GEMM (imports torch: about a second more)")
+    p.add_argument("--dtypes", default=",".join(peaks.DTYPES), metavar="D[,D]",
+                   help="GEMM dtypes (default float32; also float64, bfloat16)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--output", metavar="FILE",
                    help="also write the JSON to FILE (an override file for analyze --peaks)")
@@ -37,8 +42,11 @@ def _table(doc: dict[str, Any]) -> Table:
                     f"{doc.get('seconds', '?')} s, load {doc.get('load_avg', '?')})")
     for col in ("Kernel", "Best", "Median", "CV", "Unit", "Runs"):
         t.add_column(col, justify="left" if col in ("Kernel", "Unit") else "right")
-    for group in ("stream", "gemm", "special"):
-        for name, v in (doc.get(group) or {}).items():
+    groups = [(g, doc.get(g)) for g in ("stream", "gemm", "special")] + [
+        (r, sec.get(k)) for r, sec in (doc.get("runtime") or {}).items()
+        if isinstance(sec, dict) for k in ("flops", "elements")]
+    for group, items in groups:
+        for name, v in (items if isinstance(items, dict) else {}).items():
             if not isinstance(v, dict):
                 if name != "array_bytes":
                     t.add_row(f"{group} {name}", str(v), "", "", "", "")
@@ -58,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     elif args.cached:
         doc = peaks.cached(measure_missing=True) or {}
     else:
-        doc = peaks.measure(import_torch=True)
+        doc = peaks.measure(import_torch=args.torch, import_ort=True,
+                            dtypes=tuple(d.strip() for d in args.dtypes.split(",") if d.strip()))
         path = peaks.cache_path()
         fs.make_dir(path.parent)
         fs.write_file_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))

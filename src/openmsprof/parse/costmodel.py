@@ -92,6 +92,8 @@ class Cost:
     flops: float = 0.0
     transc: float = 0.0
     bytes: float = 0.0
+    op: str = ""  # the op type as the job spells it (a runtime's measured ceiling is keyed by it)
+    elems: float = 0.0  # output elements of an element-wise op
 
     @property
     def modelled(self) -> bool:
@@ -184,7 +186,7 @@ def op_cost(op_type: str, in_shapes: str | None, in_dtypes: str | None,
         if op_type in TF_CONV and len(ins) >= 2 and outs:
             w, out = ins[1], outs[0]
             per_out = _elems(w[:-2]) if op_type == "DepthwiseConv2dNative" else _elems(w[:-1])
-            return Cost("conv", 2.0 * _elems(out) * per_out, 0.0, nbytes)
+            return Cost("conv", 2.0 * _elems(out) * per_out, 0.0, nbytes, op_type)
         if t in MATMUL and len(ins) >= 2:
             f = _matmul(ins, outs, t)
             if f is None:
@@ -195,10 +197,10 @@ def op_cost(op_type: str, in_shapes: str | None, in_dtypes: str | None,
             return Cost("matmul", f, 0.0, nbytes)
         if t in CONV and len(ins) >= 2 and outs and len(outs[0]) >= 3:
             x, w, out = ins[0], ins[1], outs[0]
-            return Cost("conv", 2.0 * x[0] * _elems(out[2:]) * _elems(w), 0.0, nbytes)
+            return Cost("conv", 2.0 * x[0] * _elems(out[2:]) * _elems(w), 0.0, nbytes, op_type)
         if t in CONV_T and len(ins) >= 2:
             x, w = ins[0], ins[1]
-            return Cost("conv", 2.0 * x[0] * _elems(x[2:]) * _elems(w), 0.0, nbytes)
+            return Cost("conv", 2.0 * x[0] * _elems(x[2:]) * _elems(w), 0.0, nbytes, op_type)
         if t in SDPA and len(ins) >= 3 and all(len(s) == 4 for s in ins[:3]):
             bh = ins[0][0] * ins[0][1]
             sq, dq, sk, dv = ins[0][2], ins[0][3], ins[1][2], ins[2][3]
@@ -211,7 +213,8 @@ def op_cost(op_type: str, in_shapes: str | None, in_dtypes: str | None,
     if t in ELEMENTWISE and outs:
         f, tr = ELEMENTWISE[t]
         n = _elems(outs[0])
-        return Cost("elementwise" if not tr else "transcendental", f * n, tr * n, nbytes)
+        return Cost("elementwise" if not tr else "transcendental", f * n, tr * n, nbytes,
+                    op_type, float(n))
     if t in REDUCTION:
         return Cost("reduction", float(_elems(ins[0])), 0.0, nbytes)
     if t in DATA_MOVEMENT:
@@ -231,16 +234,26 @@ class Roofline:
     intensity: float | None  # FLOP/byte
 
 
-def roofline(cost: Cost, bandwidth: float, peak_flops: float, special: float = 0.0) -> Roofline:
+def roofline(cost: Cost, bandwidth: float, peak_flops: float, special: float = 0.0, *,
+             flops_rate: float = 0.0, elem_rate: float = 0.0) -> Roofline:
     """Place ``cost`` under the roofline of ``bandwidth`` (B/s), ``peak_flops`` (FLOP/s) and the
-    transcendental rate ``special`` (evaluations/s; 0 = counted as 10 FLOPs each)."""
+    transcendental rate ``special`` (evaluations/s; 0 = counted as 10 FLOPs each).
+
+    A runtime's measured ceiling for this op class, when known, replaces the machine's:
+    ``flops_rate`` (FLOP/s its own conv kernels reach; used when above ``peak_flops``),
+    ``elem_rate`` (output elements/s its kernel for this element-wise op type reaches: the
+    compute time is then elements / rate)."""
     if not cost.modelled:
         return Roofline(0.0, 0.0, 0.0, "unmodelled", None, None)
     mem = cost.bytes / bandwidth * 1e9 if bandwidth > 0 else 0.0
-    flops = cost.flops + (0.0 if special > 0 else 10.0 * cost.transc)
-    comp = flops / peak_flops * 1e9 if peak_flops > 0 else 0.0
-    if special > 0:
-        comp += cost.transc / special * 1e9
+    if elem_rate > 0 and cost.elems > 0:
+        comp = cost.elems / elem_rate * 1e9
+    else:
+        peak = max(peak_flops, flops_rate)
+        flops = cost.flops + (0.0 if special > 0 else 10.0 * cost.transc)
+        comp = flops / peak * 1e9 if peak > 0 else 0.0
+        if special > 0:
+            comp += cost.transc / special * 1e9
     att = max(mem, comp)
     bound = "overhead" if att < OVERHEAD_NS else "memory" if mem >= comp else "compute"
     ratio = mem / comp if comp > 0 else None

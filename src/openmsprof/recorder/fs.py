@@ -16,7 +16,7 @@ from pathlib import Path
 from openmsprof.config.errors import PathError, StorageError
 from openmsprof.config.files import escape, open_regular, read_regular
 
-__all__ = ["DIR_MODE", "FILE_MODE", "FREE_SPACE_FLOOR", "Reserve", "check_writable", "disk_full_message", "escape",
+__all__ = ["DIR_MODE", "FILE_MODE", "FREE_SPACE_FLOOR", "Reserve", "cache_root", "check_writable", "disk_full_message", "escape",
            "free_bytes", "make_dir", "open_dir_fd", "open_new", "open_regular", "read_regular",
            "same_dir", "write_all", "write_file_at", "write_file_atomic", "write_stream_atomic"]
 
@@ -36,6 +36,14 @@ SPACE_CHECK_BYTES = 2 * 1024 * 1024
 #: Space held back during a session for its end records (end_info, overhead, .done markers).
 RESERVE_BYTES = 1024 * 1024
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def cache_root() -> Path:
+    """The user's cache directory for openmsprof: ``$OPENMSPROF_CACHE``, else
+    ``$XDG_CACHE_HOME/openmsprof``, else ``~/.cache/openmsprof`` (not created here)."""
+    root = os.environ.get("OPENMSPROF_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "openmsprof")
+    return Path(root)
 
 
 def make_dir(path: Path) -> Path:

@@ -3,9 +3,11 @@
 * STREAM copy/add/triad on float64 arrays of at least 8× the last-level cache, so they
   measure DRAM, not cache.  Bandwidth counts the bytes really moved (numpy's triad is two
   passes: ``c = s*b`` then ``c += a``, 5 arrays of traffic; torch's ``add(alpha=)`` is one).
-* GEMM ``n × n`` (n ≥ 2048) per dtype: numpy/BLAS float32 and float64, and torch float32 and
-  bfloat16 when torch is present (``openmsprof peaks`` imports it; collection uses it only when
-  the application already did).
+* GEMM ``n × n`` (n ≥ 2048) per dtype: numpy/BLAS and torch (when present: ``openmsprof
+  peaks`` imports it; collection uses it only when the application already did).  Float32 by
+  default; ``dtypes`` adds float64 and bfloat16 (``openmsprof peaks --dtypes``).
+* The runtime's own ceilings per op class (:mod:`openmsprof.recorder.runtime_peaks`): ONNX
+  Runtime's conv rate and its element-wise transcendental kernels, when it is present.
 * Special functions: numpy ``exp``/``tanh``/``log1p`` on a cache-resident array (elements/s),
   the ceiling for transcendental element-wise ops.
 
@@ -35,23 +37,39 @@ import orjson
 from openmsprof.config.errors import ConfigError
 from openmsprof.config.files import read_json
 from openmsprof.recorder import fs
+from openmsprof.recorder.peaks_doc import (
+    bandwidth,
+    gemm_peak,
+    load_peaks,
+    runtime_rates,
+    special_rate,
+    validate,
+)
+from openmsprof.recorder.runtime_peaks import measure_onnxruntime
 
 __all__ = [
+    "ALL_DTYPES",
     "BUDGET_S",
+    "DTYPES",
     "PEAKS_FILE",
     "RUNS",
     "bandwidth",
     "cache_path",
     "cached",
+    "covers",
     "gemm_peak",
     "load_peaks",
     "measure",
+    "runtime_rates",
     "special_rate",
     "validate",
 ]
 
 RUNS = 5
 BUDGET_S = 4.0
+#: GEMM dtypes measured by default, and all that can be asked for
+DTYPES = ("float32",)
+ALL_DTYPES = ("float32", "float64", "bfloat16")
 GEMM_N = 2048
 CV_LOADED = 0.10
 PEAKS_FILE = "peaks.json"
@@ -138,18 +156,19 @@ def _torch(load: bool) -> Any:
     return torch
 
 
-def _gemm(out: dict[str, Any], skipped: list[str], deadline: float, torch: Any) -> None:
+def _gemm(out: dict[str, Any], skipped: list[str], deadline: float, torch: Any,
+          dtypes: tuple[str, ...]) -> None:
     rng = np.random.default_rng(0)
     base = rng.random((GEMM_N, GEMM_N))
     flops = 2.0 * GEMM_N ** 3 / 1e9
     jobs: list[tuple[str, Callable[[], object]]] = []
-    for dt in ("float32", "float64"):
-        m = base.astype(dt)
-        jobs.append((f"numpy {dt}", lambda m=m: m @ m))  # type: ignore[misc]
-    if torch is not None:  # order: numpy f32, torch f32, torch bf16, numpy f64
-        for k, dt in enumerate(("float32", "bfloat16")):
+    for dt in dtypes:  # per dtype: numpy first, then torch
+        if dt != "bfloat16":
+            m = base.astype(dt)
+            jobs.append((f"numpy {dt}", lambda m=m: m @ m))  # type: ignore[misc]
+        if torch is not None and dt != "float64":
             t = torch.from_numpy(base).to(getattr(torch, dt))
-            jobs.insert(1 + k, (f"torch {dt}", lambda t=t: t @ t))  # type: ignore[misc]
+            jobs.append((f"torch {dt}", lambda t=t: t @ t))  # type: ignore[misc]
     for k, (name, fn) in enumerate(jobs):
         times = _runs(fn, deadline, must=k == 0)
         if times is None:
@@ -171,10 +190,16 @@ def _special(out: dict[str, Any], skipped: list[str], deadline: float) -> None:
         out[name] = _stat(times, 20 * x.size / 1e9, "Gelem/s")
 
 
-def measure(budget_s: float = BUDGET_S, import_torch: bool = False) -> dict[str, Any]:
-    """Measure this machine now (≤ ``budget_s`` plus one warm-up call).  ``import_torch``:
-    also time torch's GEMM when torch is installed but not imported (``openmsprof peaks``;
-    collection only uses a torch the application already imported)."""
+def measure(budget_s: float = BUDGET_S, import_torch: bool = False,
+            dtypes: tuple[str, ...] = DTYPES, import_ort: bool = False) -> dict[str, Any]:
+    """Measure this machine now (≤ ``budget_s`` plus one warm-up call).  ``import_torch`` /
+    ``import_ort``: also time torch / ONNX Runtime when installed but not imported (otherwise
+    only a runtime the process already imported is timed).  ``dtypes``: the GEMM dtypes,
+    float32 first (the one every rule needs)."""
+    bad = [d for d in dtypes if d not in ALL_DTYPES]
+    if bad:
+        raise ConfigError(f"peaks dtype {bad[0]!r} is not one of {', '.join(ALL_DTYPES)}")
+    dtypes = ("float32", *(d for d in dtypes if d != "float32"))
     t0 = time.perf_counter()
     torch = _torch(import_torch)
     deadline = t0 + budget_s
@@ -183,21 +208,35 @@ def measure(budget_s: float = BUDGET_S, import_torch: bool = False) -> dict[str,
     gemm: dict[str, Any] = {}
     special: dict[str, Any] = {}
     _special(special, skipped, deadline)  # cheap (tens of ms): always all of it
-    _stream(stream, skipped, time.perf_counter() + budget_s * 0.4)
-    _gemm(gemm, skipped, deadline, torch)
-    loaded = [f"{k} {n}" for k, d in (("stream", stream), ("gemm", gemm), ("special", special))
+    _stream(stream, skipped, time.perf_counter() + budget_s * 0.35)
+    _gemm(gemm, skipped, t0 + budget_s * 0.65, torch, dtypes[:1])
+    runtime: dict[str, Any] = {}
+    ort = measure_onnxruntime(_runs, _stat, deadline, skipped, import_ort)
+    if ort:
+        runtime["onnxruntime"] = ort
+    if len(dtypes) > 1:
+        _gemm(gemm, skipped, deadline, torch, dtypes[1:])
+    groups = (("stream", stream), ("gemm", gemm), ("special", special),
+              *((f"{r} {g}", d[g]) for r, d in runtime.items() for g in ("flops", "elements")))
+    loaded = [f"{k} {n}" for k, d in groups
               for n, v in d.items() if isinstance(v, dict) and v.get("loaded")]
     return {"host": socket.gethostname(), "source": "measured", "measured_at": time.time(),
             "seconds": round(time.perf_counter() - t0, 3), "cpus": os.cpu_count() or 1,
             "llc_bytes": llc_bytes(), "load_avg": [round(v, 2) for v in os.getloadavg()],
-            "stream": stream, "gemm": gemm, "special": special, "skipped": skipped,
-            "loaded": loaded}
+            "stream": stream, "gemm": gemm, "special": special, "runtime": runtime,
+            "skipped": skipped, "loaded": loaded}
+
+
+def covers(doc: dict[str, Any]) -> bool:
+    """Whether ``doc`` holds the ceilings of the runtimes this process imported (a cache
+    written before ONNX Runtime was used, or by an older version, lacks its class ceilings)."""
+    rt = doc.get("runtime")
+    return "onnxruntime" not in sys.modules or (
+        isinstance(rt, dict) and "onnxruntime" in rt)
 
 
 def cache_path() -> Path:
-    root = os.environ.get("OPENMSPROF_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "openmsprof")
-    return Path(root) / f"peaks-{socket.gethostname()}.json"
+    return fs.cache_root() / f"peaks-{socket.gethostname()}.json"
 
 
 def cached(measure_missing: bool = True) -> dict[str, Any] | None:
@@ -209,76 +248,17 @@ def cached(measure_missing: bool = True) -> dict[str, Any] | None:
         pass
     if not measure_missing:
         return None
+    from openmsprof.recorder import peaks_child  # (it imports this module)
+
+    peaks_child.wait_for_measurement()  # a background measurement may be finishing
+    try:
+        return validate(read_json(path, "peaks cache", error=ConfigError), str(path))
+    except ConfigError:
+        pass
     doc = measure()
     try:
-        fs.make_dir(path.parent)
-        fs.write_file_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+        with peaks_child.measuring():
+            fs.write_file_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
     except Exception:
         pass
     return doc
-
-
-def _num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
-
-
-def validate(doc: Any, where: str) -> dict[str, Any]:
-    """Check a peaks document; wrong types → one-line :class:`ConfigError` naming the key."""
-    if not isinstance(doc, dict):
-        raise ConfigError(f"peaks file {where!r}: expected a JSON object, got {type(doc).__name__}")
-    for group in ("stream", "gemm", "special"):
-        sec = doc.get(group, {})
-        if not isinstance(sec, dict):
-            raise ConfigError(f"peaks file {where!r}: {group!r} must be an object")
-        for name, v in sec.items():
-            if name == "array_bytes":
-                continue
-            if isinstance(v, dict):
-                bad = [k for k in ("best", "median") if k in v and not _num(v[k])]
-                if bad or "best" not in v:
-                    raise ConfigError(f"peaks file {where!r}: {group}.{name}.best must be a "
-                                      f"positive number")
-            elif not _num(v):
-                raise ConfigError(f"peaks file {where!r}: {group}.{name} must be a positive "
-                                  f"number or {{\"best\": number}}, got {v!r}")
-    if not any(k != "array_bytes" for k in doc.get("stream", {})) or not doc.get("gemm"):
-        raise ConfigError(f"peaks file {where!r}: needs 'stream' and 'gemm' figures")
-    return doc
-
-
-def load_peaks(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """An override file (same shape as :func:`measure`; a figure may be a bare number)."""
-    p = Path(path)
-    doc = read_json(p, "peaks file", error=ConfigError)
-    out = validate(doc, str(p))
-    out.setdefault("source", f"override {p.name}")
-    return out
-
-
-def _best(sec: Any, names: tuple[str, ...]) -> float:
-    vals = []
-    for n in names:
-        v = sec.get(n) if isinstance(sec, dict) else None
-        vals.append(v.get("best", 0.0) if isinstance(v, dict) else (v or 0.0))
-    return float(max(vals, default=0.0))
-
-
-def bandwidth(doc: dict[str, Any]) -> float:
-    """Memory bandwidth, bytes/s: the best STREAM figure (copy, add, triad)."""
-    return _best(doc.get("stream", {}), ("copy", "add", "triad")) * 1e9
-
-
-def gemm_peak(doc: dict[str, Any], dtype: str = "float32") -> float:
-    """GEMM FLOP/s for ``dtype`` (numpy or torch, the best); float32's when missing."""
-    sec = doc.get("gemm", {})
-    key = dtype.lower()
-    names = tuple(n for n in sec if n.split()[-1] == key) or tuple(
-        n for n in sec if n.split()[-1] == "float32") or tuple(sec)
-    return _best(sec, names) * 1e9
-
-
-def special_rate(doc: dict[str, Any]) -> float:
-    """Transcendental evaluations per second (the median of exp/tanh/log1p bests), else 0."""
-    sec = doc.get("special", {})
-    vals = sorted(_best(sec, (n,)) for n in sec)
-    return float(vals[len(vals) // 2]) * 1e9 if vals else 0.0

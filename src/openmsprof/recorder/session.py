@@ -28,7 +28,7 @@ from openmsprof.config.errors import (
 )
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.paths import resolve_output
-from openmsprof.recorder import buffers, core, fs, jobdir, peaks
+from openmsprof.recorder import buffers, core, fs, jobdir, peaks, peaks_child
 from openmsprof.recorder.clock import ClockPair, read_pair
 from openmsprof.recorder.flusher import DataDir, Flusher
 
@@ -200,16 +200,22 @@ class Session:
                 self.note(f"a source failed to start: {exc}", warn=True)
 
     def _write_peaks(self) -> None:
-        """``host/peaks.json``: this machine's peaks (cached once per machine; measured here,
-        after the application's work, when missing).  ``OPENMSPROF_PEAKS=off`` skips it, a
-        file path there is copied instead."""
+        """``host/peaks.json``: this machine's peaks, cached once per machine.  When there are
+        none yet, a detached nice-19 process measures them after the session (never in the
+        application's path) and writes the cache and this job's file.
+        ``OPENMSPROF_PEAKS=off`` skips it, a file path there is copied instead."""
         choice = os.environ.get("OPENMSPROF_PEAKS", "")
         if choice.lower() in ("off", "0", "no"):
             return
         try:
-            doc = peaks.load_peaks(choice) if choice else peaks.cached(measure_missing=True)
+            doc = peaks.load_peaks(choice) if choice else peaks.cached(measure_missing=False)
             if doc:
                 fs.write_file_atomic(self.job.host / peaks.PEAKS_FILE, orjson.dumps(doc))
+                if choice or peaks.covers(doc):
+                    return  # else: the child adds the runtime's ceilings to both copies
+            child = peaks_child.spawn(self.job.host)
+            self.note(f"machine peaks: measuring in background process {child.pid} (nice 19); "
+                      f"it writes host/{peaks.PEAKS_FILE} and the machine's cache")
         except Exception as exc:
             self.note(f"machine peaks not stored: {exc}", warn=True)
 

@@ -7,23 +7,31 @@ shapes and dtypes; ``TASK.connectionId`` is the kernel's ``Step Id`` (so one pro
 one iteration) and STEP_TIME spans each step's kernels.  A db-only export
 (``ascend_pytorch_profiler*.db``) gives the same rows from its TASK / COMPUTE_TASK_INFO, each
 task's step found in its STEP_TIME.  The database is built once into
-``RANK_DIR/.openmsprof/kernels.db`` and rebuilt when its source is newer.
+``RANK_DIR/.openmsprof/kernels.db`` and rebuilt when its source is newer.  Where the rank dir
+cannot be written (a read-only mount, another user's run) it goes to the user's cache,
+``~/.cache/openmsprof/kernels/<key>.db`` keyed by the source's path, size and mtime, and where
+that fails too, to a temporary file removed at exit: a read-only rank dir is analysed all
+the same.
 """
 
 from __future__ import annotations
 
+import atexit
 import csv
+import hashlib
 import os
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from openmsprof.config.errors import PathError, RawDataError
 from openmsprof.config.files import open_regular
+from openmsprof.export.ascend_pt import kernel_csv
 from openmsprof.parse import schema
 from openmsprof.recorder import fs
 
-__all__ = ["KERNEL_DB", "ensure_kernel_db", "is_rank_dir", "rank_dirs_under"]
+__all__ = ["KERNEL_DB", "ensure_kernel_db", "is_rank_dir", "rank_dirs_under", "user_cache_db"]
 
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
 KERNELS = "kernel_details.csv"
@@ -120,7 +128,13 @@ def _meta(con: sqlite3.Connection, rank_dir: Path, src: Path, first: int, last: 
 
 
 def _from_csv(rank_dir: Path, src: Path, con: sqlite3.Connection) -> None:
-    """One TASK + COMPUTE_TASK_INFO row per kernel_details row; STEP_TIME spans each step."""
+    """One TASK + COMPUTE_TASK_INFO row per kernel_details row; STEP_TIME spans each step.
+    Column-wise (:mod:`.kernel_csv`) when it can; else line by line here."""
+    fd = open_regular(src, "kernel_details", _LIMIT, RawDataError)[0]  # no FIFO, no link
+    if kernel_csv.load(fd, src, con, _NEEDED, ("Name", "Type", "Executor", *_INFO), {},
+                       lambda first, last: _meta(con, rank_dir, src, first, last),
+                       schema.INVALID):
+        return
     s = _Strings()
     tasks: list[tuple[int, ...]] = []
     infos: list[tuple[int | None, ...]] = []
@@ -166,6 +180,11 @@ def _from_csv(rank_dir: Path, src: Path, con: sqlite3.Connection) -> None:
 def _build(rank_dir: Path, src: Path, dst: Path) -> None:
     con = sqlite3.connect(dst)
     try:
+        # a private temp file renamed into place when complete: no journal, no fsync per
+        # commit, the staging table in memory
+        con.execute("PRAGMA journal_mode=OFF")
+        con.execute("PRAGMA synchronous=OFF")
+        con.execute("PRAGMA temp_store=MEMORY")
         for stmt in schema.create_statements():
             con.execute(stmt)
         (_from_csv if src.name == KERNELS else _from_db)(rank_dir, src, con)
@@ -176,16 +195,23 @@ def _build(rank_dir: Path, src: Path, dst: Path) -> None:
         con.close()
 
 
-def ensure_kernel_db(rank_dir: Path) -> Path:
-    """The rank dir's kernel database, built (temp file + rename) when missing or stale."""
-    rank_dir = Path(rank_dir)
-    src = _source(rank_dir)
-    if src is None:
-        raise PathError(f"{str(rank_dir)!r} has no {OUTPUT}/{KERNELS} or torch db; analyse it "
-                        "first")
-    db = rank_dir / KERNEL_DB
-    if db.is_file() and db.stat().st_mtime_ns >= src.stat().st_mtime_ns:
-        return db
+def _fresh(db: Path, src: Path) -> bool:
+    try:
+        return db.is_file() and db.stat().st_mtime_ns >= src.stat().st_mtime_ns
+    except OSError:
+        return False
+
+
+def user_cache_db(src: Path) -> Path:
+    """The user-cache location of ``src``'s kernel database (path + size + mtime key)."""
+    st = src.stat()
+    key = hashlib.sha256(f"{src.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    return fs.cache_root() / "kernels" / f"{key.hexdigest()[:32]}.db"
+
+
+def _build_at(rank_dir: Path, src: Path, db: Path) -> Path:
+    """Build into ``db`` (temp file + rename); OSError/PathError/sqlite3.Error when the
+    place cannot be written."""
     fs.make_dir(db.parent)
     tmp = db.with_name(f".{db.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
@@ -196,3 +222,34 @@ def ensure_kernel_db(rank_dir: Path) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     return db
+
+
+def _build_temporary(rank_dir: Path, src: Path) -> Path:
+    fd, name = tempfile.mkstemp(prefix="openmsprof-kernels-", suffix=".db")
+    os.close(fd)
+    tmp = Path(name)
+    atexit.register(tmp.unlink, missing_ok=True)
+    _build(rank_dir, src, tmp)  # into the empty 0600 file mkstemp made (no name reused)
+    return tmp
+
+
+def ensure_kernel_db(rank_dir: Path) -> Path:
+    """The rank dir's kernel database, built when missing or stale: in the rank dir, else
+    (not writable) in the user's cache, else in a temporary file."""
+    rank_dir = Path(rank_dir)
+    src = _source(rank_dir)
+    if src is None:
+        raise PathError(f"{str(rank_dir)!r} has no {OUTPUT}/{KERNELS} or torch db; analyse it "
+                        "first")
+    own = rank_dir / KERNEL_DB
+    if _fresh(own, src):
+        return own
+    cache = user_cache_db(src)
+    if _fresh(cache, src):
+        return cache
+    for place in (own, cache):
+        try:
+            return _build_at(rank_dir, src, place)
+        except (PathError, OSError, sqlite3.OperationalError):
+            continue  # read-only or full: the next place
+    return _build_temporary(rank_dir, src)

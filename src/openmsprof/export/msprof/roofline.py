@@ -53,6 +53,15 @@ class Ceilings:
     special: float
     source: str = ""
     loaded: tuple[str, ...] = ()
+    #: a runtime's measured ceilings by op type: conv-like FLOP/s, element-wise elements/s
+    op_flops: tuple[tuple[str, float], ...] = ()
+    op_elems: tuple[tuple[str, float], ...] = ()
+
+    def roof(self, cost: Cost) -> Roofline:
+        """``cost`` under these ceilings, with the runtime's class ceiling for its op type."""
+        return roofline(cost, self.bandwidth, self.peak_flops, self.special,
+                        flops_rate=dict(self.op_flops).get(cost.op, 0.0),
+                        elem_rate=dict(self.op_elems).get(cost.op, 0.0))
 
 
 def job_peaks(db: JobDB, override: str | Path | None = None) -> dict[str, Any]:
@@ -72,15 +81,17 @@ def job_peaks(db: JobDB, override: str | Path | None = None) -> dict[str, Any]:
 
 
 def ceilings(doc: dict[str, Any], dtype: str = "float32") -> Ceilings:
+    flops, elems = P.runtime_rates(doc)
     return Ceilings(P.bandwidth(doc), P.gemm_peak(doc, dtype), P.special_rate(doc),
-                    str(doc.get("source", "")), tuple(doc.get("loaded", ()) or ()))
+                    str(doc.get("source", "")), tuple(doc.get("loaded", ()) or ()),
+                    tuple(sorted(flops.items())), tuple(sorted(elems.items())))
 
 
 def memory_bound_ratio(op_type: str, input_shapes: str, input_dtypes: str, output_shapes: str,
                        output_dtypes: str, ceil: Ceilings) -> float | None:
     """(bytes/BW)/(compute time) of one op; None when unmodelled or without compute."""
     cost = op_cost(op_type, input_shapes, input_dtypes, output_shapes, output_dtypes)
-    return roofline(cost, ceil.bandwidth, ceil.peak_flops, ceil.special).memory_bound_ratio
+    return ceil.roof(cost).memory_bound_ratio
 
 
 @dataclass(frozen=True)
@@ -131,7 +142,7 @@ def op_roofs(db: JobDB, ceil: Ceilings) -> list[OpRoof]:
         t, i, it, o, ot = text(typ), text(ish), text(idt), text(osh), text(odt)
         cost = op_cost(t, i, it, o, ot)
         out.append(OpRoof(text(name), t, i, it, o, ot, int(n), int(tot), cost,
-                          roofline(cost, ceil.bandwidth, ceil.peak_flops, ceil.special)))
+                          ceil.roof(cost)))
     return out
 
 

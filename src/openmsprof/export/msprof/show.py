@@ -95,6 +95,9 @@ def roofline_ceilings(db: JobDB, peaks: str | None = None) -> str:
     ceil = R.ceilings(R.job_peaks(db, peaks))
     return (f"ceilings: DRAM {ceil.bandwidth / 1e9:.1f} GB/s, GEMM {ceil.peak_flops / 1e9:.1f} "
             f"GFLOP/s, special functions {ceil.special / 1e9:.2f} G/s (peaks: {ceil.source})"
+            + "".join(f"; runtime {op} {rate / 1e9:.1f} GFLOP/s" for op, rate in ceil.op_flops)
+            + (f"; runtime element rates for {', '.join(op for op, _ in ceil.op_elems)}"
+               if ceil.op_elems else "")
             + (f"; CV above 10 %: {', '.join(ceil.loaded)}" if ceil.loaded else ""))
 
 

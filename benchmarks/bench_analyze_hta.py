@@ -1,0 +1,126 @@
+"""``openmsprof analyze`` of a torch run against HolisticTraceAnalysis (HTA) on the same workload.
+
+Run: ``.venv/bin/python benchmarks/bench_analyze_hta.py [--iterations 500000] [--repeat 3]
+[--hta-python .venv-hta/bin/python]``.
+
+The workload (softplus then tanh on a 64×64 tensor, ``--iterations`` times: two aten ops per
+iteration) is profiled twice: by ``openmsprof.torch.profiler`` with its trace handler (a rank
+dir) and by bare ``torch.profiler`` with ``export_chrome_trace`` (the Kineto JSON HTA reads).
+Then, each in a fresh process, interleaved: ``openmsprof analyze -dir RANK`` the first time
+(it builds the rank's kernel database) and again, and HTA's ``TraceAnalysis(trace_dir=…)``
+(parsing the trace into its frames) followed by ``get_temporal_breakdown()``.  HTA's analyses
+are GPU-kernel-centric: on a CPU-only trace they find no kernels, so its figure is mostly the
+trace load — the work every analysis of it starts with.  HTA lives in its own venv (it pulls
+Jupyter; it needs no torch): ``python -m venv .venv-hta && .venv-hta/bin/pip install
+holistictraceanalysis``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HTA_SNIPPET = """
+import sys, logging
+logging.disable(logging.WARNING)
+from hta.trace_analysis import TraceAnalysis
+a = TraceAnalysis(trace_dir=sys.argv[1])
+try:
+    a.get_temporal_breakdown(visualize=False)
+except Exception as exc:  # no GPU kernels in a CPU trace
+    print("temporal breakdown:", type(exc).__name__, file=sys.stderr)
+"""
+
+WORK = """
+import sys, torch
+n = int(sys.argv[2])
+a = torch.randn(64, 64)
+def loop():
+    for _ in range(n):
+        torch.tanh(torch.nn.functional.softplus(a))
+if sys.argv[3] == "ours":
+    import openmsprof.torch.profiler as tp
+    prof = tp.profile(schedule=tp.schedule(wait=0, active=1, repeat=1), record_shapes=True,
+                      on_trace_ready=tp.tensorboard_trace_handler(sys.argv[1]))
+    with prof:
+        loop()
+        prof.step()
+else:
+    from torch.profiler import profile, ProfilerActivity
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        loop()
+    prof.export_chrome_trace(sys.argv[1] + "/rank0.json")
+"""
+
+
+def load() -> str:
+    return "load {:.2f}/{:.2f}/{:.2f}".format(*os.getloadavg())
+
+
+def stats(v: list[float]) -> str:
+    return f"median {statistics.median(v):7.2f} s (min {min(v):.2f}, max {max(v):.2f}, n={len(v)})"
+
+
+#: both sides as users run them: with .pyc files
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def timed(argv: list[str]) -> float:
+    """Wall time of a fresh process (interpreter start and imports included)."""
+    t = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   env=ENV)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--iterations", type=int, default=500_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--hta-python", default=".venv-hta/bin/python")
+    a = ap.parse_args()
+    hta = Path(a.hta_python)
+    exe = str(Path(sys.executable).with_name("openmsprof"))
+    with tempfile.TemporaryDirectory(prefix="bench_hta_") as tmp:
+        root = Path(tmp)
+        (root / "ours").mkdir()
+        (root / "kineto").mkdir()
+        for side in ("ours", "kineto"):
+            subprocess.run([sys.executable, "-c", WORK, str(root / side), str(a.iterations),
+                            side], check=True, capture_output=True)
+        (rank,) = list((root / "ours").glob("*_ascend_pt"))
+        trace = root / "kineto" / "rank0.json"
+        print(f"workload: {a.iterations:,} x (softplus, tanh); Kineto trace "
+              f"{trace.stat().st_size / 2**20:.0f} MiB; {load()}")
+        first, again, peer = [], [], []
+        for _ in range(a.repeat):
+            shutil.rmtree(rank / ".openmsprof", ignore_errors=True)
+            first.append(timed([exe, "analyze", "-dir", str(rank)]))
+            again.append(timed([exe, "analyze", "-dir", str(rank)]))
+            if hta.exists():
+                peer.append(timed([str(hta), "-c", HTA_SNIPPET, str(root / "kineto")]))
+            print(f"  round: first {first[-1]:.2f} s, again {again[-1]:.2f} s, HTA "
+                  f"{peer[-1] if peer else float('nan'):.2f} s, {load()}")
+        with subprocess.Popen([exe, "analyze", "-dir", str(rank)], stdout=subprocess.PIPE,
+                              text=True) as p:
+            out = p.communicate()[0]
+        print(f"openmsprof analyze (first, builds kernels.db) {stats(first)}  {load()}")
+        print(f"openmsprof analyze (again)                    {stats(again)}")
+        print("  " + out.splitlines()[0][:150])
+        if peer:
+            print(f"HTA TraceAnalysis + temporal breakdown       {stats(peer)}  ratio ours "
+                  f"(first)/HTA {statistics.median(first) / statistics.median(peer):.2f}, "
+                  f"(again)/HTA {statistics.median(again) / statistics.median(peer):.2f}")
+        else:
+            print(f"HTA: not measured ({hta} missing or failed)")
+
+
+if __name__ == "__main__":
+    main()

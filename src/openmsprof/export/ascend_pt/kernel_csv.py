@@ -1,0 +1,151 @@
+"""kernel_details.csv → TASK / COMPUTE_TASK_INFO / STEP_TIME rows, column-wise (pyarrow's CSV
+reader and numpy), for the kernel database of :mod:`openmsprof.export.ascend_pt.kernel_job`.
+
+The same rows as the line-by-line reader there, without a Python object per field: a 1 M-kernel
+file is parsed in well under a second and its rows go to SQLite in one ``executemany`` per
+table.  Anything this reader does not accept as-is (a field that is not a plain number, a
+short row, text that is not UTF-8, pyarrow missing) makes :func:`load` return False, and the
+line-by-line reader then builds the database or names the bad line in one message.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import os
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["load"]
+
+_INT = r"^[+-]?[0-9]+$"
+_DECIMAL = r"^(?P<w>[+-]?[0-9]+)(?:\.(?P<f>[0-9]*))?$"
+
+
+def _np(arr: Any) -> np.ndarray[Any, Any]:
+    """An Arrow integer array without nulls as numpy, from its data buffer (``to_numpy``
+    imports pandas: half a second a run)."""
+    if hasattr(arr, "combine_chunks"):
+        arr = arr.combine_chunks()
+    dtype = np.dtype(f"int{arr.type.bit_width}")
+    data = np.frombuffer(arr.buffers()[1], dtype=dtype)
+    return data[arr.offset:arr.offset + len(arr)].astype(np.int64)
+
+
+def _ints(pc: Any, pa: Any, col: Any, empty: int | None = None) -> np.ndarray[Any, Any] | None:
+    """Integers of a string column (trimmed); ``empty`` for blank fields; None if any is not
+    a plain integer.  (No Python value is turned into an Arrow scalar: that imports pandas.)"""
+    text = pc.utf8_trim_whitespace(col)
+    if empty is not None:
+        text = pc.replace_substring_regex(text, pattern="^$", replacement=str(empty))
+    if not pc.all(pc.match_substring_regex(text, _INT)).as_py():
+        return None
+    return _np(text.cast(pa.int64()))
+
+
+def _ns(pc: Any, pa: Any, col: Any) -> np.ndarray[Any, Any] | None:
+    """``"1795503649863373.676\t"`` (µs) → exact ns, as the line reader's ``_ns``."""
+    text = pc.utf8_trim_whitespace(col)
+    if not pc.all(pc.match_substring_regex(text, _DECIMAL)).as_py():
+        return None
+    parts = pc.extract_regex(text.combine_chunks(), _DECIMAL)  # a StructArray
+    whole = _np(parts.field("w").cast(pa.int64()))
+    frac = pc.utf8_slice_codeunits(pc.utf8_rpad(parts.field("f"), width=3, padding="0"), 0, 3)
+    return whole * 1000 + _np(frac.cast(pa.int64()))
+
+
+def _header(path_fd: io.BufferedReader) -> list[str]:
+    line = path_fd.readline().decode("utf-8", errors="replace")
+    path_fd.seek(0)
+    return next(csv.reader([line]), [])
+
+
+def load(fd: int, src: Path, con: sqlite3.Connection, needed: tuple[str, ...],
+         texts: tuple[str, ...], strings: dict[str, int], meta: Callable[[int, int], None],
+         invalid: int) -> bool:
+    """Fill ``con``'s tables from the open kernel_details ``fd`` (closed here); False (nothing
+    written) when the line reader must do it.  ``texts``: the string columns in the order
+    the line reader takes them (Name, Type, Executor, then COMPUTE_TASK_INFO's)."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pacsv
+    except ImportError:
+        os.close(fd)
+        return False
+    with os.fdopen(fd, "rb") as f:
+        header = _header(f)  # type: ignore[arg-type]
+        if any(c not in header for c in needed) or len(set(header)) != len(header):
+            return False
+        try:
+            table = pacsv.read_csv(f, read_options=pacsv.ReadOptions(block_size=1 << 24),
+                                   convert_options=pacsv.ConvertOptions(
+                                       column_types={c: pa.string() for c in header},
+                                       strings_can_be_null=False,
+                                       quoted_strings_can_be_null=False))
+        except (pa.ArrowInvalid, UnicodeDecodeError, ValueError):
+            return False
+    n = table.num_rows
+    start = _ns(pc, pa, table["Start Time(us)"])
+    dur = _ns(pc, pa, table["Duration(us)"])
+    dev = _ints(pc, pa, table["Device_id"])
+    step = _ints(pc, pa, table["Step Id"], empty=-1) if "Step Id" in header else np.full(n, -1)
+    if start is None or dur is None or dev is None or step is None:
+        return False
+    if n and (dev.min() < -1 or dev.max() >= 1 << 22 or step.min() < -1 or step.max() >= 1 << 40):
+        return False  # beyond what the staging rows pack
+    end = start + dur
+    na = strings.setdefault("N/A", len(strings))
+    ids: list[np.ndarray[Any, Any]] = []
+    for name in texts:
+        if name not in header:
+            ids.append(np.full(n, na, dtype=np.int64))
+            continue
+        enc = pc.dictionary_encode(table[name].combine_chunks())
+        lut = np.array([strings.setdefault(v or "N/A", len(strings))
+                        for v in enc.dictionary.to_pylist()] or [na], dtype=np.int64)
+        ids.append(lut[_np(enc.indices)] if n else np.zeros(0, np.int64))
+    del table
+    core = ids[2] if "Executor" in header else np.full(n, strings.setdefault(
+        "CPU", len(strings)), dtype=np.int64)
+    con.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", ((i, v) for v, i in strings.items()))
+    meta(int(start.min()) if n else 0, int(end.max()) if n else 0)
+    # one narrow staging row per kernel (string ids in pairs, device with step), unpacked
+    # into TASK and COMPUTE_TASK_INFO by SQLite: a third of the values cross from Python
+    pair = lambda a, b: ((a << 32) | b).tolist()  # noqa: E731
+    con.execute("CREATE TEMP TABLE kernel_rows (s INT, e INT, ds INT, p1 INT, p2 INT, p3 INT,"
+                " p4 INT, p5 INT)")
+    con.executemany("INSERT INTO kernel_rows VALUES (?, ?, ?, ?, ?, ?, ?, ?)", zip(
+        start.tolist(), end.tolist(),
+        (((dev + 1) << 40) | (step + 1)).tolist(), pair(ids[0], ids[1]), pair(core, ids[3]),
+        pair(ids[4], ids[5]), pair(ids[6], ids[7]), pair(ids[8], ids[9]), strict=True))
+    m32, m40 = 0xFFFFFFFF, 0xFFFFFFFFFF
+    con.execute(f"INSERT INTO TASK SELECT s, e, (ds >> 40) - 1, (ds & {m40}) - 1, rowid - 1, 0,"
+                f" p2 >> 32, 0, 0, rowid - 1, {invalid} FROM kernel_rows ORDER BY rowid")
+    con.execute(f"INSERT INTO COMPUTE_TASK_INFO SELECT p1 >> 32, rowid - 1, NULL, NULL,"
+                f" p2 & {m32}, p1 & {m32}, p3 >> 32, p3 & {m32}, p4 >> 32, p4 & {m32}, p5 >> 32,"
+                f" p5 & {m32}, {na}, {na}, {na} FROM kernel_rows ORDER BY rowid")
+    con.execute("DROP TABLE kernel_rows")
+    on = step >= 0
+    if on.any():
+        pairs = np.stack([step[on], dev[on]], axis=1)
+        # one integer per (step, device), in (step, device) order
+        d0, span = int(dev[on].min()), int(dev[on].max() - dev[on].min()) + 1
+        keys, inv_k = np.unique((step[on] * span) + (dev[on] - d0), return_inverse=True)
+        inv_k = inv_k.ravel()
+        first_row = np.zeros(len(keys), dtype=np.int64)
+        first_row[inv_k[::-1]] = np.arange(len(inv_k))[::-1]
+        uniq = pairs[first_row]
+        first = np.full(len(uniq), np.iinfo(np.int64).max)
+        last = np.full(len(uniq), np.iinfo(np.int64).min)
+        np.minimum.at(first, inv_k, start[on])
+        np.maximum.at(last, inv_k, end[on])
+        con.executemany("INSERT INTO STEP_TIME VALUES (?, ?, ?, ?, ?)", zip(
+            uniq[:, 0].tolist(), first.tolist(), last.tolist(), itertools.repeat(invalid),
+            uniq[:, 1].tolist(), strict=False))
+    return True

@@ -1,0 +1,124 @@
+"""Measuring the peaks outside the profiled application's critical path.
+
+The first session on a machine has no cached peaks.  Measuring them in the application at its
+stop (up to ~4 s of STREAM and GEMM) would hold the application; measuring them while it runs
+would distort what is being profiled.  So :func:`spawn` starts a detached child process at nice
+19 after the session's data is written: it measures once, writes the machine's cache and the
+job's ``host/peaks.json``, and exits.  The measurement holds an exclusive lock
+(:func:`measuring`) so that a reader arriving meanwhile (``analyze`` right after the run) waits
+for this measurement rather than starting a second one (:func:`wait_for_measurement`).
+
+    python -m openmsprof.recorder.peaks_child JOB_HOST_DIR [--torch] [--onnxruntime] [--lock-fd=N]
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import orjson
+
+from openmsprof.recorder import fs
+from openmsprof.recorder import peaks as P
+
+__all__ = ["measuring", "spawn", "wait_for_measurement"]
+
+#: Environment that would profile the child itself or shadow its start-up.
+_DROP_ENV = ("OPENMSPROF_AUTOSTART", "OPENMSPROF_BOOTSTRAP_DIR", "PROFILING_MODE",
+             "PROFILING_OPTIONS")
+
+
+def _lock_path() -> Path:
+    return P.cache_path().with_suffix(".lock")
+
+
+def _open_lock() -> int:
+    path = _lock_path()
+    fs.make_dir(path.parent)
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, fs.FILE_MODE)
+
+
+@contextmanager
+def measuring(fd: int | None = None) -> Iterator[None]:
+    """Hold the machine's measurement lock (``fd``: one already locked, handed over)."""
+    if fd is None:
+        fd = _open_lock()
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
+def wait_for_measurement(timeout_s: float = 20.0) -> None:
+    """Return once no other process is measuring (or after ``timeout_s``)."""
+    path = _lock_path()
+    if not path.exists():
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                time.sleep(0.05)
+    finally:
+        os.close(fd)
+
+
+def spawn(job_host: Path) -> subprocess.Popen[bytes]:
+    """Start the detached, nice-19 measurement for ``job_host`` (returns at once); it times
+    torch and ONNX Runtime when this process has imported them.  The lock is taken here and
+    handed to the child, so a reader arriving before the child runs already waits for it."""
+    env = {k: v for k, v in os.environ.items() if k not in _DROP_ENV}
+    fd = _open_lock()
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locked = True
+        except BlockingIOError:  # another measurement runs: the child waits for it
+            locked = False
+        argv = [sys.executable, "-m", "openmsprof.recorder.peaks_child", str(job_host)]
+        argv += [f"--{m}" for m in ("torch", "onnxruntime") if m in sys.modules]
+        argv += [f"--lock-fd={fd}"] if locked else []
+        child = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 start_new_session=True, pass_fds=(fd,) if locked else ())
+    finally:
+        os.close(fd)  # the child's copy keeps the lock
+    try:
+        os.setpriority(os.PRIO_PROCESS, child.pid, 19)  # from its first instruction
+    except OSError:
+        pass  # it lowers itself in main()
+    return child
+
+
+def main(argv: list[str]) -> int:
+    os.setpriority(os.PRIO_PROCESS, 0, 19)
+    job_host = Path(argv[0])
+    fds = [int(a.split("=", 1)[1]) for a in argv if a.startswith("--lock-fd=")]
+    with measuring(fds[0] if fds else None):
+        doc = P.cached(measure_missing=False)  # another child may have finished first
+        if doc is None or ("--onnxruntime" in argv and "onnxruntime" not in (
+                doc.get("runtime") or {})):  # a cache from before the runtime was used
+            doc = P.measure(import_torch="--torch" in argv,
+                            import_ort="--onnxruntime" in argv)
+            fs.write_file_atomic(P.cache_path(), orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+    if job_host.is_dir():
+        fs.write_file_atomic(job_host / P.PEAKS_FILE, orjson.dumps(doc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
