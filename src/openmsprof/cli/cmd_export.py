@@ -94,7 +94,7 @@ def run_timeline(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-size-mb must be > 0, got {args.max_size_mb}")
     return for_each_job(args.collection_dir, lambda job: export_timeline(
         job, ascend_compat=args.ascend_compat, start_us=args.start_us, end_us=args.end_us,
-        max_size_mb=args.max_size_mb) + _tool_facing(job, args), "timeline")
+        max_size_mb=args.max_size_mb) + _tool_facing(job, args, "timeline"), "timeline")
 
 
 def run_summary(args: argparse.Namespace) -> int:
@@ -103,15 +103,20 @@ def run_summary(args: argparse.Namespace) -> int:
 
         return for_each_job(args.collection_dir, lambda job: export_svp_summary(job, args.format), "summary")
     return for_each_job(args.collection_dir,
-                        lambda job: export_summary(job, fmt=args.format) + _tool_facing(job, args),
+                        lambda job: _summary_and_tool_facing(job, args),
                         "summary")
 
 
-def _tool_facing(job: Path, args: argparse.Namespace) -> list[Path]:
-    """mindstudio_profiler_output/ + msprof_{ts}.db (FORMATS §2), unless --no-tool-facing; reported
-    on its own line, so the verb's file count stays its own."""
+def _summary_and_tool_facing(job: Path, args: argparse.Namespace) -> list[Path]:
+    paths = export_summary(job, fmt=args.format)
+    return paths + _tool_facing(job, args, "summary", paths)
+
+
+def _tool_facing(job: Path, args: argparse.Namespace, part: str, ready: list[Path] | None = None) -> list[Path]:
+    """The verb's half of mindstudio_profiler_output/ + msprof_{ts}.db (FORMATS §2), unless
+    --no-tool-facing; reported on its own line, so the verb's file count stays its own."""
     if not getattr(args, "no_tool_facing", False):
-        paths = export_tool_facing(job)
+        paths = export_tool_facing(job, (part,), ready or [])
         print(f"{job.name}: tool-facing layout ({len(paths)} file(s)) in {job / 'mindstudio_profiler_output'} "
               f"and {paths[0].name}")
     return []

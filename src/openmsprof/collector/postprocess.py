@@ -36,8 +36,9 @@ def process(job: Path) -> Processed:
     done = Processed(job)
     done.db = Path(ensure_imported(job))
     done.outputs["timeline"] = _output_dir(export_timeline(job), job, "timeline")
-    done.outputs["summary"] = _output_dir(export_summary(job), job, "summary")
-    export_tool_facing(job)  # mindstudio_profiler_output/ + msprof_{ts}.db for msprof-analyze
+    summary = export_summary(job)
+    done.outputs["summary"] = _output_dir(summary, job, "summary")
+    export_tool_facing(job, ready=summary)  # mindstudio_profiler_output/ + msprof_{ts}.db for msprof-analyze
     done.outputs["tools"] = job / OUTPUT_DIR
     if not done.db.is_file():
         raise ProfilingError(f"--all: job {str(job)!r} was exported but has no {str(done.db)!r}")

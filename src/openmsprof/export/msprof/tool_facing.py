@@ -15,16 +15,23 @@ host/info.json                               + openmsprof_overhead (the recorder
 ```
 Everything is produced from the job's sqlite db alone (through the tool-facing db copy), so it
 is framework-neutral.  The task type columns use ``export.classify``'s engine classes; README.txt
-and the db's META_DATA ``EXECUTOR`` name the real executor.  A re-export replaces the folder's
-files (stale ones of older stamps are removed).
+and the db's META_DATA ``EXECUTOR`` name the real executor.
+
+Each verb writes its own half, as msprof's ``export summary`` / ``export timeline`` do: ``summary``
+the merged CSVs, ``timeline`` ``msprof_{ts}.json``; the db, ``analyze/`` and README.txt are shared.
+The db is made once and kept while the job's data is unchanged (``tool_facing_db.current_db``), so
+both halves carry its stamp; when the data changed (a re-import) the db gets a new stamp and files
+of older stamps are removed.  A re-export replaces its own half.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import orjson
@@ -35,37 +42,60 @@ from openmsprof.export import hostinfo, overhead
 from openmsprof.export.ascend_pt.db import ANALYSIS_SCHEMA
 from openmsprof.export.db import JobDB, open_job
 from openmsprof.export.msprof import tool_facing_db
+from openmsprof.export.msprof.naming import SUMMARY_DIR, summary_file
 from openmsprof.export.msprof.summary import iter_tables
 from openmsprof.export.msprof.tables import Table, write_table
 from openmsprof.export.msprof.timeline import write_timeline
 from openmsprof.recorder import fs
 
-__all__ = ["ANALYZE_DIR", "OUTPUT_DIR", "export_tool_facing"]
+__all__ = ["ANALYZE_DIR", "OUTPUT_DIR", "PARTS", "export_tool_facing"]
 
 OUTPUT_DIR = "mindstudio_profiler_output"
 ANALYZE_DIR = "analyze"
 _SLICE = "_slice_"
+#: The halves of the layout: ``export summary`` writes the first, ``export timeline`` the second.
+PARTS = ("summary", "timeline")
+_TIMELINE_RE = re.compile(r"msprof_\d{14}\.json")
 
 
 def _stamp() -> str:
     return time.strftime("%Y%m%d%H%M%S", time.localtime())
 
 
-def _merged_tables(db: JobDB, stamp: str) -> list[Table]:
-    """One table per summary name with the rows of every device (Device_id-first tables only)."""
+#: Summaries that read nothing the tool-facing db changes (the task types): a job's only such
+#: per-device CSV, just written by ``export summary``, is the merged file byte for byte.
+SAME_IN_BOTH = frozenset({"api_statistic", "msprof_tx", "step_trace", "host_cpu_usage", "host_mem_usage"})
+
+
+def _merged_tables(db: JobDB, stamp: str, ready: dict[str, Path]) -> list[tuple[Table, Path | None]]:
+    """One table per summary name with the rows of every device (Device_id-first tables only),
+    each with the ready per-device CSV to copy instead (``ready``: file name → path) or None."""
     groups: dict[str, list[Table]] = {}
     for t in iter_tables(db):
         if t.header and t.header[0] == "Device_id":
             groups.setdefault(t.name, []).append(t)
-    out = []
+    out: list[tuple[Table, Path | None]] = []
     for name, tables in groups.items():
         header = tables[0].header
         same = [t for t in tables if t.header == header]
+        source = (ready.get(summary_file(name, tables[0].dev, "csv"))
+                  if name in SAME_IN_BOTH and len(tables) == 1 else None)
         # the large per-row tables come as ready CSV lines too (same bytes, several times faster)
         lines = ((lambda same=same: (ln for t in same for ln in t.lines()))  # type: ignore[misc]
                  if all(t.lines is not None for t in same) else None)
-        out.append(Table(name, stamp, header, (row for t in same for row in t.rows), lines))
+        out.append((Table(name, stamp, header, (row for t in same for row in t.rows), lines), source))
     return out
+
+
+def _copy(source: Path, target: Path) -> Path:
+    """``source``'s bytes as ``target`` (atomically, private mode)."""
+    def chunks() -> Iterator[bytes]:
+        with open(source, "rb") as f:
+            while data := f.read(1 << 22):
+                yield data
+
+    fs.write_stream_atomic(target, chunks())
+    return target
 
 
 def _rename_slices(paths: list[Path], stamp: str) -> list[Path]:
@@ -89,10 +119,13 @@ def _timeline(db: JobDB, out: Path, stamp: str) -> list[Path]:
     shutil.rmtree(tmp, ignore_errors=True)
     fs.make_dir(tmp)
     try:
-        parts = write_timeline(db, tmp, ascend_compat=True, parallel=False)
+        parts = write_timeline(db, tmp, ascend_compat=True)
         if not parts:
             return []
         target = out / f"msprof_{stamp}.json"
+        if len(parts) == 1 and _bare_array(parts[0]):
+            os.replace(parts[0], target)  # already the bytes the join below would write
+            return [target]
 
         def body() -> object:
             first = True
@@ -107,6 +140,18 @@ def _timeline(db: JobDB, out: Path, stamp: str) -> list[Path]:
         return [target]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _bare_array(path: Path) -> bool:
+    """``path`` holds ``[…]`` with no white space at either end, inside or out."""
+    size = path.stat().st_size
+    if size < 2:
+        return False
+    with open(path, "rb") as f:
+        head = f.read(2)
+        f.seek(size - 2)
+        tail = f.read(2)
+    return head[:1] == b"[" and tail[1:] == b"]" and not head[1:].isspace() and not tail[:1].isspace()
 
 
 def _readme(out: Path, stamp: str, files: list[Path], executor: str, figures: dict[str, float | int]) -> Path:
@@ -187,28 +232,55 @@ def _analysis_db(job: Path) -> Path:
     return path
 
 
-def export_tool_facing(job: Path) -> list[Path]:
-    """Write the tool-facing layout of ``job`` (imports it first if needed); returns the paths."""
+def _part(name: str) -> str:
+    """The half of the layout a file of ``mindstudio_profiler_output/`` belongs to."""
+    return "timeline" if _TIMELINE_RE.fullmatch(name) else "summary"
+
+
+def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterable[Path] = ()) -> list[Path]:
+    """Write ``parts`` of the tool-facing layout of ``job`` (imports it first if needed) with the
+    shared files; returns the paths written or kept (db, analyze db, the parts' files, README).
+    ``ready``: the CSVs ``export summary`` has just written into ``JOB/summary/`` from the same db
+    (those of :data:`SAME_IN_BOTH` are copied rather than rendered again)."""
     job = Path(job)
     with open_job(job):
         pass  # ensures sqlite/msprof.db is current
-    stamp = _stamp()
-    db_path = tool_facing_db.write_db(job, stamp)
     out = fs.make_dir(job / OUTPUT_DIR)
     fs.make_dir(job / ANALYZE_DIR)
-    analysis = _analysis_db(job)
     _device_info(job)
     figures = overhead.read_job(job)
-    _host_overhead(job, figures)
+    _host_overhead(job, figures)  # before the db: host/info.json is one of its sources
+    db_path = tool_facing_db.current_db(job)
+    if db_path is None:
+        db_path = tool_facing_db.write_db(job, _stamp())
+        tool_facing_db.remember(job, db_path)
+    else:
+        tool_facing_db.remove_others(job, db_path)
+    stamp = db_path.name[len("msprof_"):-len(".db")]
+    analysis = job / ANALYZE_DIR / "communication_analyzer.db"
+    if not analysis.is_file() or analysis.is_symlink():
+        analysis = _analysis_db(job)
     with JobDB(db_path, job) as db:
         written: list[Path] = []
-        for table in _merged_tables(db, stamp):
-            written += _rename_slices(write_table(out, table, "csv"), stamp)
-        written += _timeline(db, out, stamp)
+        if "summary" in parts:
+            ready_by_name = {p.name: p for p in ready if p.parent.name == SUMMARY_DIR and not p.is_symlink()}
+            for table, source in _merged_tables(db, stamp, ready_by_name):
+                if source is not None:
+                    written.append(_copy(source, out / summary_file(table.name, stamp, "csv")))
+                else:
+                    written += _rename_slices(write_table(out, table, "csv"), stamp)
+        if "timeline" in parts:
+            written += _timeline(db, out, stamp)
         executor = next((v for (v,) in db.query("SELECT value FROM META_DATA WHERE name = 'EXECUTOR'")), "CPU")
-    written.append(_readme(out, stamp, written, str(executor), figures))
-    keep = {p.name for p in written}
-    for old in out.iterdir():
-        if old.name not in keep and old.is_file() and not old.is_symlink():
-            old.unlink(missing_ok=True)
-    return [db_path, analysis, *written]
+    mine = {p.name for p in written}
+    kept = []
+    for old in sorted(out.iterdir()):
+        if old.name in mine or old.name == "README.txt" or not old.is_file() or old.is_symlink():
+            continue
+        current = old.name.endswith((f"_{stamp}.csv", f"_{stamp}.json"))
+        if current and _part(old.name) not in parts:
+            kept.append(old)  # the other verb's half of this stamp
+        else:
+            old.unlink(missing_ok=True)  # an older stamp, or this half's file not written now
+    readme = _readme(out, stamp, written + kept, str(executor), figures)
+    return [db_path, analysis, *written, readme]
