@@ -58,9 +58,9 @@ def make_acl(tmp: Path, records: int) -> Path:
 
 
 def make_tf(tmp: Path, ops: int) -> Path | None:
-    import bench_tf
-
     import importlib.util
+
+    import bench_tf
 
     if importlib.util.find_spec("tensorflow") is None:  # not imported here: RSS survives exec
         print("tf 1M: skipped (TensorFlow is not installed)")

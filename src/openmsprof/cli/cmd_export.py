@@ -12,6 +12,7 @@ from openmsprof.cli.argtypes import finite_float, input_dir
 from openmsprof.config.errors import ConfigError, ProfilingError
 from openmsprof.export.db import find_jobs
 from openmsprof.export.msprof.summary import FORMATS, export_summary
+from openmsprof.export.msprof.summary_task_pass import Twins
 from openmsprof.export.msprof.timeline import export_timeline
 from openmsprof.export.msprof.tool_facing import export_tool_facing
 
@@ -108,15 +109,26 @@ def run_summary(args: argparse.Namespace) -> int:
 
 
 def _summary_and_tool_facing(job: Path, args: argparse.Namespace) -> list[Path]:
-    paths = export_summary(job, fmt=args.format)
-    return paths + _tool_facing(job, args, "summary", paths)
+    if getattr(args, "no_tool_facing", False):
+        return export_summary(job, fmt=args.format)
+    written: list[Path] = []
+
+    def summary(twins: Twins | None) -> list[Path]:
+        written[:] = export_summary(job, fmt=args.format, twins=twins)
+        return written
+
+    _print_tool_facing(job, export_tool_facing(job, ("summary",), summary=summary))
+    return written
 
 
-def _tool_facing(job: Path, args: argparse.Namespace, part: str, ready: list[Path] | None = None) -> list[Path]:
+def _tool_facing(job: Path, args: argparse.Namespace, part: str) -> list[Path]:
     """The verb's half of mindstudio_profiler_output/ + msprof_{ts}.db (FORMATS §2), unless
     --no-tool-facing; reported on its own line, so the verb's file count stays its own."""
     if not getattr(args, "no_tool_facing", False):
-        paths = export_tool_facing(job, (part,), ready or [])
-        print(f"{job.name}: tool-facing layout ({len(paths)} file(s)) in {job / 'mindstudio_profiler_output'} "
-              f"and {paths[0].name}")
+        _print_tool_facing(job, export_tool_facing(job, (part,)))
     return []
+
+
+def _print_tool_facing(job: Path, paths: list[Path]) -> None:
+    print(f"{job.name}: tool-facing layout ({len(paths)} file(s)) in {job / 'mindstudio_profiler_output'} "
+          f"and {paths[0].name}")

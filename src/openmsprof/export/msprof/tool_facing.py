@@ -31,7 +31,7 @@ import re
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import orjson
@@ -44,6 +44,7 @@ from openmsprof.export.db import JobDB, open_job
 from openmsprof.export.msprof import tool_facing_db
 from openmsprof.export.msprof.naming import SUMMARY_DIR, summary_file
 from openmsprof.export.msprof.summary import iter_tables
+from openmsprof.export.msprof.summary_task_pass import Twins, twin_types
 from openmsprof.export.msprof.tables import Table, write_table
 from openmsprof.export.msprof.timeline import write_timeline
 from openmsprof.recorder import fs
@@ -237,11 +238,14 @@ def _part(name: str) -> str:
     return "timeline" if _TIMELINE_RE.fullmatch(name) else "summary"
 
 
-def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterable[Path] = ()) -> list[Path]:
+def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterable[Path] = (),
+                       summary: Callable[[Twins | None], list[Path]] | None = None) -> list[Path]:
     """Write ``parts`` of the tool-facing layout of ``job`` (imports it first if needed) with the
     shared files; returns the paths written or kept (db, analyze db, the parts' files, README).
     ``ready``: the CSVs ``export summary`` has just written into ``JOB/summary/`` from the same db
-    (those of :data:`SAME_IN_BOTH` are copied rather than rendered again)."""
+    (those of :data:`SAME_IN_BOTH` are copied rather than rendered again).  ``summary``: writes
+    ``JOB/summary/`` once the db is ready, given the twins to write in its task pass (op_summary
+    and task_time of this layout, see :mod:`summary_task_pass`); its paths count as ``ready``."""
     job = Path(job)
     with open_job(job):
         pass  # ensures sqlite/msprof.db is current
@@ -262,10 +266,17 @@ def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterabl
         analysis = _analysis_db(job)
     with JobDB(db_path, job) as db:
         written: list[Path] = []
+        twins = None
+        if summary is not None:
+            types = twin_types(db)
+            twins = Twins(out, stamp, types) if types is not None and "summary" in parts else None
+            ready = [*ready, *summary(twins)]
         if "summary" in parts:
             ready_by_name = {p.name: p for p in ready if p.parent.name == SUMMARY_DIR and not p.is_symlink()}
             for table, source in _merged_tables(db, stamp, ready_by_name):
-                if source is not None:
+                if twins is not None and table.name in twins.written:
+                    written += _rename_slices(twins.written[table.name], stamp)
+                elif source is not None:
                     written.append(_copy(source, out / summary_file(table.name, stamp, "csv")))
                 else:
                     written += _rename_slices(write_table(out, table, "csv"), stamp)
