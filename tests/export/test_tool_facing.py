@@ -135,13 +135,19 @@ def test_each_verb_writes_its_half_over_one_kept_db(tmp_path: Path) -> None:
     assert [p.name for p in job.glob("msprof_*.db")] == [db2.name]
 
 
-def test_single_timeline_moved_only_when_a_bare_array(tmp_path: Path) -> None:
-    from openmsprof.export.msprof.tool_facing import _bare_array
+def test_array_content_found_at_the_ends_as_a_whole_read_finds_it(tmp_path: Path) -> None:
+    from openmsprof.export.msprof.tool_facing import _inner
 
-    cases = {b"[]": True, b'[{"a":1}]': True, b"[ {}]": False, b"[{}]\n": False, b"{}": False, b"[": False}
-    for i, (data, want) in enumerate(cases.items()):
-        (tmp_path / f"{i}.json").write_bytes(data)
-        assert _bare_array(tmp_path / f"{i}.json") is want, data
+    body = b'{"a":1},' * 2000 + b"{}"
+    cases = [b"[]", b"[]\n", b"[ ]", b"[{}]", b" [ {} ]\n", b"{}", b"[", b"", b"[" + body + b"]\n",
+             b"\n" * 5000 + b"[" + b" " * 5000 + body + b"\n" * 9000 + b"]", b"[" + body, body + b"]"]
+    for i, data in enumerate(cases):
+        path = tmp_path / f"{i}.json"
+        path.write_bytes(data)
+        lo, hi = _inner(path)
+        s = data.strip()
+        want = s[1:-1].strip() if s[:1] == b"[" and s[-1:] == b"]" and len(s) >= 2 else b""
+        assert data[lo:hi] == want, (i, lo, hi)
 
 
 def test_copied_summaries_equal_the_rendered_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

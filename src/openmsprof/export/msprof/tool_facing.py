@@ -124,35 +124,74 @@ def _timeline(db: JobDB, out: Path, stamp: str) -> list[Path]:
         if not parts:
             return []
         target = out / f"msprof_{stamp}.json"
-        if len(parts) == 1 and _bare_array(parts[0]):
-            os.replace(parts[0], target)  # already the bytes the join below would write
+        inners = [(p, _inner(p)) for p in parts]
+        (first, (lo, hi)), size = inners[0], parts[0].stat().st_size
+        if len(parts) == 1 and lo == 1 and hi < size and _byte_at(first, hi) == b"]":
+            # "[" + inner + "]" is the file's head: keep it, drop what follows (a line end)
+            os.truncate(first, hi + 1)
+            os.replace(first, target)
             return [target]
 
-        def body() -> object:
-            first = True
-            for p in parts:
-                data = p.read_bytes().strip()
-                inner = data[1:-1].strip() if data[:1] == b"[" and data[-1:] == b"]" else b""
-                if inner:
-                    yield inner if first else b"," + inner
-                    first = False
+        def body() -> Iterator[bytes]:
+            sep = b""
+            for p, (lo, hi) in inners:
+                if hi > lo:
+                    yield sep
+                    sep = b","
+                    with open(p, "rb") as f:
+                        f.seek(lo)
+                        while lo < hi and (data := f.read(min(1 << 22, hi - lo))):
+                            lo += len(data)
+                            yield data
 
-        fs.write_stream_atomic(target, [b"[", *body(), b"]"])  # type: ignore[misc]
+        fs.write_stream_atomic(target, [b"[", *body(), b"]"])
         return [target]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _bare_array(path: Path) -> bool:
-    """``path`` holds ``[…]`` with no white space at either end, inside or out."""
+_WS = b" \t\n\r\x0b\x0c"
+_WINDOW = 4096
+
+
+def _inner(path: Path) -> tuple[int, int]:
+    """The byte range of the content of the JSON array in ``path``, as
+    ``data.strip()[1:-1].strip()`` finds it ((0, 0): not an array); read at both ends only
+    unless white space runs over 4 KiB there."""
     size = path.stat().st_size
-    if size < 2:
-        return False
+    if size <= 3 * _WINDOW:
+        return _span(path.read_bytes())
     with open(path, "rb") as f:
-        head = f.read(2)
-        f.seek(size - 2)
-        tail = f.read(2)
-    return head[:1] == b"[" and tail[1:] == b"]" and not head[1:].isspace() and not tail[:1].isspace()
+        head = f.read(_WINDOW)
+        f.seek(size - _WINDOW)
+        tail = f.read(_WINDOW)
+    a = len(head) - len(head.lstrip(_WS))
+    b = len(tail.rstrip(_WS))
+    if a >= _WINDOW // 2 or b <= _WINDOW // 2:
+        return _span(path.read_bytes())
+    if head[a:a + 1] != b"[" or tail[b - 1:b] != b"]":
+        return (0, 0)
+    lo = a + 1 + len(head[a + 1:]) - len(head[a + 1:].lstrip(_WS))
+    hi = size - _WINDOW + len(tail[:b - 1].rstrip(_WS))
+    if lo >= _WINDOW or hi <= size - _WINDOW:
+        return _span(path.read_bytes())
+    return (lo, hi)
+
+
+def _byte_at(path: Path, offset: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read(1)
+
+
+def _span(data: bytes) -> tuple[int, int]:
+    """:func:`_inner` of bytes in memory."""
+    a, b = len(data) - len(data.lstrip(_WS)), len(data.rstrip(_WS))
+    if b - a < 2 or data[a:a + 1] != b"[" or data[b - 1:b] != b"]":
+        return (0, 0)
+    inner = data[a + 1:b - 1]
+    lo = a + 1 + len(inner) - len(inner.lstrip(_WS))
+    return (lo, max(lo, a + 1 + len(inner.rstrip(_WS))))
 
 
 def _readme(out: Path, stamp: str, files: list[Path], executor: str, figures: dict[str, float | int]) -> Path:
