@@ -67,3 +67,18 @@ def test_twins_equal_the_layout_rendered_from_its_db(job: Path) -> None:
     ops = (job / "summary" / "op_summary_0.csv").read_text()
     assert ",AI_" not in ops and ",AI_VECTOR_CORE," in rendered[twins.written["op_summary"][0].name].decode()
     assert any(n.startswith("op_summary_") for n in rendered) and any(n.startswith("task_time_") for n in rendered)
+
+
+def test_twins_written_by_the_forked_child(job: Path, tmp_path: Path) -> None:
+    from openmsprof.export.msprof.summary import write_summary
+
+    out: dict[bool, dict[str, bytes]] = {}
+    for parallel in (False, True):
+        twin_dir = tmp_path / f"twins{parallel}"
+        twin_dir.mkdir()
+        twins = Twins(twin_dir, "20260101000000", {})
+        with open_job(job) as db:
+            paths = write_summary(db, tmp_path / f"summary{parallel}", parallel=parallel, twins=twins)
+        assert set(twins.written) == {"op_summary", "task_time"}
+        out[parallel] = {p.name: p.read_bytes() for p in [*paths, *twin_dir.iterdir()]}
+    assert out[True] == out[False] and "op_summary_20260101000000.csv" in out[True]

@@ -67,7 +67,8 @@ def write_summary(db: JobDB, out_dir: Path, *, fmt: str = "csv", s2: bool = Fals
     in_pass = set(task_tables.TABLES) if task_pass is not None else set()
     fork = parallel if parallel is not None else summary_fork.want_fork(db)
     fork = fork and hasattr(os, "fork")
-    forked = [] if not fork or task_pass is not None else [n for n in names if n in summary_fork.CHILD_TABLES]
+    child_tables = summary_fork.CHILD_TABLES if task_pass is None else summary_fork.PASS_CHILD_TABLES
+    forked = [n for n in names if n in child_tables] if fork else []
     written: dict[str, list[Path]] = {}
     gc_was_enabled = gc.isenabled()
     gc.disable()

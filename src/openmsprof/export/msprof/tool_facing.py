@@ -41,9 +41,10 @@ from openmsprof.config.files import read_json
 from openmsprof.export import hostinfo, overhead
 from openmsprof.export.ascend_pt.db import ANALYSIS_SCHEMA
 from openmsprof.export.db import JobDB, open_job
+from openmsprof.export.msprof import headers as H
 from openmsprof.export.msprof import tool_facing_db
 from openmsprof.export.msprof.naming import SUMMARY_DIR, summary_file
-from openmsprof.export.msprof.summary import iter_tables
+from openmsprof.export.msprof.summary import PRODUCERS, iter_tables
 from openmsprof.export.msprof.summary_task_pass import Twins, twin_types
 from openmsprof.export.msprof.tables import Table, write_table
 from openmsprof.export.msprof.timeline import write_timeline
@@ -68,24 +69,31 @@ def _stamp() -> str:
 SAME_IN_BOTH = frozenset({"api_statistic", "msprof_tx", "step_trace", "host_cpu_usage", "host_mem_usage"})
 
 
-def _merged_tables(db: JobDB, stamp: str, ready: dict[str, Path]) -> list[tuple[Table, Path | None]]:
-    """One table per summary name with the rows of every device (Device_id-first tables only),
-    each with the ready per-device CSV to copy instead (``ready``: file name → path) or None."""
+def _merged_tables(db: JobDB, stamp: str, names: list[str]) -> list[Table]:
+    """One table per summary name with the rows of every device (Device_id-first tables only)."""
     groups: dict[str, list[Table]] = {}
-    for t in iter_tables(db):
+    for t in iter_tables(db, names=names):
         if t.header and t.header[0] == "Device_id":
             groups.setdefault(t.name, []).append(t)
-    out: list[tuple[Table, Path | None]] = []
+    out = []
     for name, tables in groups.items():
         header = tables[0].header
         same = [t for t in tables if t.header == header]
-        source = (ready.get(summary_file(name, tables[0].dev, "csv"))
-                  if name in SAME_IN_BOTH and len(tables) == 1 else None)
         # the large per-row tables come as ready CSV lines too (same bytes, several times faster)
         lines = ((lambda same=same: (ln for t in same for ln in t.lines()))  # type: ignore[misc]
                  if all(t.lines is not None for t in same) else None)
-        out.append((Table(name, stamp, header, (row for t in same for row in t.rows), lines), source))
+        out.append(Table(name, stamp, header, (row for t in same for row in t.rows), lines))
     return out
+
+
+def _ready_source(name: str, ready: Iterable[Path]) -> Path | None:
+    """The per-device CSV of ``name`` just written from the same data, when it is the only one
+    (one device or host, not sliced) and ``name`` is one of :data:`SAME_IN_BOTH`."""
+    if name not in SAME_IN_BOTH:
+        return None
+    pattern = re.compile(rf"{re.escape(name)}_(host|\d+)(_slice_\d+)?\.csv")
+    found = [p for p in ready if p.parent.name == SUMMARY_DIR and pattern.fullmatch(p.name)]
+    return found[0] if len(found) == 1 and "_slice_" not in found[0].name and not found[0].is_symlink() else None
 
 
 def _copy(source: Path, target: Path) -> Path:
@@ -311,14 +319,15 @@ def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterabl
             twins = Twins(out, stamp, types) if types is not None and "summary" in parts else None
             ready = [*ready, *summary(twins)]
         if "summary" in parts:
-            ready_by_name = {p.name: p for p in ready if p.parent.name == SUMMARY_DIR and not p.is_symlink()}
-            for table, source in _merged_tables(db, stamp, ready_by_name):
-                if twins is not None and table.name in twins.written:
-                    written += _rename_slices(twins.written[table.name], stamp)
+            for name in (n for n in PRODUCERS if n != "op_statistic_s2" and H.ALL[n][0] == "Device_id"):
+                source = _ready_source(name, ready)
+                if twins is not None and name in twins.written:
+                    written += _rename_slices(twins.written[name], stamp)
                 elif source is not None:
-                    written.append(_copy(source, out / summary_file(table.name, stamp, "csv")))
+                    written.append(_copy(source, out / summary_file(name, stamp, "csv")))
                 else:
-                    written += _rename_slices(write_table(out, table, "csv"), stamp)
+                    for table in _merged_tables(db, stamp, [name]):
+                        written += _rename_slices(write_table(out, table, "csv"), stamp)
         if "timeline" in parts:
             written += _timeline(db, out, stamp)
         executor = next((v for (v,) in db.query("SELECT value FROM META_DATA WHERE name = 'EXECUTOR'")), "CPU")
