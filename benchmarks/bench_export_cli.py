@@ -19,7 +19,8 @@ Cases, interleaved round by round (the order rotates each round), each on its ow
   tool-facing db the first made).
 
 Printed per case: wall median (min–max), CPU (the process and its forked children) median, peak
-RSS, and the load average over the case's runs.
+RSS, and the load average over the case's runs.  ``--base DIR`` (a checkout of another commit, e.g.
+``git worktree add /tmp/base <commit>``) adds that tree's run of every case, interleaved with ours.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ RUN = ("import resource, sys, time; t0 = time.perf_counter(); c0 = time.process_
        "print('RESULT', rc, time.perf_counter() - t0, time.process_time() - c0 + k.ru_utime + k.ru_stime, "
        "max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, k.ru_maxrss) / 1024)")
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def _env(src: Path) -> dict[str, str]:
+    return {**ENV, "PYTHONPATH": str(src)}
 
 
 def _job_in(parent: Path) -> Path:
@@ -82,12 +87,12 @@ def imported(tmp: Path, raw: Path, tag: str) -> Path:
     return job
 
 
-def run_case(source: Path, verbs: list[str], work: Path) -> tuple[float, float, float]:
+def run_case(source: Path, verbs: list[str], work: Path, src: Path) -> tuple[float, float, float]:
     job = work / source.name
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(source, job)
     r = subprocess.run([sys.executable, "-c", RUN, str(job), *verbs], capture_output=True, text=True,
-                       env=ENV, timeout=1200)
+                       env=_env(src), timeout=1200)
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT")]
     if r.returncode != 0 or not line or line[-1].split()[1] != "0":
         raise SystemExit(f"export {verbs} failed on {job}:\n{r.stdout[-1000:]}\n{r.stderr[-2000:]}")
@@ -102,7 +107,9 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1_750_000)
     ap.add_argument("--ops", type=int, default=1_000_000)
     ap.add_argument("--only", choices=["acl", "tf"], help="one job only")
+    ap.add_argument("--base", type=Path, help="a checkout of another commit: its runs interleaved with ours")
     a = ap.parse_args()
+    sides = {"ours": ROOT / "src", **({"base": a.base.resolve() / "src"} if a.base else {})}
     with tempfile.TemporaryDirectory(prefix="bench_export_cli_") as tmp_s:
         tmp = Path(tmp_s)
         jobs: dict[str, Path] = {}
@@ -119,11 +126,13 @@ def main() -> None:
                       (f"{tag} summary imported", done, ["summary"]),
                       (f"{tag} timeline imported", done, ["timeline"]),
                       (f"{tag} summary+timeline", done, ["summary", "timeline"])]
-        res: dict[str, list[tuple[float, float, float, float]]] = {c[0]: [] for c in cases}
+        runs = [(f"{name} [{side}]", source, verbs, src) for name, source, verbs in cases
+                for side, src in sides.items()]
+        res: dict[str, list[tuple[float, float, float, float]]] = {c[0]: [] for c in runs}
         for r in range(a.rounds):
-            k = r % len(cases)
-            for name, source, verbs in cases[k:] + cases[:k]:
-                wall, cpu, rss = run_case(source, verbs, tmp / "work")
+            k = r % len(runs)
+            for name, source, verbs, src in runs[k:] + runs[:k]:
+                wall, cpu, rss = run_case(source, verbs, tmp / "work", src)
                 res[name].append((wall, cpu, rss, os.getloadavg()[0]))
                 print(f"  round {r + 1} {name}: {wall:.2f} s wall, {cpu:.2f} s CPU, "
                       f"load {os.getloadavg()[0]:.2f}", flush=True)
@@ -131,7 +140,7 @@ def main() -> None:
           "interleaved rounds (goals: acl summary <= 2 s, tf export <= 10 s)")
     for name, v in res.items():
         w, c, m, ld = ([x[i] for x in v] for i in range(4))
-        print(f"  {name:<28} wall {statistics.median(w):6.2f} s ({min(w):.2f}-{max(w):.2f})  "
+        print(f"  {name:<35} wall {statistics.median(w):6.2f} s ({min(w):.2f}-{max(w):.2f})  "
               f"CPU {statistics.median(c):6.2f} s  peak RSS {max(m):5.0f} MB  load {min(ld):.1f}-{max(ld):.1f}")
 
 
