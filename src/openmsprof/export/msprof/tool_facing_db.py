@@ -131,6 +131,9 @@ def write_db(job: Path, stamp: str) -> Path:
     con = sqlite3.connect(tmp)
     try:
         source.backup(con)
+        # a private temporary file, renamed into place when complete: no journal, no syncs
+        con.execute("PRAGMA journal_mode=OFF")
+        con.execute("PRAGMA synchronous=OFF")
         with con:
             con.executescript(EXTRA_TABLES)
             for table, rows in ENUMS.items():
