@@ -128,7 +128,7 @@ def _timeline(db: JobDB, out: Path, stamp: str) -> list[Path]:
     shutil.rmtree(tmp, ignore_errors=True)
     fs.make_dir(tmp)
     try:
-        parts = write_timeline(db, tmp, ascend_compat=True)
+        parts = write_timeline(db, tmp, ascend_compat=True, parallel=False)
         if not parts:
             return []
         target = out / f"msprof_{stamp}.json"
