@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import orjson
+import pytest
 
 from openmsprof.export import overhead
 from openmsprof.export.msprof.tool_facing import export_tool_facing
@@ -103,3 +104,65 @@ def test_overhead_read_tolerantly(tmp_path: Path) -> None:
     (tmp_path / "host" / overhead.FILE).write_text('[1, 2]')
     assert overhead.read_job(tmp_path) == {}
     assert overhead.merge({"a": 1, "b": 2.5}, {"a": 2}) == {"a": 3, "b": 2.5}
+
+
+def test_each_verb_writes_its_half_over_one_kept_db(tmp_path: Path) -> None:
+    """export summary writes the merged CSVs, export timeline msprof_{ts}.json; the db is made once
+    and kept while the data is unchanged, so both halves carry its stamp."""
+    job = make_real_job(tmp_path / "out")
+    out = job / "mindstudio_profiler_output"
+    paths = export_tool_facing(job, ("summary",))
+    db = paths[0]
+    stamp = db.name[7:21]
+    made = db.stat().st_mtime_ns
+    names = {p.name for p in out.iterdir()}
+    assert f"op_summary_{stamp}.csv" in names and f"msprof_{stamp}.json" not in names
+    export_tool_facing(job, ("timeline",))
+    names = {p.name for p in out.iterdir()}
+    assert {f"op_summary_{stamp}.csv", f"msprof_{stamp}.json", "README.txt"} <= names
+    assert db.stat().st_mtime_ns == made  # kept, not rewritten
+    assert f"op_summary_{stamp}.csv" in (out / "README.txt").read_text()
+    assert isinstance(orjson.loads((out / f"msprof_{stamp}.json").read_bytes()), list)
+    # the data changed (new overhead figures): a new db, with the figures
+    (job / "host" / overhead.FILE).write_bytes(orjson.dumps({"records_written": 9}))
+    (db2,) = export_tool_facing(job, ("summary",))[:1]
+    con = sqlite3.connect(db2)
+    try:
+        assert orjson.loads(dict(con.execute("SELECT name, value FROM META_DATA"))[overhead.KEY]) == {
+            "records_written": 9}
+    finally:
+        con.close()
+    assert [p.name for p in job.glob("msprof_*.db")] == [db2.name]
+
+
+def test_array_content_found_at_the_ends_as_a_whole_read_finds_it(tmp_path: Path) -> None:
+    from openmsprof.export.msprof.tool_facing import _inner
+
+    body = b'{"a":1},' * 2000 + b"{}"
+    cases = [b"[]", b"[]\n", b"[ ]", b"[{}]", b" [ {} ]\n", b"{}", b"[", b"", b"[" + body + b"]\n",
+             b"\n" * 5000 + b"[" + b" " * 5000 + body + b"\n" * 9000 + b"]", b"[" + body, body + b"]"]
+    for i, data in enumerate(cases):
+        path = tmp_path / f"{i}.json"
+        path.write_bytes(data)
+        lo, hi = _inner(path)
+        s = data.strip()
+        want = s[1:-1].strip() if s[:1] == b"[" and s[-1:] == b"]" and len(s) >= 2 else b""
+        assert data[lo:hi] == want, (i, lo, hi)
+
+
+def test_copied_summaries_equal_the_rendered_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tables of SAME_IN_BOTH copied from summary/ are the bytes rendering would write."""
+    from openmsprof.export.msprof import tool_facing
+    from openmsprof.export.msprof.summary import export_summary
+
+    copies: list[str] = []
+    real_copy = tool_facing._copy
+    monkeypatch.setattr(tool_facing, "_copy", lambda s, t: copies.append(s.name) or real_copy(s, t))
+
+    job = make_real_job(tmp_path / "out")
+    out = job / "mindstudio_profiler_output"
+    rendered = {p.name: p.read_bytes() for p in export_tool_facing(job, ("summary",)) if p.parent == out}
+    copied = {p.name: p.read_bytes() for p in export_tool_facing(job, ("summary",), export_summary(job))
+              if p.parent == out}
+    assert copied == rendered
+    assert copies and all(n.startswith(tuple(tool_facing.SAME_IN_BOTH)) for n in copies)

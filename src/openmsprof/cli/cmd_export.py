@@ -12,6 +12,7 @@ from openmsprof.cli.argtypes import finite_float, input_dir
 from openmsprof.config.errors import ConfigError, ProfilingError
 from openmsprof.export.db import find_jobs
 from openmsprof.export.msprof.summary import FORMATS, export_summary
+from openmsprof.export.msprof.summary_task_pass import Twins
 from openmsprof.export.msprof.timeline import export_timeline
 from openmsprof.export.msprof.tool_facing import export_tool_facing
 
@@ -94,7 +95,7 @@ def run_timeline(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-size-mb must be > 0, got {args.max_size_mb}")
     return for_each_job(args.collection_dir, lambda job: export_timeline(
         job, ascend_compat=args.ascend_compat, start_us=args.start_us, end_us=args.end_us,
-        max_size_mb=args.max_size_mb) + _tool_facing(job, args), "timeline")
+        max_size_mb=args.max_size_mb) + _tool_facing(job, args, "timeline"), "timeline")
 
 
 def run_summary(args: argparse.Namespace) -> int:
@@ -103,15 +104,31 @@ def run_summary(args: argparse.Namespace) -> int:
 
         return for_each_job(args.collection_dir, lambda job: export_svp_summary(job, args.format), "summary")
     return for_each_job(args.collection_dir,
-                        lambda job: export_summary(job, fmt=args.format) + _tool_facing(job, args),
+                        lambda job: _summary_and_tool_facing(job, args),
                         "summary")
 
 
-def _tool_facing(job: Path, args: argparse.Namespace) -> list[Path]:
-    """mindstudio_profiler_output/ + msprof_{ts}.db (FORMATS §2), unless --no-tool-facing; reported
-    on its own line, so the verb's file count stays its own."""
+def _summary_and_tool_facing(job: Path, args: argparse.Namespace) -> list[Path]:
+    if getattr(args, "no_tool_facing", False):
+        return export_summary(job, fmt=args.format)
+    written: list[Path] = []
+
+    def summary(twins: Twins | None) -> list[Path]:
+        written[:] = export_summary(job, fmt=args.format, twins=twins)
+        return written
+
+    _print_tool_facing(job, export_tool_facing(job, ("summary",), summary=summary))
+    return written
+
+
+def _tool_facing(job: Path, args: argparse.Namespace, part: str) -> list[Path]:
+    """The verb's half of mindstudio_profiler_output/ + msprof_{ts}.db (FORMATS §2), unless
+    --no-tool-facing; reported on its own line, so the verb's file count stays its own."""
     if not getattr(args, "no_tool_facing", False):
-        paths = export_tool_facing(job)
-        print(f"{job.name}: tool-facing layout ({len(paths)} file(s)) in {job / 'mindstudio_profiler_output'} "
-              f"and {paths[0].name}")
+        _print_tool_facing(job, export_tool_facing(job, (part,)))
     return []
+
+
+def _print_tool_facing(job: Path, paths: list[Path]) -> None:
+    print(f"{job.name}: tool-facing layout ({len(paths)} file(s)) in {job / 'mindstudio_profiler_output'} "
+          f"and {paths[0].name}")

@@ -36,8 +36,14 @@ def process(job: Path) -> Processed:
     done = Processed(job)
     done.db = Path(ensure_imported(job))
     done.outputs["timeline"] = _output_dir(export_timeline(job), job, "timeline")
-    done.outputs["summary"] = _output_dir(export_summary(job), job, "summary")
-    export_tool_facing(job)  # mindstudio_profiler_output/ + msprof_{ts}.db for msprof-analyze
+    summary: list[Path] = []
+
+    def write_summary(twins: Any) -> list[Path]:  # the summaries and their tool-facing twins in one pass
+        summary[:] = export_summary(job, twins=twins)
+        return summary
+
+    export_tool_facing(job, summary=write_summary)  # mindstudio_profiler_output/ + msprof_{ts}.db for msprof-analyze
+    done.outputs["summary"] = _output_dir(summary, job, "summary")
     done.outputs["tools"] = job / OUTPUT_DIR
     if not done.db.is_file():
         raise ProfilingError(f"--all: job {str(job)!r} was exported but has no {str(done.db)!r}")

@@ -68,6 +68,7 @@ def step_points(db: JobDB, steps: list[tuple[int, int, int]], points: tuple[str,
     k = 0
     first_fp: int | None = None
     last_bp: int | None = None
+    bp_names: dict[int | None, bool] = {}
     for start, end, name_id, type_id in db.stream(sql, (lo, hi + 1)):
         while k < len(order) and start > order[k][2]:
             out[order[k][0]] = (first_fp, last_bp)
@@ -77,12 +78,16 @@ def step_points(db: JobDB, steps: list[tuple[int, int, int]], points: tuple[str,
             break
         if start < order[k][1]:
             continue
-        name = strings.get(name_id, "")
-        if first_fp is None and (_matches(fp, name) if fp else
-                                 _is_forward(name, strings.get(type_id, ""))):
-            first_fp = start
-        if _matches(bp, name) if bp else _is_backward(name):
-            last_bp = end if last_bp is None else max(last_bp, end)
+        if first_fp is None:
+            name = strings.get(name_id, "")
+            if _matches(fp, name) if fp else _is_forward(name, strings.get(type_id, "")):
+                first_fp = start
+        is_bp = bp_names.get(name_id)
+        if is_bp is None:  # decided once per op name (the names repeat every step)
+            name = strings.get(name_id, "")
+            is_bp = bp_names[name_id] = _matches(bp, name) if bp else _is_backward(name)
+        if is_bp:
+            last_bp = end if last_bp is None or end > last_bp else last_bp
     if k < len(order):
         out[order[k][0]] = (first_fp, last_bp)
     return out

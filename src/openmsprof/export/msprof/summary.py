@@ -14,8 +14,10 @@ from openmsprof.config.errors import ConfigError
 from openmsprof.export.db import JobDB, open_job
 from openmsprof.export.msprof import fusion_op, summary_fork
 from openmsprof.export.msprof import summary_host as host
+from openmsprof.export.msprof import summary_task_pass as task_tables
 from openmsprof.export.msprof import summary_tasks as tasks
 from openmsprof.export.msprof.naming import SUMMARY_DIR
+from openmsprof.export.msprof.summary_task_pass import Twins
 from openmsprof.export.msprof.tables import Table, write_table
 from openmsprof.recorder import fs
 
@@ -49,45 +51,59 @@ def iter_tables(db: JobDB, *, s2: bool = False, names: list[str] | None = None) 
 
 
 def write_summary(db: JobDB, out_dir: Path, *, fmt: str = "csv", s2: bool = False,
-                  parallel: bool | None = None) -> list[Path]:
+                  parallel: bool | None = None, twins: Twins | None = None) -> list[Path]:
     """Write every summary of an open database into ``out_dir``; returns the written paths (in
-    PRODUCERS order).  ``parallel``: a forked child writes ``summary_fork.CHILD_TABLES`` on the
-    second core (None: when it pays, see :func:`summary_fork.want_fork`).  Same files either way."""
+    PRODUCERS order).  With CSV, op_summary and task_time come from one task pass
+    (:mod:`summary_task_pass`) that also writes ``twins`` (the tool-facing merged tables; their
+    paths are added to ``twins.written``).  ``parallel``: a forked child writes the heavy half on
+    the second core (the task pass, or ``summary_fork.CHILD_TABLES`` for JSON; None: when it pays,
+    see :func:`summary_fork.want_fork`).  Same files either way."""
     if fmt not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     fs.make_dir(out_dir)
     names = [n for n in PRODUCERS if n != "op_statistic_s2" or s2]
+    task_pass: summary_fork.TaskPass | None = None
+    if fmt == "csv":
+        task_pass = lambda own: task_tables.write_task_tables(own, out_dir, twins)  # noqa: E731
+    in_pass = set(task_tables.TABLES) if task_pass is not None else set()
     fork = parallel if parallel is not None else summary_fork.want_fork(db)
-    forked = [n for n in names if n in summary_fork.CHILD_TABLES] if fork and hasattr(os, "fork") else []
+    fork = fork and hasattr(os, "fork")
+    child_tables = summary_fork.CHILD_TABLES if task_pass is None else summary_fork.PASS_CHILD_TABLES
+    forked = [n for n in names if n in child_tables] if fork else []
     written: dict[str, list[Path]] = {}
     gc_was_enabled = gc.isenabled()
     gc.disable()
     child = None
     try:
-        if forked:
-            child = summary_fork.SummaryChild.start(db, out_dir, fmt, {n: PRODUCERS[n] for n in forked})
+        if forked or (fork and task_pass is not None):
+            child = summary_fork.SummaryChild.start(db, out_dir, fmt, {n: PRODUCERS[n] for n in forked},
+                                                    task_pass)
+        elif task_pass is not None:
+            written.update(task_pass(db))
         for name in names:
-            if name not in forked:
+            if name not in forked and name not in in_pass:
                 written[name] = [p for t in PRODUCERS[name](db) for p in write_table(out_dir, t, fmt)]
         if child is not None:
             running, child = child, None
             done = running.finish()
-            for name in forked:
-                if done is not None:
-                    written[name] = done.get(name, [])
-                else:  # the child failed: write its tables here
-                    written[name] = [p for t in PRODUCERS[name](db) for p in write_table(out_dir, t, fmt)]
+            if done is None:  # the child failed: write its tables here
+                done = dict(task_pass(db)) if task_pass is not None else {}
+                for name in forked:
+                    done[name] = [p for t in PRODUCERS[name](db) for p in write_table(out_dir, t, fmt)]
+            written.update(done)
     finally:
         if child is not None:
             child.cancel()
         if gc_was_enabled:
             gc.enable()
+    if twins is not None:
+        twins.written.update({k[len("tool_facing_"):]: v for k, v in written.items() if k.startswith("tool_facing_")})
     return [p for n in names for p in written.get(n, [])]
 
 
-def export_summary(job: Path, *, fmt: str = "csv", s2: bool = False) -> list[Path]:
-    """Import ``job`` if needed and write ``JOB/summary/``."""
+def export_summary(job: Path, *, fmt: str = "csv", s2: bool = False, twins: Twins | None = None) -> list[Path]:
+    """Import ``job`` if needed and write ``JOB/summary/`` (and ``twins``, see :func:`write_summary`)."""
     if fmt not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     with open_job(job) as db:
-        return write_summary(db, Path(job) / SUMMARY_DIR, fmt=fmt, s2=s2)
+        return write_summary(db, Path(job) / SUMMARY_DIR, fmt=fmt, s2=s2, twins=twins)

@@ -109,20 +109,50 @@ def _write_csv_slices(out_dir: Path, table: Table, first: Sequence[Any],
 def _write_line_slices(out_dir: Path, table: Table, first: str, lines: Iterator[str], max_rows: int,
                        parts: list[OutFile]) -> None:
     """:func:`_write_csv_slices` for ready lines (same bytes)."""
-    header = csv_fields(table.header) + "\n"
+    sink = LineSlices(out_dir, table.name, table.dev, table.header, max_rows, parts)
     pending = [first]
-    in_slice = max_rows
     while pending:
-        while pending:
-            if in_slice >= max_rows:
-                parts.append(OutFile(out_dir / summary_file(table.name, table.dev, "csv", len(parts) or None)))
-                parts[-1].write(header.encode())
-                in_slice = 0
-            take = pending[: max_rows - in_slice]
-            pending = pending[len(take):]
-            parts[-1].write("".join(take).encode())
-            in_slice += len(take)
+        sink.add(pending)
         pending = [r for _, r in zip(range(_CHUNK), lines, strict=False)]
+
+
+class LineSlices:
+    """A CSV table written from chunks of ready lines, sliced above ``max_rows`` data rows as
+    :func:`write_csv` slices (same bytes); :meth:`finish` commits, :meth:`abort` drops."""
+
+    def __init__(self, out_dir: Path, name: str, dev: int | str, header: list[str],
+                 max_rows: int = MAX_CSV_ROWS, parts: list[OutFile] | None = None) -> None:
+        self.out_dir, self.name, self.dev, self.max_rows = out_dir, name, dev, max_rows
+        self.header = (csv_fields(header) + "\n").encode()
+        self.parts: list[OutFile] = [] if parts is None else parts
+        self.in_slice = max_rows
+
+    def add(self, lines: list[str]) -> None:
+        while lines:
+            if self.in_slice >= self.max_rows:
+                self.parts.append(OutFile(self.out_dir / summary_file(
+                    self.name, self.dev, "csv", len(self.parts) or None)))
+                self.parts[-1].write(self.header)
+                self.in_slice = 0
+            take = lines[: self.max_rows - self.in_slice]
+            lines = lines[len(take):]
+            self.parts[-1].write("".join(take).encode())
+            self.in_slice += len(take)
+
+    def finish(self) -> list[Path]:
+        """Commit the slices (no rows: no file, and a former file of the name is removed)."""
+        base = self.out_dir / summary_file(self.name, self.dev, "csv")
+        if len(self.parts) == 1:
+            paths = [self.parts[0].commit(base)]
+        else:
+            paths = [p.commit(self.out_dir / summary_file(self.name, self.dev, "csv", k))
+                     for k, p in enumerate(self.parts)]
+        remove_stale(paths, base)
+        return paths
+
+    def abort(self) -> None:
+        for p in self.parts:
+            p.abort()
 
 
 def write_json(out_dir: Path, table: Table) -> list[Path]:

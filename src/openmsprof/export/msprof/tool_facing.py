@@ -15,16 +15,23 @@ host/info.json                               + openmsprof_overhead (the recorder
 ```
 Everything is produced from the job's sqlite db alone (through the tool-facing db copy), so it
 is framework-neutral.  The task type columns use ``export.classify``'s engine classes; README.txt
-and the db's META_DATA ``EXECUTOR`` name the real executor.  A re-export replaces the folder's
-files (stale ones of older stamps are removed).
+and the db's META_DATA ``EXECUTOR`` name the real executor.
+
+Each verb writes its own half, as msprof's ``export summary`` / ``export timeline`` do: ``summary``
+the merged CSVs, ``timeline`` ``msprof_{ts}.json``; the db, ``analyze/`` and README.txt are shared.
+The db is made once and kept while the job's data is unchanged (``tool_facing_db.current_db``), so
+both halves carry its stamp; when the data changed (a re-import) the db gets a new stamp and files
+of older stamps are removed.  A re-export replaces its own half.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import orjson
@@ -34,27 +41,38 @@ from openmsprof.config.files import read_json
 from openmsprof.export import hostinfo, overhead
 from openmsprof.export.ascend_pt.db import ANALYSIS_SCHEMA
 from openmsprof.export.db import JobDB, open_job
+from openmsprof.export.msprof import headers as H
 from openmsprof.export.msprof import tool_facing_db
-from openmsprof.export.msprof.summary import iter_tables
+from openmsprof.export.msprof.naming import SUMMARY_DIR, summary_file
+from openmsprof.export.msprof.summary import PRODUCERS, iter_tables
+from openmsprof.export.msprof.summary_task_pass import Twins, twin_types
 from openmsprof.export.msprof.tables import Table, write_table
 from openmsprof.export.msprof.timeline import write_timeline
 from openmsprof.recorder import fs
 
-__all__ = ["ANALYZE_DIR", "OUTPUT_DIR", "export_tool_facing"]
+__all__ = ["ANALYZE_DIR", "OUTPUT_DIR", "PARTS", "export_tool_facing"]
 
 OUTPUT_DIR = "mindstudio_profiler_output"
 ANALYZE_DIR = "analyze"
 _SLICE = "_slice_"
+#: The halves of the layout: ``export summary`` writes the first, ``export timeline`` the second.
+PARTS = ("summary", "timeline")
+_TIMELINE_RE = re.compile(r"msprof_\d{14}\.json")
 
 
 def _stamp() -> str:
     return time.strftime("%Y%m%d%H%M%S", time.localtime())
 
 
-def _merged_tables(db: JobDB, stamp: str) -> list[Table]:
+#: Summaries that read nothing the tool-facing db changes (the task types): a job's only such
+#: per-device CSV, just written by ``export summary``, is the merged file byte for byte.
+SAME_IN_BOTH = frozenset({"api_statistic", "msprof_tx", "step_trace", "host_cpu_usage", "host_mem_usage"})
+
+
+def _merged_tables(db: JobDB, stamp: str, names: list[str]) -> list[Table]:
     """One table per summary name with the rows of every device (Device_id-first tables only)."""
     groups: dict[str, list[Table]] = {}
-    for t in iter_tables(db):
+    for t in iter_tables(db, names=names):
         if t.header and t.header[0] == "Device_id":
             groups.setdefault(t.name, []).append(t)
     out = []
@@ -66,6 +84,27 @@ def _merged_tables(db: JobDB, stamp: str) -> list[Table]:
                  if all(t.lines is not None for t in same) else None)
         out.append(Table(name, stamp, header, (row for t in same for row in t.rows), lines))
     return out
+
+
+def _ready_source(name: str, ready: Iterable[Path]) -> Path | None:
+    """The per-device CSV of ``name`` just written from the same data, when it is the only one
+    (one device or host, not sliced) and ``name`` is one of :data:`SAME_IN_BOTH`."""
+    if name not in SAME_IN_BOTH:
+        return None
+    pattern = re.compile(rf"{re.escape(name)}_(host|\d+)(_slice_\d+)?\.csv")
+    found = [p for p in ready if p.parent.name == SUMMARY_DIR and pattern.fullmatch(p.name)]
+    return found[0] if len(found) == 1 and "_slice_" not in found[0].name and not found[0].is_symlink() else None
+
+
+def _copy(source: Path, target: Path) -> Path:
+    """``source``'s bytes as ``target`` (atomically, private mode)."""
+    def chunks() -> Iterator[bytes]:
+        with open(source, "rb") as f:
+            while data := f.read(1 << 22):
+                yield data
+
+    fs.write_stream_atomic(target, chunks())
+    return target
 
 
 def _rename_slices(paths: list[Path], stamp: str) -> list[Path]:
@@ -93,20 +132,74 @@ def _timeline(db: JobDB, out: Path, stamp: str) -> list[Path]:
         if not parts:
             return []
         target = out / f"msprof_{stamp}.json"
+        inners = [(p, _inner(p)) for p in parts]
+        (first, (lo, hi)), size = inners[0], parts[0].stat().st_size
+        if len(parts) == 1 and lo == 1 and hi < size and _byte_at(first, hi) == b"]":
+            # "[" + inner + "]" is the file's head: keep it, drop what follows (a line end)
+            os.truncate(first, hi + 1)
+            os.replace(first, target)
+            return [target]
 
-        def body() -> object:
-            first = True
-            for p in parts:
-                data = p.read_bytes().strip()
-                inner = data[1:-1].strip() if data[:1] == b"[" and data[-1:] == b"]" else b""
-                if inner:
-                    yield inner if first else b"," + inner
-                    first = False
+        def body() -> Iterator[bytes]:
+            sep = b""
+            for p, (lo, hi) in inners:
+                if hi > lo:
+                    yield sep
+                    sep = b","
+                    with open(p, "rb") as f:
+                        f.seek(lo)
+                        while lo < hi and (data := f.read(min(1 << 22, hi - lo))):
+                            lo += len(data)
+                            yield data
 
-        fs.write_stream_atomic(target, [b"[", *body(), b"]"])  # type: ignore[misc]
+        fs.write_stream_atomic(target, [b"[", *body(), b"]"])
         return [target]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+_WS = b" \t\n\r\x0b\x0c"
+_WINDOW = 4096
+
+
+def _inner(path: Path) -> tuple[int, int]:
+    """The byte range of the content of the JSON array in ``path``, as
+    ``data.strip()[1:-1].strip()`` finds it ((0, 0): not an array); read at both ends only
+    unless white space runs over 4 KiB there."""
+    size = path.stat().st_size
+    if size <= 3 * _WINDOW:
+        return _span(path.read_bytes())
+    with open(path, "rb") as f:
+        head = f.read(_WINDOW)
+        f.seek(size - _WINDOW)
+        tail = f.read(_WINDOW)
+    a = len(head) - len(head.lstrip(_WS))
+    b = len(tail.rstrip(_WS))
+    if a >= _WINDOW // 2 or b <= _WINDOW // 2:
+        return _span(path.read_bytes())
+    if head[a:a + 1] != b"[" or tail[b - 1:b] != b"]":
+        return (0, 0)
+    lo = a + 1 + len(head[a + 1:]) - len(head[a + 1:].lstrip(_WS))
+    hi = size - _WINDOW + len(tail[:b - 1].rstrip(_WS))
+    if lo >= _WINDOW or hi <= size - _WINDOW:
+        return _span(path.read_bytes())
+    return (lo, hi)
+
+
+def _byte_at(path: Path, offset: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read(1)
+
+
+def _span(data: bytes) -> tuple[int, int]:
+    """:func:`_inner` of bytes in memory."""
+    a, b = len(data) - len(data.lstrip(_WS)), len(data.rstrip(_WS))
+    if b - a < 2 or data[a:a + 1] != b"[" or data[b - 1:b] != b"]":
+        return (0, 0)
+    inner = data[a + 1:b - 1]
+    lo = a + 1 + len(inner) - len(inner.lstrip(_WS))
+    return (lo, max(lo, a + 1 + len(inner.rstrip(_WS))))
 
 
 def _readme(out: Path, stamp: str, files: list[Path], executor: str, figures: dict[str, float | int]) -> Path:
@@ -187,28 +280,66 @@ def _analysis_db(job: Path) -> Path:
     return path
 
 
-def export_tool_facing(job: Path) -> list[Path]:
-    """Write the tool-facing layout of ``job`` (imports it first if needed); returns the paths."""
+def _part(name: str) -> str:
+    """The half of the layout a file of ``mindstudio_profiler_output/`` belongs to."""
+    return "timeline" if _TIMELINE_RE.fullmatch(name) else "summary"
+
+
+def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterable[Path] = (),
+                       summary: Callable[[Twins | None], list[Path]] | None = None) -> list[Path]:
+    """Write ``parts`` of the tool-facing layout of ``job`` (imports it first if needed) with the
+    shared files; returns the paths written or kept (db, analyze db, the parts' files, README).
+    ``ready``: the CSVs ``export summary`` has just written into ``JOB/summary/`` from the same db
+    (those of :data:`SAME_IN_BOTH` are copied rather than rendered again).  ``summary``: writes
+    ``JOB/summary/`` once the db is ready, given the twins to write in its task pass (op_summary
+    and task_time of this layout, see :mod:`summary_task_pass`); its paths count as ``ready``."""
     job = Path(job)
     with open_job(job):
         pass  # ensures sqlite/msprof.db is current
-    stamp = _stamp()
-    db_path = tool_facing_db.write_db(job, stamp)
     out = fs.make_dir(job / OUTPUT_DIR)
     fs.make_dir(job / ANALYZE_DIR)
-    analysis = _analysis_db(job)
     _device_info(job)
     figures = overhead.read_job(job)
-    _host_overhead(job, figures)
+    _host_overhead(job, figures)  # before the db: host/info.json is one of its sources
+    db_path = tool_facing_db.current_db(job)
+    if db_path is None:
+        db_path = tool_facing_db.write_db(job, _stamp())
+        tool_facing_db.remember(job, db_path)
+    else:
+        tool_facing_db.remove_others(job, db_path)
+    stamp = db_path.name[len("msprof_"):-len(".db")]
+    analysis = job / ANALYZE_DIR / "communication_analyzer.db"
+    if not analysis.is_file() or analysis.is_symlink():
+        analysis = _analysis_db(job)
     with JobDB(db_path, job) as db:
         written: list[Path] = []
-        for table in _merged_tables(db, stamp):
-            written += _rename_slices(write_table(out, table, "csv"), stamp)
-        written += _timeline(db, out, stamp)
+        twins = None
+        if summary is not None:
+            types = twin_types(db)
+            twins = Twins(out, stamp, types) if types is not None and "summary" in parts else None
+            ready = [*ready, *summary(twins)]
+        if "summary" in parts:
+            for name in (n for n in PRODUCERS if n != "op_statistic_s2" and H.ALL[n][0] == "Device_id"):
+                source = _ready_source(name, ready)
+                if twins is not None and name in twins.written:
+                    written += _rename_slices(twins.written[name], stamp)
+                elif source is not None:
+                    written.append(_copy(source, out / summary_file(name, stamp, "csv")))
+                else:
+                    for table in _merged_tables(db, stamp, [name]):
+                        written += _rename_slices(write_table(out, table, "csv"), stamp)
+        if "timeline" in parts:
+            written += _timeline(db, out, stamp)
         executor = next((v for (v,) in db.query("SELECT value FROM META_DATA WHERE name = 'EXECUTOR'")), "CPU")
-    written.append(_readme(out, stamp, written, str(executor), figures))
-    keep = {p.name for p in written}
-    for old in out.iterdir():
-        if old.name not in keep and old.is_file() and not old.is_symlink():
-            old.unlink(missing_ok=True)
-    return [db_path, analysis, *written]
+    mine = {p.name for p in written}
+    kept = []
+    for old in sorted(out.iterdir()):
+        if old.name in mine or old.name == "README.txt" or not old.is_file() or old.is_symlink():
+            continue
+        current = old.name.endswith((f"_{stamp}.csv", f"_{stamp}.json"))
+        if current and _part(old.name) not in parts:
+            kept.append(old)  # the other verb's half of this stamp
+        else:
+            old.unlink(missing_ok=True)  # an older stamp, or this half's file not written now
+    readme = _readme(out, stamp, written + kept, str(executor), figures)
+    return [db_path, analysis, *written, readme]

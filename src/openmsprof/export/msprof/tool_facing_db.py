@@ -9,7 +9,9 @@ made the job) with what the tools key on:
 * the msprof tables the recipes query even when empty: ENUM_HCCL_*, COMMUNICATION_OP,
   COMMUNICATION_TASK_INFO, TASK_PMU_INFO; an AICORE_FREQ row with the CPU's nominal clock;
 * META_DATA ``openmsprof_overhead`` (JSON) when the recorder left its figures.
-Re-export replaces it (older ``msprof_*.db`` of the job are removed).
+Re-export replaces it (older ``msprof_*.db`` of the job are removed) — only when it is stale:
+:func:`current_db` keeps the db (and so the layout's stamp) while ``sqlite/msprof.db``, the host
+info.json and the overhead figures it was made from are unchanged (``sqlite/tool_facing.json``).
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ from pathlib import Path
 
 import orjson
 
+from openmsprof._version import __version__
 from openmsprof.config.errors import ProfilingError
 from openmsprof.config.files import read_json
 from openmsprof.export import classify, hostinfo, overhead
 from openmsprof.export.hccl_enums import ENUMS
 from openmsprof.recorder import fs
 
-__all__ = ["DB_RE", "write_db"]
+__all__ = ["DB_RE", "current_db", "remember", "remove_others", "write_db"]
 
 DB_RE = re.compile(r"^msprof_\d{14}\.db$")
 EXTRA_TABLES = """
@@ -44,6 +47,41 @@ CREATE TABLE IF NOT EXISTS MSTX_EVENTS(startNs INTEGER, endNs INTEGER, eventType
   category INTEGER, message INTEGER, globalTid INTEGER, endGlobalTid INTEGER, domainId INTEGER,
   connectionId INTEGER);
 """
+
+
+STATE = Path("sqlite") / "tool_facing.json"
+#: What the db is made from besides the job's sqlite db (host info: the nominal clock).
+_SOURCES = (Path("sqlite") / "msprof.db", Path("host") / "info.json", Path("host") / overhead.FILE)
+
+
+def _source_key(job: Path) -> list[object]:
+    """The version and each source file's identity (size, mtime, inode); absent files too."""
+    key: list[object] = [__version__]
+    for rel in _SOURCES:
+        try:
+            st = (job / rel).stat()
+            key.append([str(rel), st.st_size, st.st_mtime_ns, st.st_ino])
+        except OSError:
+            key.append([str(rel)])
+    return key
+
+
+def current_db(job: Path) -> Path | None:
+    """The job's ``msprof_{ts}.db`` when it was made from the job's present sources, else None."""
+    try:
+        state = read_json(job / STATE, "tool-facing state")
+    except ProfilingError:
+        return None
+    if not isinstance(state, dict) or state.get("key") != _source_key(job):
+        return None
+    name = state.get("db")
+    path = job / name if isinstance(name, str) and DB_RE.match(name) else None
+    return path if path is not None and path.is_file() and not path.is_symlink() else None
+
+
+def remember(job: Path, db: Path) -> None:
+    """Record that ``db`` was made from the job's present sources (see :func:`current_db`)."""
+    fs.write_file_atomic(job / STATE, orjson.dumps({"db": db.name, "key": _source_key(job)}))
 
 
 def _string_id(con: sqlite3.Connection, cache: dict[str, int], text: str) -> int:
@@ -93,6 +131,9 @@ def write_db(job: Path, stamp: str) -> Path:
     con = sqlite3.connect(tmp)
     try:
         source.backup(con)
+        # a private temporary file, renamed into place when complete: no journal, no syncs
+        con.execute("PRAGMA journal_mode=OFF")
+        con.execute("PRAGMA synchronous=OFF")
         with con:
             con.executescript(EXTRA_TABLES)
             for table, rows in ENUMS.items():
@@ -113,10 +154,15 @@ def write_db(job: Path, stamp: str) -> Path:
         con.close()
         source.close()
     os.replace(tmp, final)
-    for old in job.iterdir():
-        if DB_RE.match(old.name) and old.name != final.name and not old.is_symlink():
-            old.unlink(missing_ok=True)
+    remove_others(job, final)
     return final
+
+
+def remove_others(job: Path, db: Path) -> None:
+    """Remove the job's ``msprof_*.db`` files other than ``db`` (older stamps)."""
+    for old in job.iterdir():
+        if DB_RE.match(old.name) and old.name != db.name and not old.is_symlink():
+            old.unlink(missing_ok=True)
 
 
 def _host_info(job: Path) -> dict[str, object]:

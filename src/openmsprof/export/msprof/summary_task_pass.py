@@ -1,0 +1,172 @@
+"""op_summary and task_time of every device from ONE ordered task query per device, optionally
+with their tool-facing twins (``mindstudio_profiler_output/{name}_{ts}.csv``: the same rows with
+the task types of ``msprof_{ts}.db``) written in the same pass.
+
+The bytes are those of the separate producers (``summary_tasks._op_summary_lines`` /
+``_task_time_lines``) on the job db and on the tool-facing db: string columns are rendered once
+per distinct id combination, the µs columns once per row for all four files.  What a twin
+changes is the Task Type text of tasks that have a COMPUTE_TASK_INFO row (read from the
+tool-facing db itself, :func:`twin_types`) and, in op_summary, the columns that decision 9 writes
+``N/A`` for CPU tasks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openmsprof.export.db import JobDB
+from openmsprof.export.fmt import NA, id_or_na, us
+from openmsprof.export.msprof import headers as H
+from openmsprof.export.msprof.op_cost_columns import cost_columns
+from openmsprof.export.msprof.summary_tasks import _c, _from, _has_info, task_devices
+from openmsprof.export.msprof.tables import LineSlices, csv_fields
+
+__all__ = ["TABLES", "Twins", "twin_types", "write_task_tables"]
+
+TABLES = ("op_summary", "task_time")
+_CHUNK = 10_000
+
+
+@dataclass
+class Twins:
+    """Where the twins go and the tool-facing Task Type text per (opType id, name id)."""
+
+    out_dir: Path
+    stamp: str
+    types: dict[tuple[Any, Any], str]
+    #: filled by ``summary.write_summary``: the twins' paths by table name
+    written: dict[str, list[Path]] = field(default_factory=dict)
+
+
+def twin_types(tool_db: JobDB) -> dict[tuple[Any, Any], str] | None:
+    """(opType, name) → the Task Type text the tool-facing db gives its tasks; None when a pair
+    has more than one (then the twins are rendered from that db instead)."""
+    if "COMPUTE_TASK_INFO" not in tool_db.tables or "TASK" not in tool_db.tables:
+        return {}
+    get = tool_db.strings.get
+    out: dict[tuple[Any, Any], str] = {}
+    for op, name, tt in tool_db.query(
+            "SELECT DISTINCT c.opType, c.name, t.taskType FROM TASK t"
+            " JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId"):
+        text = get(tt) or NA
+        if out.setdefault((op, name), text) != text:
+            return None
+    return out
+
+
+def write_task_tables(db: JobDB, out_dir: Path, twins: Twins | None = None) -> dict[str, list[Path]]:
+    """Write op_summary_{dev}.csv and task_time_{dev}.csv of every device (and the twins, each
+    one file over all devices, slices named as ``write_table`` names them); returns the paths
+    by table name (twins under ``tool_facing_{name}``)."""
+    tensor = _has_info(db)
+    header = H.OP_SUMMARY + (H.OP_SUMMARY_TENSOR + H.OP_SUMMARY_COST if tensor else [])
+    sinks: list[LineSlices] = []
+    twin_sinks: list[LineSlices] = []
+    paths: dict[str, list[Path]] = {}
+    try:
+        if twins is not None:
+            twin_sinks = [LineSlices(twins.out_dir, "op_summary", twins.stamp, header),
+                          LineSlices(twins.out_dir, "task_time", twins.stamp, H.TASK_TIME)]
+        for dev in task_devices(db):
+            sinks = [LineSlices(out_dir, "op_summary", dev, header), LineSlices(out_dir, "task_time", dev, H.TASK_TIME)]
+            _device_pass(db, dev, tensor, sinks, twin_sinks, twins.types if twins else None)
+            for name, sink in zip(TABLES, sinks, strict=True):
+                paths.setdefault(name, []).extend(sink.finish())
+            sinks = []
+        for name, sink in zip(TABLES, twin_sinks, strict=False):
+            paths[f"tool_facing_{name}"] = sink.finish()
+    except BaseException:
+        for sink in sinks + twin_sinks:
+            sink.abort()
+        raise
+    return paths
+
+
+def _device_pass(db: JobDB, dev: int, tensor: bool, sinks: list[LineSlices], twin_sinks: list[LineSlices],
+                 types: dict[tuple[Any, Any], str] | None) -> None:
+    c = lambda col: _c(db, col)  # noqa: E731
+    sql = (f"SELECT t.modelId, t.taskId, t.streamId, {c('name')}, {c('opType')}, {c('opState')},"
+           f" t.taskType, t.startNs, t.endNs, {c('blockNum')}, {c('mixBlockNum')},"
+           f" {c('hf32Eligible')}, {c('inputShapes')}, {c('inputDataTypes')},"
+           f" {c('inputFormats')}, {c('outputShapes')}, {c('outputDataTypes')},"
+           f" {c('outputFormats')}, t.contextId, {c('globalTaskId')} FROM {_from(db)}"
+           " WHERE t.deviceId = ? ORDER BY t.startNs, t.taskId")
+    get = db.strings.get
+    cost = cost_columns(db) if tensor else None
+    twin = types is not None
+    # (name, tt text, variant) → rendered pieces; variant 0: the job db, 1: the twin
+    heads: dict[tuple[Any, ...], tuple[str, str, str]] = {}
+    tails: dict[tuple[Any, ...], str] = {}
+    dev_head = csv_fields([dev]) + ","
+
+    def head(model: Any, stream: Any, name: Any, op_type: Any, state: Any, tt_text: str) -> tuple[str, str, str]:
+        key = (model, stream, name, op_type, state, tt_text)
+        h = heads.get(key)
+        if h is None:
+            if len(heads) > 65536:
+                heads.clear()
+            h = heads[key] = (
+                csv_fields([dev, id_or_na(model)]) + ",",
+                "," + csv_fields([stream, get(name) or NA, get(op_type) or NA, get(state) or NA, tt_text]) + ",",
+                dev_head + csv_fields([get(name) or NA, tt_text, stream]) + ",")
+        return h
+
+    def tail(tt_text: str, row: tuple[Any, ...]) -> str:
+        key = (tt_text, row[4], *row[9:19])
+        t = tails.get(key)
+        if t is None:
+            if len(tails) > 65536:
+                tails.clear()
+            block, mix, hf32, ishape, idt, ifmt, oshape, odt, ofmt, ctx_id = row[9:19]
+            cpu = tt_text == "CPU"  # decision 9: no CPU analogue
+            t = tails[key] = "," + csv_fields([
+                NA if cpu else id_or_na(block), NA if cpu else id_or_na(mix), get(hf32) or NA,
+                get(ishape) or NA, get(idt) or NA, get(ifmt) or NA, get(oshape) or NA,
+                get(odt) or NA, get(ofmt) or NA, NA if cpu else id_or_na(ctx_id),
+                *cost(row[4], ishape, idt, oshape, odt)])  # type: ignore[misc]
+        return t
+
+    ops: list[str] = []
+    times: list[str] = []
+    twin_ops: list[str] = []
+    twin_times: list[str] = []
+    prev_end: int | None = None
+    for row in db.conn.execute(sql, (dev,)):
+        model, task_id, stream, name, op_type, state, tt, s, e = row[:9]
+        if e < s:
+            e = s
+        d = e - s
+        wait = 0 if prev_end is None or s <= prev_end else s - prev_end
+        prev_end = e
+        if s < 0:
+            st, du, wt, en = us(s), us(d), us(wait), us(e)
+        else:
+            st, du, wt, en = (f"{s // 1000}.{s % 1000:03d}", f"{d // 1000}.{d % 1000:03d}",
+                              f"{wait // 1000}.{wait % 1000:03d}", f"{e // 1000}.{e % 1000:03d}")
+        tid = "" if task_id is None else task_id
+        tt_text = get(tt) or NA
+        pre, post, tth = head(model, stream, name, op_type, state, tt_text)
+        nums = f"{st},{du},{wt}"
+        ops.append(f"{pre}{tid}{post}{nums}{tail(tt_text, row) if tensor else ''}\n")
+        times.append(f"{tth}{tid},{du},{st},{en}\n")
+        if twin:
+            tw_text = types.get((op_type, name), NA) if row[19] is not None else tt_text  # type: ignore[union-attr]
+            if tw_text == tt_text:
+                twin_ops.append(ops[-1])
+                twin_times.append(times[-1])
+            else:
+                pre, post, tth = head(model, stream, name, op_type, state, tw_text)
+                twin_ops.append(f"{pre}{tid}{post}{nums}{tail(tw_text, row) if tensor else ''}\n")
+                twin_times.append(f"{tth}{tid},{du},{st},{en}\n")
+        if len(ops) >= _CHUNK:
+            _flush(sinks, twin_sinks, ops, times, twin_ops, twin_times)
+            ops, times, twin_ops, twin_times = [], [], [], []
+    _flush(sinks, twin_sinks, ops, times, twin_ops, twin_times)
+
+
+def _flush(sinks: list[LineSlices], twin_sinks: list[LineSlices], *chunks: list[str]) -> None:
+    for sink, lines in zip(sinks + twin_sinks, chunks, strict=False):
+        if lines:
+            sink.add(lines)

@@ -1,0 +1,84 @@
+"""op_summary and task_time from one task pass (export/msprof/summary_task_pass.py): the bytes of
+the separate producers, and tool-facing twins equal to the files rendered from msprof_{ts}.db."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from openmsprof.export.db import open_job
+from openmsprof.export.msprof.summary import PRODUCERS, export_summary
+from openmsprof.export.msprof.summary_task_pass import Twins, write_task_tables
+from openmsprof.export.msprof.tables import write_table
+from openmsprof.export.msprof.tool_facing import OUTPUT_DIR, export_tool_facing
+from tests.export.dbfactory import START_NS, Builder, make_job
+from tests.export.realjob import make_real_job
+
+
+def _two_device_job(root: Path) -> Path:
+    """make_job plus device 1 tasks (one launched on a real accelerator, one without a
+    COMPUTE_TASK_INFO row, one ending before it starts)."""
+    job = make_job(root)
+    b = Builder.__new__(Builder)
+    b.conn = sqlite3.connect(job / "sqlite" / "msprof.db")
+    b.ids = dict(b.conn.execute("SELECT value, id FROM STRING_IDS"))
+    t = START_NS + 20_000_000
+    b.task(t, t + 5_000, 900, "mm_gpu", "MatMul", dev=1, executor="CUDA 0")
+    b.task(t + 10_000, t + 9_000, 901, "neg", "Relu", dev=1)
+    b.conn.execute("INSERT INTO TASK VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                   (t + 20_000, t + 30_000, 1, -1, 999, 4242, b.s("CPU"), -1, 3, 999, -1))
+    b.conn.commit()
+    b.conn.close()
+    return job
+
+
+@pytest.fixture(params=["db", "real"])
+def job(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    return _two_device_job(tmp_path) if request.param == "db" else make_real_job(tmp_path / "out")
+
+
+def test_one_pass_writes_the_producers_bytes(job: Path, tmp_path: Path) -> None:
+    new, old = tmp_path / "new", tmp_path / "old"
+    new.mkdir()
+    old.mkdir()
+    with open_job(job) as db:
+        paths = write_task_tables(db, new)
+        for name in ("op_summary", "task_time"):
+            for t in PRODUCERS[name](db):
+                write_table(old, t)
+    assert sorted(p.name for ps in paths.values() for p in ps) == sorted(p.name for p in old.iterdir())
+    for p in old.iterdir():
+        assert (new / p.name).read_bytes() == p.read_bytes(), p.name
+
+
+def test_twins_equal_the_layout_rendered_from_its_db(job: Path) -> None:
+    out = job / OUTPUT_DIR
+    export_tool_facing(job, ("summary",))
+    rendered = {p.name: p.read_bytes() for p in out.iterdir()}
+    for p in out.iterdir():
+        p.unlink()
+    used: list[Twins | None] = []
+    export_tool_facing(job, ("summary",), summary=lambda twins: used.append(twins) or export_summary(job, twins=twins))
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == rendered
+    (twins,) = used
+    assert twins is not None and set(twins.written) == {"op_summary", "task_time"}  # written by the pass
+    ops = (job / "summary" / "op_summary_0.csv").read_text()
+    assert ",AI_" not in ops and ",AI_VECTOR_CORE," in rendered[twins.written["op_summary"][0].name].decode()
+    assert any(n.startswith("op_summary_") for n in rendered) and any(n.startswith("task_time_") for n in rendered)
+
+
+def test_twins_written_by_the_forked_child(job: Path, tmp_path: Path) -> None:
+    from openmsprof.export.msprof.summary import write_summary
+
+    out: dict[bool, dict[str, bytes]] = {}
+    for parallel in (False, True):
+        twin_dir = tmp_path / f"twins{parallel}"
+        twin_dir.mkdir()
+        twins = Twins(twin_dir, "20260101000000", {})
+        with open_job(job) as db:
+            paths = write_summary(db, tmp_path / f"summary{parallel}", parallel=parallel, twins=twins)
+        assert set(twins.written) == {"op_summary", "task_time"}
+        out[parallel] = {p.name: p.read_bytes() for p in [*paths, *twin_dir.iterdir()]}
+    assert out[True] == out[False] and "op_summary_20260101000000.csv" in out[True]
