@@ -70,6 +70,13 @@ def test_sync_handler_analyses_off_the_training_process(tmp_path: Path) -> None:
         assert (d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file()
         over = _info(d)["openmsprof_overhead"]
         assert over["analysis_cpu_s"] > 0
+        # the training process's own share, written with the window (before its analysis)
+        assert 0 < over["window_end_training_thread_s"] < 5
+        assert 0 < over["window_files_writer_thread_cpu_s"] < 5
+        track = orjson.loads((d / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_bytes())
+        shown = {e["name"] for e in (track if isinstance(track, list) else track["traceEvents"])
+                 if e.get("ph") == "C"}
+        assert "window_end_training_thread_s" in shown  # the window's own trace_view carries it
         assert f"pid {worker}," in over["analysis_where"]
 
 
@@ -84,8 +91,9 @@ def test_async_mode_uses_one_worker_not_a_process_per_window(tmp_path: Path) -> 
     while not all((d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file() for d in dirs):
         assert time.monotonic() < end, "the worker did not finish its queue after the run exited"
         time.sleep(0.05)
+    idle = "SCHED_IDLE, " if hasattr(os, "SCHED_IDLE") else ""
     assert {_info(d)["openmsprof_overhead"]["analysis_where"] for d in dirs} == {
-        f"background worker process (pid {worker}, nice 19)"}
+        f"background worker process (pid {worker}, {idle}nice 19)"}
 
 
 def test_killed_run_leaves_raw_traces_that_offline_analyse_completes(tmp_path: Path) -> None:
