@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import IO
 
+from openmsprof.recorder import threads
+
 log = logging.getLogger("openmsprof")
 MODULE = "openmsprof.torch.profiler._analysis_worker"
 NICE = 19
@@ -52,6 +54,7 @@ class _Client:
         self.reader.start()
 
     def _read(self) -> None:
+        threads.background_policy()  # the worker's answers do not preempt the training thread
         out = self.proc.stdout
         assert out is not None
         for raw in out:
