@@ -18,7 +18,7 @@
    flush, on this thread) vs ORT's own ``enable_profiling`` (runs + ``end_profiling`` + freeing the
    session), interleaved blocks, per-round ratio: tiny MLP, small CNN and a ~10 ms CNN.
 
-    python benchmarks/bench_acl.py [--n 20000] [--block 0.25] [--rounds 8] [--only 123]
+    python benchmarks/bench_acl.py [--quick] [--n 20000] [--block 0.25] [--rounds 8] [--only 1234]
 """
 
 from __future__ import annotations
@@ -267,48 +267,57 @@ def _mm(v: list[float]) -> str:
     return f"median {statistics.median(v):7.3f}  min-max {min(v):.3f}-{max(v):.3f}"
 
 
-def steady_round(path: str, x: np.ndarray, mid: int, inp: int, out: int, n: int, prefix: str) -> dict[str, float]:
-    """One interleaved pair, µs per execute.  ORT as users write it: a session with
-    ``enable_profiling`` (built and warmed outside the timer), n ``session.run`` + its own
-    ``end_profiling`` + freeing the session (where ORT frees the events).  Ours as users write it:
-    profiling started once (acl.prof.start with task time) long before, the background harvester
-    running with its real policy; n executes (whatever harvests fall inside run concurrently),
-    then the harvest of what is left, the next session built and the flusher drained, on this
-    thread (so every harvest's work is inside ours' time, none left for the next block)."""
-    from openmsprof.acl import _model
+def steady_round(path: str, x: np.ndarray, mid: int, inp: int, out: int, n: int, prefix: str,
+                 ort_first: bool = True) -> dict[str, float]:
+    """One interleaved pair, µs per execute (``ort_first``: which side runs first; rounds
+    alternate it so that drift and the other side's after-effects hit both alike).  ORT as users
+    write it: a session with ``enable_profiling`` (built and warmed outside the timer), n
+    ``session.run`` + its own ``end_profiling`` + freeing the session (where ORT frees the
+    events).  Ours as users write it: profiling started once (acl.prof.start with task time) long
+    before, the background harvester running with its real policy; n executes (whatever harvests
+    fall inside run concurrently), then the harvest of what is left, the next session built and
+    the flusher drained, on this thread (so every harvest's work is inside ours' time, none left
+    for the next block)."""
+    res: dict[str, float] = {}
 
-    feeds = {"input": x}
-    sess = _profiling_session(path, prefix)
-    for _ in range(WARM):
-        sess.run(None, feeds)
-    c0 = time.process_time()
-    t0 = time.perf_counter_ns()
-    for _ in range(n):
-        sess.run(None, feeds)
-    t1 = time.perf_counter_ns()
-    prof = sess.end_profiling()
-    del sess
-    t2 = time.perf_counter_ns()
-    c1 = time.process_time()
-    os.unlink(prof)
-    model = acl.mdl.models()[mid]
-    runner = model.runner
-    h0 = runner.harvests
-    c2 = time.process_time()
-    t3 = time.perf_counter_ns()
-    for _ in range(n):
-        acl.mdl.execute(mid, inp, out)
-    t4 = time.perf_counter_ns()
-    model.harvest(keep_running=True)
-    runner.prepare_spare()
-    session.current().flusher.drain()
-    ortt.empty_trash()
-    t5 = time.perf_counter_ns()
-    c3 = time.process_time()
-    _ = _model  # (the harvester thread keeps running meanwhile)
-    return {"ort": (t2 - t0) / n / 1e3, "ort_run": (t1 - t0) / n / 1e3, "ours": (t5 - t3) / n / 1e3,
-            "ort_cpu": (c1 - c0) / n * 1e6, "ours_cpu": (c3 - c2) / n * 1e6,
-            "ours_exec": (t4 - t3) / n / 1e3, "harvests": runner.harvests - h0 - 1}
+    def ort_side() -> None:
+        feeds = {"input": x}
+        sess = _profiling_session(path, prefix)
+        for _ in range(WARM):
+            sess.run(None, feeds)
+        c0 = time.process_time()
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            sess.run(None, feeds)
+        t1 = time.perf_counter_ns()
+        prof = sess.end_profiling()
+        del sess
+        t2 = time.perf_counter_ns()
+        c1 = time.process_time()
+        os.unlink(prof)
+        res.update(ort=(t2 - t0) / n / 1e3, ort_run=(t1 - t0) / n / 1e3, ort_cpu=(c1 - c0) / n * 1e6)
+
+    def ours_side() -> None:
+        model = acl.mdl.models()[mid]
+        runner = model.runner
+        h0 = runner.harvests
+        c2 = time.process_time()
+        t3 = time.perf_counter_ns()
+        for _ in range(n):
+            acl.mdl.execute(mid, inp, out)
+        t4 = time.perf_counter_ns()
+        model.harvest(keep_running=True)
+        runner.prepare_spare()
+        session.current().flusher.drain()
+        ortt.empty_trash()
+        t5 = time.perf_counter_ns()
+        c3 = time.process_time()
+        res.update(ours=(t5 - t3) / n / 1e3, ours_cpu=(c3 - c2) / n * 1e6, ours_exec=(t4 - t3) / n / 1e3,
+                   harvests=runner.harvests - h0 - 1)
+
+    for side in ((ort_side, ours_side) if ort_first else (ours_side, ort_side)):
+        side()
+    return res
 
 
 def bench_steady(paths: dict[str, Path], rounds: int, block_s: float) -> None:
@@ -338,7 +347,8 @@ def bench_steady(paths: dict[str, Path], rounds: int, block_s: float) -> None:
             for _ in range(max(WARM, n // 10)):
                 acl.mdl.execute(mid, inp, out)
             for i in range(rounds):
-                for k, v in steady_round(str(path), x, mid, inp, out, n, os.path.join(d, f"s{i}")).items():
+                for k, v in steady_round(str(path), x, mid, inp, out, n, os.path.join(d, f"s{i}"),
+                                         ort_first=i % 2 == 0).items():
                     res.setdefault(k, []).append(v)
             acl.prof.stop(cfg)
             acl.prof.destroy_config(cfg)
@@ -419,7 +429,12 @@ def main() -> None:
     ap.add_argument("--only", default="1234", help="sections to run, e.g. 23")
     ap.add_argument("--steady-rounds", type=int, default=5, help="interleaved rounds, steady state")
     ap.add_argument("--steady-block", type=float, default=2.0, help="seconds of executes per steady-state block")
+    ap.add_argument("--quick", action="store_true",
+                    help="about 2 minutes: the steady-state headline (section 4) only, 5 rounds of 1 s blocks")
     args = ap.parse_args()
+    if args.quick:
+        args.only, args.steady_rounds, args.steady_block = "4", 5, 1.0
+    print(f"load avg {' '.join(f'{v:.2f}' for v in os.getloadavg())} at the start")
     paths = models.save_all(tempfile.mkdtemp(prefix="bench_acl_"))
     acl.init()
     t = time.perf_counter()
@@ -432,7 +447,8 @@ def main() -> None:
     if "4" in args.only:
         bench_steady(paths, args.steady_rounds, args.steady_block)
     acl.finalize()
-    print(f"(onnxruntime {ort.__version__}, {os.cpu_count()} cpus, {time.perf_counter() - t:.1f} s)")
+    print(f"(onnxruntime {ort.__version__}, {os.cpu_count()} cpus, {time.perf_counter() - t:.1f} s; "
+          f"load avg {' '.join(f'{v:.2f}' for v in os.getloadavg())} at the end)")
 
 
 if __name__ == "__main__":

@@ -4,12 +4,16 @@ measured at each harvest), and after ``period`` (1 s) at the latest."""
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 
 import numpy as np
+import pytest
 
 from openmsprof import acl
 from openmsprof.acl import _model
+from openmsprof.recorder import threads
 from tests.acl.test_profiled_execute import _dataset
 
 
@@ -52,6 +56,29 @@ def test_harvest_policy_size_idle_age(models, out_dir, monkeypatch):
     assert not h.due(r)  # the bound stretches to keep builds at BUILD_SHARE
     r.last_harvest = time.monotonic() - 0.05 * h.period / h.BUILD_SHARE
     assert h.due(r)
+    assert acl.prof.stop(cfg) == 0
+    assert acl.prof.finalize() == 0
+    assert acl.mdl.unload(mid) == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="no SCHED_BATCH on this OS")
+def test_harvester_and_flusher_threads_do_not_preempt_executes(models, out_dir):
+    """The harvester and the recorder's flusher wake periodically while the application executes:
+    they run under SCHED_BATCH (normal CPU share, but their wakes do not preempt it)."""
+    assert acl.init() == 0
+    mid, ret = acl.mdl.load_from_file(str(models["tiny_mlp"]))
+    assert ret == 0
+    inp, _iptr = _dataset(16 * 4)
+    out, _optr = _dataset(8 * 4)
+    assert acl.prof.init(str(out_dir)) == 0
+    cfg = acl.prof.create_config([0], acl.ACL_AICORE_NONE, 0, acl.ACL_PROF_TASK_TIME)
+    assert acl.prof.start(cfg) == 0
+    assert acl.mdl.execute(mid, inp, out) == 0
+    time.sleep(0.2)
+    policies = {t.name: threads.policy_name(t.native_id) for t in threading.enumerate()
+                if t.name in ("openmsprof-ort-harvester", "openmsprof-flusher") and t.native_id}
+    assert policies == {"openmsprof-ort-harvester": "SCHED_BATCH", "openmsprof-flusher": "SCHED_BATCH"}
+    assert threads.policy_name(threading.get_native_id()) == "SCHED_OTHER"  # the caller's is untouched
     assert acl.prof.stop(cfg) == 0
     assert acl.prof.finalize() == 0
     assert acl.mdl.unload(mid) == 0

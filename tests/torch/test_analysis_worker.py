@@ -27,10 +27,10 @@ _TRAIN = textwrap.dedent("""
 
     root, mode = sys.argv[1], sys.argv[2]
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
-    handler = tp.tensorboard_trace_handler(root, async_mode=(mode != "sync"))
+    handler = tp.tensorboard_trace_handler(root, async_mode=(mode not in ("sync", "stalled")))
     pid = _analysis_worker.start()
-    if mode == "killed":
-        os.kill(pid, signal.SIGSTOP)  # the worker cannot analyse anything before the kill
+    if mode in ("killed", "stalled"):
+        os.kill(pid, signal.SIGSTOP)  # the worker cannot analyse anything meanwhile
     children = set()
     with tp.profile(activities=[tp.ProfilerActivity.CPU], on_trace_ready=handler,
                     schedule=tp.schedule(wait=1, warmup=1, active=2, repeat=4)) as prof:
@@ -38,6 +38,13 @@ _TRAIN = textwrap.dedent("""
             model(torch.randn(16, 32)).sum().backward()
             prof.step()
             children |= {c.pid for c in psutil.Process().children(recursive=True)}
+        if mode == "stalled":  # every window ended in step() with no analysis done: none waited
+            from openmsprof.torch.profiler import _writer
+            _writer.flush()
+            print("windows ended", len(prof.saved), "analysed", sum(
+                os.path.exists(os.path.join(d, "ASCEND_PROFILER_OUTPUT", "analyse.done")) for d in prof.saved),
+                flush=True)
+            os.kill(pid, signal.SIGCONT)
     print("children", len(children), "worker", pid, flush=True)
     print("analysis imported here", "openmsprof.export.ascend_pt.writer" in sys.modules, flush=True)
     if mode == "killed":
@@ -70,7 +77,24 @@ def test_sync_handler_analyses_off_the_training_process(tmp_path: Path) -> None:
         assert (d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file()
         over = _info(d)["openmsprof_overhead"]
         assert over["analysis_cpu_s"] > 0
+        # the training process's own share, written with the window (before its analysis)
+        assert 0 < over["window_end_training_thread_s"] < 5
+        assert 0 < over["window_files_writer_thread_cpu_s"] < 5
+        track = orjson.loads((d / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_bytes())
+        shown = {e["name"] for e in (track if isinstance(track, list) else track["traceEvents"])
+                 if e.get("ph") == "C"}
+        assert "window_end_training_thread_s" in shown  # the window's own trace_view carries it
         assert f"pid {worker}," in over["analysis_where"]
+
+
+def test_window_end_steps_do_not_wait_for_the_analysis(tmp_path: Path) -> None:
+    """A sync handler with its worker stopped: the four window-end ``step()`` calls return (the
+    windows are saved, none analysed); ``stop()`` then waits for the analyses, as documented."""
+    proc, root = _run(tmp_path, "stalled")
+    assert proc.returncode == 0, proc.stderr
+    assert "windows ended 4 analysed 0" in proc.stdout
+    dirs = rank_dirs(root)
+    assert len(dirs) == 4 and all((d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file() for d in dirs)
 
 
 def test_async_mode_uses_one_worker_not_a_process_per_window(tmp_path: Path) -> None:
@@ -84,8 +108,9 @@ def test_async_mode_uses_one_worker_not_a_process_per_window(tmp_path: Path) -> 
     while not all((d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file() for d in dirs):
         assert time.monotonic() < end, "the worker did not finish its queue after the run exited"
         time.sleep(0.05)
+    idle = "SCHED_IDLE, " if hasattr(os, "SCHED_IDLE") else ""
     assert {_info(d)["openmsprof_overhead"]["analysis_where"] for d in dirs} == {
-        f"background worker process (pid {worker}, nice 19)"}
+        f"background worker process (pid {worker}, {idle}nice 19)"}
 
 
 def test_killed_run_leaves_raw_traces_that_offline_analyse_completes(tmp_path: Path) -> None:

@@ -3,15 +3,20 @@ at interpreter exit without ``stop()``, and before ``on_trace_ready`` sees the d
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 import openmsprof.torch.profiler as tp
+from openmsprof.recorder import threads
+from openmsprof.torch.profiler import _writer
 from tests.torch.conftest import Trainer, rank_dirs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -79,3 +84,14 @@ def test_interpreter_exit_waits_for_writes(tmp_path: Path) -> None:
     (rd,) = rank_dirs(out)
     assert _complete(rd)
     assert tp.analyse(out)
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="no SCHED_BATCH on this OS")
+def test_writer_thread_does_not_preempt_the_training_thread() -> None:
+    """The window-end hand-off wakes the writer thread: it runs under SCHED_BATCH (its wake does not
+    preempt the training thread), the training thread keeps its own policy."""
+    seen: list[str] = []
+    _writer.submit(lambda: seen.append(threads.policy_name(threading.get_native_id())))
+    assert _writer.flush()
+    assert seen == ["SCHED_BATCH"]
+    assert threads.policy_name(threading.get_native_id()) == "SCHED_OTHER"

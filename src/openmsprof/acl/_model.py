@@ -26,6 +26,7 @@ import onnxruntime as ort
 from openmsprof.acl import _profdir
 from openmsprof.acl._codes import ORT_TYPES
 from openmsprof.acl._state import STATE, log
+from openmsprof.recorder import threads
 from openmsprof.sources import onnxruntime_tasks as ortt
 from openmsprof.sources import subscription
 
@@ -264,6 +265,7 @@ class Harvester:
         return age >= self.MIN_AGE_S and r.idle_ns() >= self.IDLE_S * 1e9
 
     def _run(self) -> None:
+        threads.background_policy()  # its wakes (20 a second) do not preempt the executing thread
         while True:
             self.wake.wait(0.05)
             self.wake.clear()

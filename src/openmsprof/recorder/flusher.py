@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from openmsprof.recorder import buffers, fs
+from openmsprof.recorder import buffers, fs, threads
 from openmsprof.recorder.rawfile import GENERIC_DTYPE, TASKINFO_DTYPE, SliceWriter, StringTable
 from openmsprof.recorder.records import (
     API_LEVEL_CODES,
@@ -118,6 +118,7 @@ class Flusher:
         self.drain()
 
     def _run(self) -> None:
+        threads.background_policy()  # its wakes do not preempt the application's threads
         wait = self.interval
         while True:
             buffers.WAKE.wait(wait)  # a producer with a full list wakes us early

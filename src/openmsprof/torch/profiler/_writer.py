@@ -15,6 +15,8 @@ import queue
 import threading
 from collections.abc import Callable
 
+from openmsprof.recorder import threads
+
 log = logging.getLogger("openmsprof")
 _FLUSH_TIMEOUT_S = 120.0
 
@@ -23,6 +25,7 @@ _thread: threading.Thread | None = None
 
 
 def _run(q: queue.SimpleQueue[Callable[[], None] | None]) -> None:
+    threads.background_policy()  # a window end's hand-off does not preempt the training thread
     while True:
         job = q.get()
         if job is None:

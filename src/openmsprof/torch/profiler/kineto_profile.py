@@ -32,6 +32,7 @@ from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
 
 log = logging.getLogger("openmsprof")
 FRAMEWORK_TRACE = "torch.kineto_trace.json"
+overhead_key = "openmsprof_overhead"
 _BACKEND_CPU = "CPU: no NPU or CUDA device; kernels are the leaf CPU operators that computed (aten ops without child ops)"
 
 
@@ -112,6 +113,7 @@ class _KinetoProfile:
         self._kineto: Any = None
         self._session: session.Session | None = None
         self._start_mono = 0
+        self._stop_t0 = 0.0
         self.prof_path: Path | None = None
         self._window: _Window | None = None
         self._usage = [h for h in self.experimental_config.to_dict()["_host_sys"] if h in ("cpu", "mem")]
@@ -218,7 +220,8 @@ class _KinetoProfile:
         root = self._root if self._root is not None else prof_dir.default_root()
         win = self._window = _Window(root, prof_dir.new_path(root, self._worker))
         self.prof_path = win.path
-        _writer.submit(win.create)
+        if not prof_dir.root_ready(root):  # the first window: make (and check) the root now
+            _writer.submit(win.create)
 
     def _ready_window(self) -> _Window | None:
         """The current window once its dir exists (waits for the writer only if it has not yet
@@ -227,6 +230,7 @@ class _KinetoProfile:
         if win is None:
             return None
         if win.ok is None:
+            _writer.submit(win.create)
             _writer.flush()
         if not win.ok:
             self.prof_path = None
@@ -254,6 +258,7 @@ class _KinetoProfile:
                 log.warning("openmsprof: no PROF_ job for markers this window: %s", exc)
 
     def _stop(self) -> None:
+        self._stop_t0 = time.perf_counter()
         _mstx.set_recording(False)
         if self._session is not None:
             try:
@@ -269,18 +274,25 @@ class _KinetoProfile:
         """Save FRAMEWORK raw data + info files now (before any analysis)."""
         if self._kineto is None or self.prof_path is None:
             return
-        win = self._ready_window()
+        win = self._window
         if win is None:
             return
+        if win.ok is None and not prof_dir.root_ready(win.root):
+            win = self._ready_window()  # the first window under a root: its dir is made first
+            if win is None:
+                return
         end = self._end_info()
-        tmp = win.path / "FRAMEWORK" / f".{FRAMEWORK_TRACE}.{os.getpid()}.tmp"
+        # Into the rank dir when it exists, else beside it in the root: the writer thread makes
+        # the dir and moves the trace in, in one job (one thread wake per window end)
+        tmp = (win.path / "FRAMEWORK" if win.ok else win.root) / f".{win.path.name}.{os.getpid()}.kineto.tmp"
         try:
             self._kineto.export_chrome_trace(os.fspath(tmp))
         except Exception as exc:
             log.warning("openmsprof: saving %s failed: %s", win.path, exc)
             return
+        spent = time.perf_counter() - self._stop_t0 if self._stop_t0 else 0.0
         _writer.submit(partial(win.save, tmp, self._config_dict(), self._start_info(), end, self._backend(),
-                               list(self._notes), dict(self._metadata), self.saved))
+                               list(self._notes), dict(self._metadata), self.saved, spent))
 
     def _delete(self) -> None:
         """Drop a window that never recorded (WARMUP → stop)."""
@@ -322,6 +334,8 @@ class _Window:
         self.ok: bool | None = None  # None until the writer has tried to create the dir
 
     def create(self) -> None:
+        if self.ok is not None:
+            return
         try:
             prof_dir.create_at(self.root, self.path)
             self.ok = True
@@ -331,15 +345,25 @@ class _Window:
                         "window will not be saved, training goes on", self.root, exc)
 
     def save(self, tmp: Path, config: dict[str, Any], start: dict[str, Any], end: dict[str, Any],
-             backend: str, notes: list[str], user_meta: dict[str, Any], saved: list[Path]) -> None:
-        """Move the raw Kineto trace into place, then write profiler_info and the metadata."""
+             backend: str, notes: list[str], user_meta: dict[str, Any], saved: list[Path],
+             window_end_s: float = 0.0) -> None:
+        """Make the dir if not yet made, move the raw Kineto trace into place, then write
+        profiler_info (with this window's ``openmsprof_overhead`` of the training process) and
+        the metadata."""
+        c0 = time.thread_time()
         path = self.path
+        self.create()
+        if not self.ok:
+            Path(tmp).unlink(missing_ok=True)
+            return
         try:
             os.chmod(tmp, fs.FILE_MODE)
             os.replace(tmp, path / "FRAMEWORK" / FRAMEWORK_TRACE)
             rank = prof_dir.get_rank()
-            prof_dir.write_json(path / f"profiler_info_{rank}.json",
-                                prof_dir.profiler_info(config, start, end, rank, backend, notes))
+            info = prof_dir.profiler_info(config, start, end, rank, backend, notes)
+            info[overhead_key] = {"window_end_training_thread_s": round(window_end_s, 6),
+                                  "window_files_writer_thread_cpu_s": round(time.thread_time() - c0, 6)}
+            prof_dir.write_json(path / f"profiler_info_{rank}.json", info)
             prof_dir.write_json(path / "profiler_metadata.json", prof_dir.metadata(user_meta))
             if notes:  # the window's log: each switch this machine could not honour, once
                 fs.make_dir(path / "logs")

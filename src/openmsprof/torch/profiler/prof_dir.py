@@ -89,6 +89,12 @@ def new_path(root: Path, worker_name: str | None) -> Path:
     return root / dir_name(worker_name)
 
 
+def root_ready(root: Path) -> bool:
+    """Whether ``root`` was made and found writable by an earlier window (then a window's dir is
+    made later, on the writer thread, together with moving its trace in)."""
+    return root in _ready_roots
+
+
 def create_at(root: Path, path: Path) -> None:
     """Create ``root`` if needed and the rank dir ``path`` with logs/ and FRAMEWORK/;
     a ``path`` that already exists is refused."""
