@@ -175,3 +175,48 @@ def test_other_record_kinds_are_bounded_and_counted_too(tmp_path: Path, backend:
     apis = int(np.count_nonzero(recs["kind"] == Kind.API))
     dropped = sum(k.get("api", 0) for k in over["drops_by_thread_kind"].values())
     assert dropped > 0 and apis + dropped == 100_000
+
+
+MANY_THREADS = """
+import json, sys, threading
+import openmsprof
+from openmsprof import mstx
+from openmsprof.recorder import buffers, core
+openmsprof.start(output=sys.argv[1])
+emitted, peak, stop = {}, [0], threading.Event()
+def used():
+    return core.ring.stats()["memory_bytes"] if core.BACKEND == "native" else buffers.memory_bytes()
+def watch():
+    while not stop.is_set():
+        peak[0] = max(peak[0], used())
+        stop.wait(0.002)
+def work():
+    for _ in range(20_000):
+        mstx.mark("many")
+    emitted[threading.get_native_id()] = 20_000
+w = threading.Thread(target=watch); w.start()
+ts = [threading.Thread(target=work) for _ in range(64)]
+for t in ts: t.start()
+for t in ts: t.join()
+stop.set(); w.join()
+openmsprof.stop()
+print(json.dumps({"emitted": emitted, "peak": peak[0], "budget": core.MEMORY_BYTES}))
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sixty_four_threads_share_one_memory_budget(tmp_path: Path, backend: str) -> None:
+    # 8 MB for the whole session: most of 64 threads find the budget spent and drop (counted
+    # per thread); the memory allotted never exceeds it, and every mark is accounted for.
+    r = subprocess.run([sys.executable, "-c", MANY_THREADS, str(tmp_path)], capture_output=True, text=True,
+                       timeout=240, env=_env(backend, OPENMSPROF_RECORDER_MB="8"))
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.splitlines()[-1])
+    assert out["budget"] == 8 << 20 and 0 < out["peak"] <= out["budget"], out
+    over = json.loads((_job(tmp_path) / "host" / "openmsprof_overhead.json").read_text())
+    recs = rawfile.read_all_records(_job(tmp_path) / "host" / "data")
+    marks = recs[recs["kind"] == Kind.MARK]
+    assert over["records_dropped"] > 0
+    for tid, k in out["emitted"].items():
+        dropped = over["drops_by_thread_kind"].get(tid, {}).get("mark", 0)
+        assert int(np.count_nonzero(marks["tid"] == int(tid))) + dropped == k, tid

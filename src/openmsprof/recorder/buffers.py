@@ -18,7 +18,7 @@ Each thread owns two lists, appended to with no lock (``list.append`` is atomic 
 
 The flusher drains with ``chunk = lst[:n]; del lst[:n]`` (each atomic under the GIL).
 
-Memory: a thread's lists are allotted from :data:`MEMORY_BYTES` when it first records (marks:
+Memory: a thread's lists are allotted from :data:`MEMORY_BYTES` when it first uses them (marks:
 :data:`MARK_CAP` records; items: :data:`LIST_CAP` tuples, halved down to 256 when the budget is
 short).  A thread that finds the budget spent gets :data:`FULL` (a shared list that is always
 "full") and every record it makes is dropped and counted, per thread and kind, until a finished
@@ -31,8 +31,8 @@ import itertools
 import threading
 from typing import Any
 
-__all__ = ["FULL", "LIST_CAP", "MARK_CAP", "TLS", "WAKE", "ThreadBuffer", "append", "configure",
-           "drop_rows", "length", "register_current_thread", "snapshot"]
+__all__ = ["FULL", "LIST_CAP", "MARK_CAP", "TLS", "WAKE", "ThreadBuffer", "allot_marks", "append",
+           "configure", "drop_rows", "length", "memory_bytes", "register_current_thread", "snapshot"]
 
 TLS = threading.local()
 #: Set by a producer whose list is full: the flusher wakes now instead of at its interval.
@@ -81,14 +81,24 @@ _connection_ids = itertools.count(1)
 _range_ids = itertools.count(1)
 
 
-def _allot(buf: ThreadBuffer) -> None:
-    """Give ``buf`` what the budget allows (under ``_registry_lock``)."""
+def _allot_marks() -> list[int]:
+    """The calling thread's marker list, allotted from the budget if it has none yet
+    (:data:`FULL` while the budget is spent: a finished thread may give memory back later)."""
     global _used
+    buf = TLS.buf
     if buf.marks is FULL and _used + MARK_CAP * MARK_BYTES <= MEMORY_BYTES:
-        buf.mark_bytes = MARK_CAP * MARK_BYTES
-        _used += buf.mark_bytes
-        buf.marks = []
-    if buf.cap == 0:
+        with _registry_lock:
+            if _used + MARK_CAP * MARK_BYTES <= MEMORY_BYTES:
+                buf.mark_bytes = MARK_CAP * MARK_BYTES
+                _used += buf.mark_bytes
+                buf.marks = TLS.marks = []
+    return buf.marks
+
+
+def _allot_items(buf: ThreadBuffer) -> None:
+    """Give ``buf`` a tuple list of LIST_CAP, or half that down to 256, as the budget allows."""
+    global _used
+    with _registry_lock:
         cap = LIST_CAP
         while cap >= 256 and _used + cap * ITEM_BYTES > MEMORY_BYTES:
             cap //= 2
@@ -98,10 +108,9 @@ def _allot(buf: ThreadBuffer) -> None:
 
 
 def register_current_thread() -> ThreadBuffer:
-    """Create and register the calling thread's buffer (allotted from the budget)."""
+    """Create and register the calling thread's buffer (memory is allotted on first use)."""
     buf = ThreadBuffer()
     with _registry_lock:
-        _allot(buf)
         _registry.append(buf)
     TLS.buf = buf
     TLS.items = buf.items
@@ -110,32 +119,33 @@ def register_current_thread() -> ThreadBuffer:
     return buf
 
 
-def retry_allotment() -> None:
-    """A thread over budget tries again (its drop path calls this): a finished thread may
-    have given memory back."""
-    buf = TLS.buf
-    if _used + MARK_CAP * MARK_BYTES > MEMORY_BYTES and buf.cap:
-        return
-    with _registry_lock:
-        _allot(buf)
-    TLS.marks = buf.marks
+def allot_marks() -> list[int]:
+    """The calling thread's marker list (registering the thread and allotting memory first)."""
+    try:
+        TLS.buf  # noqa: B018 - registered?
+    except AttributeError:
+        register_current_thread()
+    return _allot_marks()
 
 
 def append(record: tuple[Any, ...]) -> None:
-    """Append a tuple of a kind other than the markers: a full list drops the record, counts
-    it for the thread and kind and wakes the flusher."""
+    """Append a tuple of a kind other than the markers: a full list (or a thread over the
+    budget) drops the record, counts it for the thread and kind and wakes the flusher."""
     try:
         buf = TLS.buf
     except AttributeError:
         buf = register_current_thread()
     if len(buf.items) < buf.cap:
         buf.items.append(record)
-    else:
-        buf.drops[min(record[0], len(buf.drops) - 1)] += 1
+        return
+    if buf.cap == 0:
+        _allot_items(buf)
         if buf.cap:
-            WAKE.set()
-        else:
-            retry_allotment()
+            buf.items.append(record)
+            return
+    buf.drops[min(record[0], len(buf.drops) - 1)] += 1
+    if buf.cap:
+        WAKE.set()
 
 
 def length() -> int:

@@ -43,11 +43,11 @@ MEMORY_BYTES = _env_int("OPENMSPROF_RECORDER_MB", 64, 8, 4096) * 1024 * 1024
 #: Records per thread ring (native; a power of two, 4 MB by default) and per thread list
 #: (python).  ``OPENMSPROF_RING_RECORDS`` changes it (tests force drops with small rings).
 RING_RECORDS = _env_int("OPENMSPROF_RING_RECORDS", 1 << 17, 2048, 1 << 24)
-#: The pure-Python lists hold an eighth of that per thread (markers: two ints, ~48 bytes; other
-#: kinds: a tuple, ~160 bytes): a short backlog keeps the newest record on disk young when the
+#: The pure-Python lists hold a quarter of that per thread for markers (two ints, ~48 bytes a
+#: record) and an eighth for other kinds (a tuple, ~160 bytes): a short backlog keeps the newest record on disk young when the
 #: GIL-bound flusher falls behind.  All threads together stay inside MEMORY_BYTES.
 PY_LIST_RECORDS = max(RING_RECORDS // 8, 2048)
-buffers.configure(PY_LIST_RECORDS, PY_LIST_RECORDS, MEMORY_BYTES)
+buffers.configure(max(RING_RECORDS // 4, 2048), PY_LIST_RECORDS, MEMORY_BYTES)
 
 ring: ModuleType | None
 try:

@@ -35,6 +35,9 @@ _API_CODE = {lvl: i for i, lvl in enumerate(API_LEVEL_CODES)}
 _MASK32 = 0xFFFFFFFF
 #: Records encoded per write: bounds the work between two writes of one busy thread.
 CHUNK = 1 << 15
+#: Encoded bytes a data directory holds before it writes within a cycle (else once a cycle:
+#: every write releases the GIL, and four busy producers make each reacquisition slow).
+FLUSH_BYTES = 8 << 20
 
 
 class DataDir:
@@ -54,6 +57,9 @@ class DataDir:
         if buf is None:
             buf = self.pending[source] = bytearray()
         return buf
+
+    def pending_bytes(self) -> int:
+        return sum(map(len, self.pending.values()))
 
     def flush(self) -> int:
         written = self.strings.flush()
@@ -101,6 +107,7 @@ class Flusher:
         self._lock = threading.Lock()  # one drain at a time (flusher vs. final drain)
         self._known_threads: set[int] = set()
         self.cycle_seconds = 0.0
+        self._most = 0  # most records one thread had buffered at the last drain
         #: marker codes of an impossible kind (dropped)
         self.bad_markers = 0
 
@@ -118,6 +125,7 @@ class Flusher:
 
     def _run(self) -> None:
         wait = self.interval
+        last = time.monotonic()
         while True:
             buffers.WAKE.wait(wait)  # a producer with a full list wakes us early
             buffers.WAKE.clear()
@@ -131,8 +139,12 @@ class Flusher:
                     self.on_cycle()
                 except Exception as exc:  # pragma: no cover - defensive
                     log.warning("openmsprof: flusher hook failed: %s", exc)
-            # A big backlog means a producer outpaces one cycle a interval: go again at once.
-            wait = 0.0 if n >= CHUNK else self.interval
+            # Come back before the busiest thread's list can fill at its last rate (a full list
+            # drops records; producers only wake us when it is full already).
+            now = time.monotonic()
+            rate = self._most / max(now - last, 1e-3)
+            last = now
+            wait = 0.0 if n >= CHUNK else min(self.interval, max(0.002, 0.4 * buffers.MARK_CAP / max(rate, 1.0)))
 
     # -- one cycle ------------------------------------------------------------------------
     def drain(self) -> int:
@@ -142,7 +154,7 @@ class Flusher:
         with self._lock:
             t0 = time.perf_counter()
             c0 = time.thread_time_ns()
-            n = 0
+            n = most = 0
             written = 0
             dirs: list[DataDir] = [self.host]
             try:
@@ -152,6 +164,7 @@ class Flusher:
                     pairs = len(marks) & ~1 if marks is not buffers.FULL else 0
                     if not (count or pairs):
                         continue
+                    most = max(most, count, pairs // 2)
                     if buf.tid not in self._known_threads:
                         self._known_threads.add(buf.tid)
                         h = self.host
@@ -163,7 +176,8 @@ class Flusher:
                         del marks[:take]
                         pairs -= take
                         n += self._encode_marks(flat, buf.tid)
-                        written += self.host.flush()
+                        if self.host.pending_bytes() >= FLUSH_BYTES:
+                            written += self.host.flush()
                     while count:
                         take = min(count, CHUNK)
                         chunk = items[:take]
@@ -171,8 +185,8 @@ class Flusher:
                         count -= take
                         self._encode_each(chunk, buf.tid, dirs)
                         n += take
-                        # write each piece at once: under 4 busy threads the GIL makes a
-                        # cycle long, and a kill must not lose what was already encoded
+                        # write each piece at once: tuples encode slowly, and a kill must
+                        # not lose what was already encoded
                         for d in dirs:
                             written += d.flush()
                 for d in dirs:
@@ -183,6 +197,7 @@ class Flusher:
                 log.warning("openmsprof: collection stopped: %s", exc)
                 return n
             self.records += n
+            self._most = most
             self.cycle_seconds += time.perf_counter() - t0
             self.cpu_ns += time.thread_time_ns() - c0
             if written and self.on_written is not None:

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from openmsprof.recorder import buffers
-from openmsprof.recorder.buffers import TLS, next_range_id, register_current_thread
+from openmsprof.recorder.buffers import TLS, next_range_id
 
 __all__ = ["begin", "end", "mark", "pop", "push", "range_end", "range_start", "set_enabled"]
 
@@ -85,10 +85,7 @@ def _code(kind: int, message: Any, domain: Any) -> int:
 
 def _slow(kind: int, message: Any, domain: Any) -> None:
     """Miss, domain, first record of a thread, or a full list."""
-    try:
-        marks = _tls.marks
-    except AttributeError:
-        marks = register_current_thread().marks
+    marks = buffers.allot_marks()
     if len(marks) >= _CAP2:
         return _full(kind)
     if domain is not None:
@@ -110,7 +107,7 @@ def _full(kind: int) -> None:
     """The calling thread's list is full (or it is over budget): count, wake the flusher."""
     _tls.drops[kind] += 1
     if _tls.marks is buffers.FULL:
-        buffers.retry_allotment()
+        buffers.allot_marks()  # a finished thread may have given memory back
     elif not _wake.is_set():
         _wake.set()
 
