@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +16,7 @@ import pytest
 from openmsprof.parse.importer import import_job
 from openmsprof.recorder import core, rawfile
 from openmsprof.recorder.records import Kind
+from tests.recorder.flatout import kill_once
 
 BACKENDS = [pytest.param("native", marks=pytest.mark.skipif(core.ring is None, reason="native core not built")),
             "python"]
@@ -109,49 +108,15 @@ def test_memory_stays_under_the_ceiling_flat_out(tmp_path: Path, backend: str) -
     assert grow_kb < 80 * 1024, f"peak RSS grew by {grow_kb} kB for 1.6 M markers"
 
 
-KILL_CHILD = """
-import sys, threading, time, openmsprof
-from openmsprof import mstx
-openmsprof.start(output=sys.argv[1])
-def work():
-    mark = mstx.mark
-    while True:
-        mark("k")
-for _ in range(4):
-    threading.Thread(target=work, daemon=True).start()
-print("ready", flush=True)
-while True:
-    time.sleep(1)
-"""
-
-
-def kill_once(out: Path, backend: str, delay: float) -> float:
-    """Start the 4-thread flat-out marker, SIGKILL it after ``delay`` s; return the time from
-    the kill back to the newest marker on disk (seconds)."""
-    p = subprocess.Popen([sys.executable, "-c", KILL_CHILD, str(out)], stdout=subprocess.PIPE,
-                         text=True, env=_env(backend))
-    assert p.stdout is not None
-    assert p.stdout.readline().strip() == "ready"
-    time.sleep(delay)
-    t_kill = time.perf_counter_ns()
-    os.kill(p.pid, signal.SIGKILL)
-    p.wait()
-    recs = rawfile.read_all_records(_job(out) / "host" / "data")
-    marks = recs[recs["kind"] == Kind.MARK]
-    assert len(marks), "nothing reached the disk"
-    return (t_kill - int(marks["t0"].max())) / 1e9
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_sigkill_flat_out_four_threads_loses_at_most_one_second(tmp_path: Path, backend: str) -> None:
-    # The native flusher runs without the GIL: <= 1 s.  The pure-Python flusher shares the GIL
-    # with 4 flat-out producers (it gets about a fifth of it) and, on this CI machine's loaded
-    # cores, is held to 1.5 s; its drops are counted (see the accounting test above).
-    bound = 1.0 if backend == "native" else 1.5
+def test_twenty_sigkills_of_a_flat_out_marker_lose_at_most_one_second(tmp_path: Path, backend: str) -> None:
+    # Issue #12's Done-when: 20 kills at random points of a 4-thread flat-out marker, each
+    # losing <= 1 s (kill to newest record on disk).  Short runs keep it CI-sized (~1.5 s a
+    # kill); one child at a time, so its flusher is not starved by a sibling on 2 cores.
     rng = random.Random(12)
-    for i in range(3):  # 20 kills in benchmarks/bench_markers.py --kills 20
-        loss = kill_once(tmp_path / f"k{i}", backend, rng.uniform(0.3, 2.0))
-        assert loss <= bound, f"kill {i}: newest record on disk {loss:.2f} s before the kill"
+    losses = [kill_once(tmp_path / f"k{i}", backend, rng.uniform(0.3, 1.2)) for i in range(20)]
+    late = [f"kill {i}: {x:.2f} s" for i, x in enumerate(losses) if x > 1.0]
+    assert not late, f"newest record on disk over 1 s before the kill: {late}; all: {losses}"
 
 
 API_FLOOD = """

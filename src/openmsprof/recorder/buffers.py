@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["FULL", "LIST_CAP", "MARK_CAP", "TLS", "WAKE", "ThreadBuffer", "allot_marks", "append",
@@ -37,6 +38,9 @@ __all__ = ["FULL", "LIST_CAP", "MARK_CAP", "TLS", "WAKE", "ThreadBuffer", "allot
 TLS = threading.local()
 #: Set by a producer whose list is full: the flusher wakes now instead of at its interval.
 WAKE = threading.Event()
+#: The session flusher's ``try_drain`` while a session runs: a producer whose marker list is
+#: full drains on its own thread (when no drain is under way) instead of dropping.
+HELPER: Callable[[], bool] | None = None
 #: Tag of a batch of tasks (``emit.record_tasks``); an in-memory tag, not a record kind.
 TASK_BATCH = 100
 
@@ -59,7 +63,7 @@ def configure(mark_cap: int, list_cap: int, memory_bytes: int) -> None:
 
 
 class ThreadBuffer:
-    __slots__ = ("cap", "drops", "item_bytes", "items", "mark_bytes", "marks", "name", "thread", "tid")
+    __slots__ = ("cap", "drops", "item_bytes", "items", "lock", "mark_bytes", "marks", "name", "thread", "tid")
 
     def __init__(self) -> None:
         t = threading.current_thread()
@@ -67,6 +71,8 @@ class ThreadBuffer:
         self.marks: list[int] = FULL
         self.cap = 0
         self.mark_bytes = self.item_bytes = 0
+        #: held by whoever takes from ``marks`` (the flusher thread or the producer itself)
+        self.lock = threading.Lock()
         #: records dropped by this thread (list full or over budget), by record kind
         self.drops = [0] * 16
         self.thread = t

@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,9 @@ _API_CODE = {lvl: i for i, lvl in enumerate(API_LEVEL_CODES)}
 _MASK32 = 0xFFFFFFFF
 #: Records encoded per write: bounds the work between two writes of one busy thread.
 CHUNK = 1 << 15
-#: Encoded bytes a data directory holds before it writes within a cycle (else once a cycle:
-#: every write releases the GIL, and four busy producers make each reacquisition slow).
-FLUSH_BYTES = 8 << 20
+#: Encoded marker chunks (<= CHUNK records each) waiting for the writer: a producer that finds
+#: this many queued drops instead of taking its list (memory stays bounded if writes stall).
+QUEUE_CHUNKS = 16
 
 
 class DataDir:
@@ -57,9 +58,6 @@ class DataDir:
         if buf is None:
             buf = self.pending[source] = bytearray()
         return buf
-
-    def pending_bytes(self) -> int:
-        return sum(map(len, self.pending.values()))
 
     def flush(self) -> int:
         written = self.strings.flush()
@@ -106,6 +104,9 @@ class Flusher:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # one drain at a time (flusher vs. final drain)
         self._known_threads: set[int] = set()
+        self._closed = False
+        #: (tid, thread name, encoded records, count) taken from marker lists, not yet written
+        self._queue: deque[tuple[int, str, bytes, int]] = deque()
         self.cycle_seconds = 0.0
         self._most = 0  # most records one thread had buffered at the last drain
         #: marker codes of an impossible kind (dropped)
@@ -121,7 +122,9 @@ class Flusher:
         buffers.WAKE.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
-        self.drain()
+        with self._lock:
+            self._drain(wait=True)
+            self._closed = True  # the session closes the files next: producers stop helping
 
     def _run(self) -> None:
         wait = self.interval
@@ -131,7 +134,8 @@ class Flusher:
             buffers.WAKE.clear()
             if self._stop.is_set():
                 return
-            n = self.drain()
+            with self._lock:
+                n = self._drain()
             if self.error is not None:
                 return
             if self.on_cycle is not None:
@@ -147,64 +151,131 @@ class Flusher:
             wait = 0.0 if n >= CHUNK else min(self.interval, max(0.002, 0.4 * buffers.MARK_CAP / max(rate, 1.0)))
 
     # -- one cycle ------------------------------------------------------------------------
-    def drain(self) -> int:
-        """Move everything buffered so far to disk; returns the number of records."""
-        if self.error is not None:
-            return 0
-        with self._lock:
-            t0 = time.perf_counter()
-            c0 = time.thread_time_ns()
-            n = most = 0
-            written = 0
-            dirs: list[DataDir] = [self.host]
+    def try_drain(self) -> bool:
+        """A producer whose marker list is full takes it on its own thread (it holds the GIL
+        the flusher thread would wait for) and writes it when no write is under way (else the
+        writer under way or the next cycle does).  Returns False when it could not (the queue of
+        taken records is full, or the flusher thread is taking this list): the caller drops."""
+        buf = buffers.TLS.buf
+        if self._closed or self.error is not None or len(self._queue) >= QUEUE_CHUNKS or not buf.lock.acquire(blocking=False):
+            return False
+        c0 = time.thread_time_ns()
+        try:
+            self._take_marks(buf)
+        finally:
+            buf.lock.release()
+        if self._lock.acquire(blocking=False):
             try:
-                for buf in buffers.snapshot():
-                    items, marks = buf.items, buf.marks
-                    count = len(items)
-                    pairs = len(marks) & ~1 if marks is not buffers.FULL else 0
-                    if not (count or pairs):
-                        continue
-                    most = max(most, count, pairs // 2)
-                    if buf.tid not in self._known_threads:
-                        self._known_threads.add(buf.tid)
-                        h = self.host
-                        h.out("Thread").extend(GENERIC.pack(Kind.THREAD, 0, 0, buf.tid & _MASK32, 0, 0,
-                                                            h.strings.intern(buf.name), 0))
-                    while pairs:
-                        take = min(pairs, 2 * CHUNK)
-                        flat = np.fromiter(marks, dtype=np.int64, count=take)
-                        del marks[:take]
-                        pairs -= take
-                        n += self._encode_marks(flat, buf.tid)
-                        if self.host.pending_bytes() >= FLUSH_BYTES:
-                            written += self.host.flush()
-                    while count:
-                        take = min(count, CHUNK)
-                        chunk = items[:take]
-                        del items[:take]
-                        count -= take
-                        self._encode_each(chunk, buf.tid, dirs)
-                        n += take
-                        # write each piece at once: tuples encode slowly, and a kill must
-                        # not lose what was already encoded
-                        for d in dirs:
-                            written += d.flush()
-                for d in dirs:
-                    written += d.flush()
-                buffers.drop_dead_empty()
-            except BaseException as exc:  # never let profiling kill the application
+                if not self._closed:
+                    self._write(self._write_queue())
+            except Exception as exc:  # never let profiling kill the application
                 self.error = exc
                 log.warning("openmsprof: collection stopped: %s", exc)
-                return n
-            self.records += n
-            self._most = most
-            self.cycle_seconds += time.perf_counter() - t0
-            self.cpu_ns += time.thread_time_ns() - c0
-            if written and self.on_written is not None:
-                self.on_written(written)
-            return n
+            finally:
+                self._lock.release()
+        self.cpu_ns += time.thread_time_ns() - c0  # approximate under races; a cost figure
+        return True
 
-    def _encode_marks(self, flat: np.ndarray, tid: int) -> int:
+    def _take_marks(self, buf: buffers.ThreadBuffer) -> int:
+        """Move ``buf``'s marker pairs (an even prefix) into the write queue, encoded (the
+        caller holds ``buf.lock``).  Returns the number of records."""
+        marks = buf.marks
+        pairs = len(marks) & ~1 if marks is not buffers.FULL else 0
+        done = 0
+        while pairs:
+            take = min(pairs, 2 * CHUNK)
+            flat = np.fromiter(marks, dtype=np.int64, count=take)
+            del marks[:take]
+            pairs -= take
+            data, n = self._encode_marks(flat, buf.tid)
+            self._queue.append((buf.tid, buf.name, data, n))
+            done += n
+        return done
+
+    def _write_queue(self) -> int:
+        """Write the queued marker records (under ``_lock``): the string entries they use
+        first.  Returns the bytes written."""
+        host, q = self.host, self._queue
+        out = host.out(self.mstx_source)
+        n = 0
+        while q:
+            tid, name, data, k = q.popleft()
+            if tid not in self._known_threads:
+                self._known_threads.add(tid)
+                host.out("Thread").extend(GENERIC.pack(Kind.THREAD, 0, 0, tid & _MASK32, 0, 0,
+                                                       host.strings.intern(name), 0))
+            out += data
+            n += k
+        self.records += n
+        return host.flush() if n else 0
+
+    def _write(self, written: int) -> None:
+        if written and self.on_written is not None:
+            self.on_written(written)
+
+    def drain(self) -> int:
+        """Move everything buffered so far to disk; returns the number of records."""
+        with self._lock:
+            return self._drain(wait=True)
+
+    def _drain(self, wait: bool = False) -> int:
+        """One cycle (under ``_lock``).  A marker list its producer is taking right now is
+        skipped unless ``wait`` (the producer writes it, or the next cycle does)."""
+        if self.error is not None:
+            return 0
+        t0 = time.perf_counter()
+        c0 = time.thread_time_ns()
+        n = most = pairs_total = 0
+        written = 0
+        dirs: list[DataDir] = [self.host]
+        try:
+            for buf in buffers.snapshot():
+                items, marks = buf.items, buf.marks
+                count = len(items)
+                pairs = len(marks) & ~1 if marks is not buffers.FULL else 0
+                if not (count or pairs):
+                    continue
+                most = max(most, count, pairs // 2)
+                pairs_total += pairs // 2
+                if count and buf.tid not in self._known_threads:
+                    self._known_threads.add(buf.tid)
+                    h = self.host
+                    h.out("Thread").extend(GENERIC.pack(Kind.THREAD, 0, 0, buf.tid & _MASK32, 0, 0,
+                                                        h.strings.intern(buf.name), 0))
+                if pairs and buf.lock.acquire(blocking=wait):  # else its producer takes it
+                    try:
+                        self._take_marks(buf)
+                    finally:
+                        buf.lock.release()
+                    if len(self._queue) >= QUEUE_CHUNKS // 2:
+                        written += self._write_queue()
+                while count:
+                    take = min(count, CHUNK)
+                    chunk = items[:take]
+                    del items[:take]
+                    count -= take
+                    self._encode_each(chunk, buf.tid, dirs)
+                    n += take
+                    # write each piece at once: tuples encode slowly, and a kill must
+                    # not lose what was already encoded
+                    for d in dirs:
+                        written += d.flush()
+            written += self._write_queue()
+            for d in dirs:
+                written += d.flush()
+            buffers.drop_dead_empty()
+        except BaseException as exc:  # never let profiling kill the application
+            self.error = exc
+            log.warning("openmsprof: collection stopped: %s", exc)
+            return n
+        self.records += n
+        self._most = most
+        self.cycle_seconds += time.perf_counter() - t0
+        self.cpu_ns += time.thread_time_ns() - c0
+        self._write(written)
+        return n + pairs_total
+
+    def _encode_marks(self, flat: np.ndarray, tid: int) -> tuple[bytes, int]:
         """MARK/PUSH/POP records from a thread's ``marks`` (ts, code pairs; see
         :mod:`~openmsprof.recorder.pymarkers`), column-wise: the 32-byte record is four int64
         words (kind | tid << 32, t0, t1, a | b << 32).  A code of an impossible kind is dropped
@@ -221,8 +292,7 @@ class Flusher:
         out[:, 1] = ts
         out[:, 2] = ts
         out[:, 3] = code >> 8
-        self.host.out(self.mstx_source).extend(out.tobytes())
-        return len(ts)
+        return out.tobytes(), len(ts)
 
     def _encode_each(self, chunk: list[tuple[Any, ...]], tid: int, dirs: list[DataDir]) -> None:
         host = self.host

@@ -5,8 +5,9 @@
 and the string ids of message and domain (``kind | a << 8 | b << 40``), looked up in a dict per
 kind, so the hot path builds no tuple and the flusher decodes a whole run column-wise.  A miss
 interns the strings in the host data directory's string table (under its lock) and caches the
-code.  A list at its cap drops the record, counts it for the thread and kind and wakes the
-flusher; a thread over the session budget drops and counts everything.
+code.  A list at its cap is drained on the producer's own thread (it holds the GIL the flusher thread
+would wait for), or, when a drain is under way, the record is dropped and counted for the
+thread and kind; a thread over the session budget drops and counts everything.
 ``range_start``/``range_end`` carry a range id too and stay on the tuple path.
 """
 
@@ -83,11 +84,11 @@ def _code(kind: int, message: Any, domain: Any) -> int:
     return code
 
 
-def _slow(kind: int, message: Any, domain: Any) -> None:
+def _slow(kind: int, message: Any, domain: Any, helped: bool = False) -> None:
     """Miss, domain, first record of a thread, or a full list."""
     marks = buffers.allot_marks()
     if len(marks) >= _CAP2:
-        return _full(kind)
+        return _full(kind, message, domain) if not helped else _count(kind)
     if domain is not None:
         try:
             code = _DOM[(kind, message, domain)]
@@ -103,12 +104,25 @@ def _slow(kind: int, message: Any, domain: Any) -> None:
     return None
 
 
-def _full(kind: int) -> None:
-    """The calling thread's list is full (or it is over budget): count, wake the flusher."""
-    _tls.drops[kind] += 1
-    if _tls.marks is buffers.FULL:
+def _full(kind: int, message: Any, domain: Any) -> None:
+    """The calling thread's list is full, or it is over budget.  Full: drain on this thread
+    unless a drain is under way, then record (a drain under way: count the drop, wake the
+    flusher).  Over budget: count, and try for memory again."""
+    marks = _tls.marks
+    if marks is buffers.FULL:
+        _tls.drops[kind] += 1
         buffers.allot_marks()  # a finished thread may have given memory back
-    elif not _wake.is_set():
+        return
+    helper = buffers.HELPER
+    if helper is not None and helper():
+        return _slow(kind, message, domain, helped=True)
+    _count(kind)
+    return None
+
+
+def _count(kind: int) -> None:
+    _tls.drops[kind] += 1
+    if not _wake.is_set():
         _wake.set()
 
 
@@ -130,7 +144,7 @@ def mark(message: str, domain: str | None = None) -> None:
             marks.append(_now())
             marks.append(code)
         else:
-            _full(1)
+            return _full(1, message, domain)
     return None
 
 
@@ -152,7 +166,7 @@ def push(message: str, domain: str | None = None) -> None:
             marks.append(_now())
             marks.append(code)
         else:
-            _full(2)
+            return _full(2, message, domain)
     return None
 
 
@@ -167,7 +181,7 @@ def pop() -> None:
             marks.append(_now())
             marks.append(_POP)
         else:
-            _full(3)
+            return _full(3, None, None)
     return None
 
 

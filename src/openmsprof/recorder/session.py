@@ -182,6 +182,7 @@ class Session:
     def _begin(self) -> None:
         buffers.clear_all()
         pymarkers.begin(self.host_dir.strings.ids)
+        buffers.HELPER = self.flusher.try_drain
         if self.backend == "native" and core.ring is not None:
             limit = self.config.storage_limit_mb
             fd = fs.open_dir_fd(self.job.host_data)
@@ -222,6 +223,7 @@ class Session:
                 except Exception as exc:
                     self.note(f"a source failed to stop: {exc}", warn=True)
         pymarkers.end()
+        buffers.HELPER = None
         self.flusher.stop()
         native = core.ring.stop() if self._native and core.ring is not None else None
         if native is not None:
