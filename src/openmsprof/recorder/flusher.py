@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
 import threading
 import time
 from collections import deque
@@ -254,7 +255,7 @@ class Flusher:
                     chunk = items[:take]
                     del items[:take]
                     count -= take
-                    self._encode_each(chunk, buf.tid, dirs)
+                    self._encode_each(chunk, buf.tid, dirs, buf.drops)
                     n += take
                     # write each piece at once: tuples encode slowly, and a kill must
                     # not lose what was already encoded
@@ -294,7 +295,8 @@ class Flusher:
         out[:, 3] = code >> 8
         return out.tobytes(), len(ts)
 
-    def _encode_each(self, chunk: list[tuple[Any, ...]], tid: int, dirs: list[DataDir]) -> None:
+    def _encode_each(self, chunk: list[tuple[Any, ...]], tid: int, dirs: list[DataDir],
+                     drops: list[int]) -> None:
         host = self.host
         hs = host.strings.intern
         mstx = host.out(self.mstx_source)
@@ -303,36 +305,40 @@ class Flusher:
         tid &= _MASK32
         for rec in chunk:
             k = rec[0]
-            if k == 6:  # API
-                api += pack(6, 0, _API_CODE.get(rec[4], 0), tid, rec[1], rec[2], hs(rec[3]), rec[5] & _MASK32)
-            elif k == 4:  # RANGE_START
-                mstx += pack(4, 0, 0, tid, rec[1], rec[4], hs(rec[2]), hs(rec[3]))
-            elif k == 5:  # RANGE_END
-                mstx += pack(5, 0, 0, tid, rec[1], rec[2], 0, 0)
-            elif k == 7:  # TASK
-                d = self.device_dir(rec[1])
-                if d not in dirs:
-                    dirs.append(d)
-                ds = d.strings.intern
-                out = d.out("Task")
-                task_id = rec[6] & _MASK32
-                out += pack(7, 0, rec[7] & 0xFFFF, rec[2] & _MASK32, rec[3], rec[4], ds(rec[5]), task_id)
-                out += TASKINFO.pack(8, 0, int(rec[14]), task_id, ds(rec[8]), ds(rec[9]), ds(rec[10]),
-                                     ds(rec[11]), ds(rec[12]), rec[13] & _MASK32)
-            elif k == 9:  # STEP
-                d = host if rec[5] is None else self.device_dir(rec[5])
-                if d not in dirs:
-                    dirs.append(d)
-                d.out("Step").extend(pack(9, 0, int(rec[4]), tid, rec[1], rec[1], rec[2] & _MASK32, rec[3] & _MASK32))
-            elif k == 12:  # STEP_RANGE
-                host.out("Step").extend(pack(12, 0, 0, tid, rec[1], rec[2], rec[3] & _MASK32, 0))
-            elif k == buffers.TASK_BATCH:
-                self._encode_task_batch(rec, dirs)
-            elif k == 10:  # COUNTER
-                d = host if rec[5] is None else self.device_dir(rec[5])
-                if d not in dirs:
-                    dirs.append(d)
-                d.out("Counter").extend(COUNTER.pack(10, 0, 0, 0, rec[1], float(rec[4]), int(rec[2]), rec[3] & _MASK32))
+            try:
+                if k == 6:  # API
+                    api += pack(6, 0, _API_CODE.get(rec[4], 0), tid, rec[1], rec[2], hs(rec[3]), rec[5] & _MASK32)
+                elif k == 4:  # RANGE_START
+                    mstx += pack(4, 0, 0, tid, rec[1], rec[4], hs(rec[2]), hs(rec[3]))
+                elif k == 5:  # RANGE_END
+                    mstx += pack(5, 0, 0, tid, rec[1], rec[2], 0, 0)
+                elif k == 7:  # TASK
+                    d = self.device_dir(rec[1])
+                    if d not in dirs:
+                        dirs.append(d)
+                    ds = d.strings.intern
+                    out = d.out("Task")
+                    task_id = rec[6] & _MASK32
+                    task = pack(7, 0, rec[7] & 0xFFFF, rec[2] & _MASK32, rec[3], rec[4], ds(rec[5]), task_id)
+                    out += task + TASKINFO.pack(8, 0, int(rec[14]), task_id, ds(rec[8]), ds(rec[9]), ds(rec[10]),
+                                         ds(rec[11]), ds(rec[12]), rec[13] & _MASK32)
+                elif k == 9:  # STEP
+                    d = host if rec[5] is None else self.device_dir(rec[5])
+                    if d not in dirs:
+                        dirs.append(d)
+                    d.out("Step").extend(pack(9, 0, int(rec[4]), tid, rec[1], rec[1], rec[2] & _MASK32, rec[3] & _MASK32))
+                elif k == 12:  # STEP_RANGE
+                    host.out("Step").extend(pack(12, 0, 0, tid, rec[1], rec[2], rec[3] & _MASK32, 0))
+                elif k == buffers.TASK_BATCH:
+                    self._encode_task_batch(rec, dirs)
+                elif k == 10:  # COUNTER
+                    d = host if rec[5] is None else self.device_dir(rec[5])
+                    if d not in dirs:
+                        dirs.append(d)
+                    d.out("Counter").extend(COUNTER.pack(10, 0, 0, 0, rec[1], float(rec[4]), int(rec[2]), rec[3] & _MASK32))
+            except (struct.error, TypeError, ValueError, OverflowError, AttributeError, IndexError):
+                # a caller passed an impossible value: this record is dropped and counted
+                drops[min(k, len(drops) - 1) if isinstance(k, int) and k >= 0 else 0] += 1
 
     def _encode_task_batch(self, rec: tuple[Any, ...], dirs: list[DataDir]) -> None:
         """TASK + TASK_INFO record pairs of a task batch, column-wise."""
