@@ -215,3 +215,23 @@ def test_api_spans_and_step_ranges_are_the_same_records_on_both_backends(tmp_pat
     step = recs[recs["kind"] == Kind.STEP_RANGE]
     assert [(int(r["t0"]), int(r["t1"]), int(r["a"])) for r in step] == [(300, 400, 5)]
     assert s.overhead["drops_by_thread_kind"][str(threading.get_native_id())] == {"api": 1}
+
+
+def test_a_thread_that_first_records_an_api_span_then_marks_loses_no_mark(tmp_path: Path, backend: str) -> None:
+    import openmsprof
+    from openmsprof import mstx
+    from openmsprof.recorder.records import ApiLevel
+    from openmsprof.sources import emit
+
+    def work() -> None:
+        emit.record_api("first", ApiLevel.ACL, 1, 2)  # registers the thread on the tuple path
+        for _ in range(10):
+            mstx.mark("then")
+
+    s = openmsprof.start(output=tmp_path, runtime_api=True)
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    openmsprof.stop()
+    recs = rawfile.read_all_records(s.root / "host" / "data")
+    assert int(np.count_nonzero(recs["kind"] == Kind.MARK)) == 10 and s.overhead["records_dropped"] == 0

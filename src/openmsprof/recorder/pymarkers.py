@@ -109,10 +109,11 @@ def _full(kind: int, message: Any, domain: Any) -> None:
     unless a drain is under way, then record (a drain under way: count the drop, wake the
     flusher).  Over budget: count, and try for memory again."""
     marks = _tls.marks
-    if marks is buffers.FULL:
+    if marks is buffers.FULL:  # none allotted yet, or the budget was spent: try (again)
+        if buffers.allot_marks() is not buffers.FULL:
+            return _slow(kind, message, domain, helped=True)
         _tls.drops[kind] += 1
-        buffers.allot_marks()  # a finished thread may have given memory back
-        return
+        return None
     helper = buffers.HELPER
     if helper is not None and helper():
         return _slow(kind, message, domain, helped=True)
