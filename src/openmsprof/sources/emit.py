@@ -21,7 +21,14 @@ import numpy as np
 
 from openmsprof.recorder import buffers, core, session
 from openmsprof.recorder.clock import now_ns
-from openmsprof.recorder.records import API_LEVEL_CODES, NO_MODEL, ApiLevel, Executor, Series, StepTag
+from openmsprof.recorder.records import (
+    API_LEVEL_CODES,
+    NO_MODEL,
+    ApiLevel,
+    Executor,
+    Series,
+    StepTag,
+)
 
 __all__ = [
     "ApiLevel", "Executor", "Series", "StepTag", "api_on", "epoch_to_mono", "new_connection_id",

@@ -18,7 +18,7 @@ from typing import IO, Any
 import orjson
 
 from openmsprof.config.errors import RawDataError
-from openmsprof.config.files import loads_json, open_regular, read_regular
+from openmsprof.config.files import MAX_JSON_DEPTH, check_depth, open_regular, read_regular
 
 BLOCK = 8 << 20
 #: Largest trace streamed block by block, and largest parsed whole (the fallback holds it all).
@@ -67,7 +67,12 @@ class TraceReader:
     def whole(self) -> list[Any]:
         """The whole document parsed at once (the fallback)."""
         data = read_regular(self.path, "trace", MAX_WHOLE_BYTES, RawDataError)
-        doc = loads_json(data, "trace", self.path, RawDataError)
+        if check_depth(data) < 0:
+            raise RawDataError(f"{str(self.path)!r}: JSON nested deeper than {MAX_JSON_DEPTH} levels; refused")
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise RawDataError(f"{str(self.path)!r} is not valid JSON: {exc}") from None
         if isinstance(doc, dict):
             base = doc.get("baseTimeNanoseconds")
             self.base_ns = base if isinstance(base, int) and not isinstance(base, bool) else None
