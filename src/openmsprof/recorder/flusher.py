@@ -39,7 +39,7 @@ _MASK32 = 0xFFFFFFFF
 CHUNK = 1 << 15
 #: Encoded marker chunks (<= CHUNK records each) waiting for the writer: a producer that finds
 #: this many queued drops instead of taking its list (memory stays bounded if writes stall).
-QUEUE_CHUNKS = 16
+QUEUE_CHUNKS = 4
 
 
 class DataDir:
@@ -59,6 +59,14 @@ class DataDir:
         if buf is None:
             buf = self.pending[source] = bytearray()
         return buf
+
+    def write_records(self, source: str, data: bytes) -> int:
+        """Write ``data`` (whole records) to ``source`` now; the caller flushed the strings."""
+        ch = self.channels.get(source)
+        if ch is None:
+            ch = self.channels[source] = SliceWriter(self.path, source, "records", self.dev,
+                                                     RECORDS_MAGIC, dir_fd=self.dir_fd)
+        return ch.write(data)
 
     def flush(self) -> int:
         written = self.strings.flush()
@@ -197,18 +205,19 @@ class Flusher:
         """Write the queued marker records (under ``_lock``): the string entries they use
         first.  Returns the bytes written."""
         host, q = self.host, self._queue
-        out = host.out(self.mstx_source)
-        n = 0
-        while q:
-            tid, name, data, k = q.popleft()
+        if not q:
+            return 0
+        for tid, name, _data, _k in list(q):
             if tid not in self._known_threads:
                 self._known_threads.add(tid)
                 host.out("Thread").extend(GENERIC.pack(Kind.THREAD, 0, 0, tid & _MASK32, 0, 0,
                                                        host.strings.intern(name), 0))
-            out += data
-            n += k
-        self.records += n
-        return host.flush() if n else 0
+        written = host.flush()  # the string entries (and thread names) first
+        while q:  # then each chunk as it is: no copy into one buffer
+            _tid, _name, data, k = q.popleft()
+            written += host.write_records(self.mstx_source, data)
+            self.records += k
+        return written
 
     def _write(self, written: int) -> None:
         if written and self.on_written is not None:
