@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import random
-import signal
 import statistics
 import subprocess
 import sys
@@ -36,6 +35,9 @@ from openmsprof.parse.importer import import_job
 from openmsprof.recorder import core, rawfile, session
 from openmsprof.recorder.records import Kind
 from openmsprof.sources import markers
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.recorder.flatout import kill_once  # the same child as the test
 
 
 def load() -> str:
@@ -284,38 +286,10 @@ def flusher_share(backend: str, seconds: float, tmp: Path) -> tuple[float, float
 IMPORT_CPU: dict[str, float] = {}
 
 
-KILL_CHILD = """
-import sys, threading, time, openmsprof
-from openmsprof import mstx
-openmsprof.start(output=sys.argv[1])
-def work():
-    mark = mstx.mark
-    while True:
-        mark("k")
-for _ in range(4):
-    threading.Thread(target=work, daemon=True).start()
-print("ready", flush=True)
-while True:
-    time.sleep(1)
-"""
-
-
 def kills(backend: str, n: int, tmp: Path) -> list[float]:
+    """``n`` SIGKILLs at random points (0.2-3 s) of the child the tests kill too."""
     rng = random.Random(20)
-    losses = []
-    for i in range(n):
-        out = tmp / f"kill_{backend}_{i}"
-        p = subprocess.Popen([sys.executable, "-c", KILL_CHILD, str(out)], stdout=subprocess.PIPE,
-                             text=True, env=dict(os.environ, OPENMSPROF_RECORDER=backend))
-        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.2, 3.0))
-        t_kill = time.perf_counter_ns()
-        os.kill(p.pid, signal.SIGKILL)
-        p.wait()
-        recs = rawfile.read_all_records(next(out.glob("PROF_*")) / "host" / "data")
-        marks = recs[recs["kind"] == Kind.MARK]
-        losses.append((t_kill - int(marks["t0"].max())) / 1e9 if len(marks) else float("inf"))
-    return losses
+    return [kill_once(tmp / f"kill_{backend}_{i}", backend, rng.uniform(0.2, 3.0)) for i in range(n)]
 
 
 def fmt(xs: list[float]) -> str:

@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,7 @@ import pytest
 from openmsprof.parse.importer import import_job
 from openmsprof.recorder import core, rawfile
 from openmsprof.recorder.records import Kind
+from tests.recorder.flatout import kill_once
 
 BACKENDS = [pytest.param("native", marks=pytest.mark.skipif(core.ring is None, reason="native core not built")),
             "python"]
@@ -109,49 +109,15 @@ def test_memory_stays_under_the_ceiling_flat_out(tmp_path: Path, backend: str) -
     assert grow_kb < 80 * 1024, f"peak RSS grew by {grow_kb} kB for 1.6 M markers"
 
 
-KILL_CHILD = """
-import sys, threading, time, openmsprof
-from openmsprof import mstx
-openmsprof.start(output=sys.argv[1])
-def work():
-    mark = mstx.mark
-    while True:
-        mark("k")
-for _ in range(4):
-    threading.Thread(target=work, daemon=True).start()
-print("ready", flush=True)
-while True:
-    time.sleep(1)
-"""
-
-
-def kill_once(out: Path, backend: str, delay: float) -> float:
-    """Start the 4-thread flat-out marker, SIGKILL it after ``delay`` s; return the time from
-    the kill back to the newest marker on disk (seconds)."""
-    p = subprocess.Popen([sys.executable, "-c", KILL_CHILD, str(out)], stdout=subprocess.PIPE,
-                         text=True, env=_env(backend))
-    assert p.stdout is not None
-    assert p.stdout.readline().strip() == "ready"
-    time.sleep(delay)
-    t_kill = time.perf_counter_ns()
-    os.kill(p.pid, signal.SIGKILL)
-    p.wait()
-    recs = rawfile.read_all_records(_job(out) / "host" / "data")
-    marks = recs[recs["kind"] == Kind.MARK]
-    assert len(marks), "nothing reached the disk"
-    return (t_kill - int(marks["t0"].max())) / 1e9
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_sigkill_flat_out_four_threads_loses_at_most_one_second(tmp_path: Path, backend: str) -> None:
-    # The native flusher runs without the GIL: <= 1 s.  The pure-Python flusher shares the GIL
-    # with 4 flat-out producers (it gets about a fifth of it) and, on this CI machine's loaded
-    # cores, is held to 1.5 s; its drops are counted (see the accounting test above).
-    bound = 1.0 if backend == "native" else 1.5
+def test_twenty_sigkills_of_a_flat_out_marker_lose_at_most_one_second(tmp_path: Path, backend: str) -> None:
+    # Issue #12's Done-when: 20 kills at random points of a 4-thread flat-out marker, each
+    # losing <= 1 s (kill to newest record on disk).  Short runs keep it CI-sized (~1.5 s a
+    # kill); one child at a time, so its flusher is not starved by a sibling on 2 cores.
     rng = random.Random(12)
-    for i in range(3):  # 20 kills in benchmarks/bench_markers.py --kills 20
-        loss = kill_once(tmp_path / f"k{i}", backend, rng.uniform(0.3, 2.0))
-        assert loss <= bound, f"kill {i}: newest record on disk {loss:.2f} s before the kill"
+    losses = [kill_once(tmp_path / f"k{i}", backend, rng.uniform(0.3, 1.2)) for i in range(20)]
+    late = [f"kill {i}: {x:.2f} s" for i, x in enumerate(losses) if x > 1.0]
+    assert not late, f"newest record on disk over 1 s before the kill: {late}; all: {losses}"
 
 
 API_FLOOD = """
@@ -174,4 +140,98 @@ def test_other_record_kinds_are_bounded_and_counted_too(tmp_path: Path, backend:
     recs = rawfile.read_all_records(_job(tmp_path) / "host" / "data")
     apis = int(np.count_nonzero(recs["kind"] == Kind.API))
     dropped = sum(k.get("api", 0) for k in over["drops_by_thread_kind"].values())
-    assert dropped > 0 and apis + dropped == 100_000
+    # python: 2048-tuple lists overflow; native: the records go through the rings, whose
+    # flusher keeps up or drops and counts the same way
+    assert apis + dropped == 100_000 and (dropped > 0 or backend == "native")
+    assert over["records_dropped"] == dropped
+
+
+MANY_THREADS = """
+import json, sys, threading
+import openmsprof
+from openmsprof import mstx
+from openmsprof.recorder import buffers, core
+openmsprof.start(output=sys.argv[1])
+emitted, peak, stop = {}, [0], threading.Event()
+def used():
+    return core.ring.stats()["memory_bytes"] if core.BACKEND == "native" else buffers.memory_bytes()
+def watch():
+    while not stop.is_set():
+        peak[0] = max(peak[0], used())
+        stop.wait(0.002)
+go = threading.Barrier(64)
+def work():
+    mstx.mark("many")  # takes (or is refused) this thread's memory
+    go.wait()  # all 64 alive at once
+    for _ in range(19_999):
+        mstx.mark("many")
+    emitted[threading.get_native_id()] = 20_000
+w = threading.Thread(target=watch); w.start()
+ts = [threading.Thread(target=work) for _ in range(64)]
+for t in ts: t.start()
+for t in ts: t.join()
+stop.set(); w.join()
+openmsprof.stop()
+print(json.dumps({"emitted": emitted, "peak": peak[0], "budget": core.MEMORY_BYTES}))
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sixty_four_threads_share_one_memory_budget(tmp_path: Path, backend: str) -> None:
+    # 8 MB for the whole session: most of 64 threads find the budget spent and drop (counted
+    # per thread); the memory allotted never exceeds it, and every mark is accounted for.
+    r = subprocess.run([sys.executable, "-c", MANY_THREADS, str(tmp_path)], capture_output=True, text=True,
+                       timeout=240, env=_env(backend, OPENMSPROF_RECORDER_MB="8"))
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.splitlines()[-1])
+    assert out["budget"] == 8 << 20 and 0 < out["peak"] <= out["budget"], out
+    over = json.loads((_job(tmp_path) / "host" / "openmsprof_overhead.json").read_text())
+    recs = rawfile.read_all_records(_job(tmp_path) / "host" / "data")
+    marks = recs[recs["kind"] == Kind.MARK]
+    assert over["records_dropped"] > 0
+    for tid, k in out["emitted"].items():
+        dropped = over["drops_by_thread_kind"].get(tid, {}).get("mark", 0)
+        assert int(np.count_nonzero(marks["tid"] == int(tid))) + dropped == k, tid
+
+
+def test_api_spans_and_step_ranges_are_the_same_records_on_both_backends(tmp_path: Path, backend: str) -> None:
+    # native: written by the C rings (beside the markers); python: by the tuple path
+    import openmsprof
+    from openmsprof.recorder.records import API_LEVEL_CODES, ApiLevel
+    from openmsprof.sources import emit
+
+    s = openmsprof.start(output=tmp_path, runtime_api=True)
+    emit.record_api("aclmdlExecute", ApiLevel.ACL, 100, 250, 7)
+    emit.record_api("bad", ApiLevel.ACL, "t0", 1, 0)  # type: ignore[arg-type]  # dropped, counted
+    emit.record_step_range(300, 400, 5)
+    openmsprof.stop()
+    data = s.root / "host" / "data"
+    recs = rawfile.read_all_records(data)
+    names = rawfile.read_strings(data)
+    api = recs[(recs["kind"] == Kind.API) & (recs["t0"] == 100)]
+    assert len(api) == 1
+    assert (int(api["aux"][0]), int(api["t1"][0]), names[int(api["a"][0])], int(api["b"][0])) == \
+        (API_LEVEL_CODES.index(ApiLevel.ACL), 250, "aclmdlExecute", 7)
+    step = recs[recs["kind"] == Kind.STEP_RANGE]
+    assert [(int(r["t0"]), int(r["t1"]), int(r["a"])) for r in step] == [(300, 400, 5)]
+    assert s.overhead["drops_by_thread_kind"][str(threading.get_native_id())] == {"api": 1}
+
+
+def test_a_thread_that_first_records_an_api_span_then_marks_loses_no_mark(tmp_path: Path, backend: str) -> None:
+    import openmsprof
+    from openmsprof import mstx
+    from openmsprof.recorder.records import ApiLevel
+    from openmsprof.sources import emit
+
+    def work() -> None:
+        emit.record_api("first", ApiLevel.ACL, 1, 2)  # registers the thread on the tuple path
+        for _ in range(10):
+            mstx.mark("then")
+
+    s = openmsprof.start(output=tmp_path, runtime_api=True)
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    openmsprof.stop()
+    recs = rawfile.read_all_records(s.root / "host" / "data")
+    assert int(np.count_nonzero(recs["kind"] == Kind.MARK)) == 10 and s.overhead["records_dropped"] == 0

@@ -18,10 +18,13 @@ import orjson
 
 from openmsprof.config.errors import ProfilingError
 
-__all__ = ["MAX_JSON_BYTES", "escape", "open_regular", "read_json", "read_regular"]
+__all__ = ["MAX_JSON_BYTES", "MAX_JSON_DEPTH", "check_depth", "escape", "loads_json", "open_regular",
+           "read_json", "read_regular"]
 
 #: Small job JSON files (info.json, sample.json, peaks.json, overhead figures).
 MAX_JSON_BYTES = 16 << 20
+#: Deepest nesting of arrays/objects a JSON document may have (no file we read needs 20).
+MAX_JSON_DEPTH = 128
 
 _FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
           | getattr(os, "O_CLOEXEC", 0))
@@ -86,9 +89,50 @@ def read_regular(path: str | os.PathLike[str], what: str, limit: int,
 def read_json(path: str | os.PathLike[str], what: str, limit: int = MAX_JSON_BYTES,
               error: type[ProfilingError] = ProfilingError) -> Any:
     """The parsed JSON of a regular file of at most ``limit`` bytes; any failure (not a regular
-    file, too large, unreadable, not JSON, nested deeper than orjson reads) is one ``error``."""
-    data = read_regular(path, what, limit, error)
+    file, too large, unreadable, not JSON, nested deeper than :data:`MAX_JSON_DEPTH`) is one
+    ``error``."""
+    return loads_json(read_regular(path, what, limit, error), what, path, error)
+
+
+def check_depth(data: bytes, limit: int = MAX_JSON_DEPTH) -> int:
+    """At least the nesting depth of the JSON text ``data`` and at most ``limit`` when within
+    it, else -1.  Counted over the raw bytes with numpy (brackets inside strings count too, so a text within the
+    limit is surely within it); only a text over it is walked exactly, after parsing."""
+    if data.count(b"[") + data.count(b"{") <= limit:  # no deeper than its opening brackets
+        return limit
+    import numpy as np  # only for texts with many brackets (config stays light to import)
+
+    raw = np.frombuffer(data, dtype=np.uint8)
+    steps = np.zeros(len(raw), dtype=np.int32)
+    steps[(raw == 0x5B) | (raw == 0x7B)] = 1
+    steps[(raw == 0x5D) | (raw == 0x7D)] = -1
+    deepest = int(np.cumsum(steps).max()) if len(raw) else 0
+    if deepest <= limit:
+        return deepest
+    try:  # brackets inside strings: walk the parsed document (orjson stops at 1024 itself)
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return -1
+    deepest, todo = 0, [(doc, 1)]
+    while todo:
+        node, depth = todo.pop()
+        if isinstance(node, (dict, list)):
+            if depth > limit:
+                return -1
+            deepest = max(deepest, depth)
+            todo.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
+def loads_json(data: bytes, what: str, name: object, error: type[ProfilingError] = ProfilingError,
+               depth: int = MAX_JSON_DEPTH) -> Any:
+    """Parse ``data`` (the text of ``what`` ``name``); not JSON or nested deeper than ``depth``
+    is one ``error`` line."""
+    if check_depth(data, depth) < 0:
+        raise error(f"{what} {escape(os.fspath(name) if isinstance(name, os.PathLike) else name)!r}: "
+                    f"JSON nested deeper than {depth} levels; refused")
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise error(f"{what} {escape(os.fspath(path))!r} is not JSON: {exc}") from None
+        raise error(f"{what} {escape(os.fspath(name) if isinstance(name, os.PathLike) else name)!r} "
+                    f"is not JSON: {exc}") from None

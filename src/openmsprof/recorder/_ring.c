@@ -1,6 +1,7 @@
 /* openmsprof native recorder core: per-thread ring buffers of fixed 32-byte records.
  *
- * Producers (mark/push/pop/range_start/range_end) are C functions called with the GIL held:
+ * Producers (mark/push/pop/range_start/range_end, and api/step_range for the host's API spans
+ * and framework steps) are C functions called with the GIL held:
  * each writes one record into its own thread's single-producer/single-consumer ring and
  * publishes it with a release store; no lock, no Python object per event.  A full ring drops
  * the record and counts it per thread and kind; a producer never blocks.
@@ -27,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NKINDS 6          /* kinds 1..5 are markers; index 0 unused */
+#define NKINDS 16         /* record kinds 1..12 (markers 1..5, api 6, step range 12); 0 unused */
 #define HEADER_SIZE 16
 #define SLICE_BYTES (64u * 1024u * 1024u)
 #define MIN_RING 2048u   /* records */
@@ -72,7 +73,8 @@ static uint64_t cfg_string_cache = 65536;
 static PyObject *thread_name_fn = NULL;
 static pthread_cond_t fl_cond;
 
-static _Atomic int enabled = 0;
+static _Atomic int enabled = 0;     /* markers (msproftx) */
+static _Atomic int collecting = 0;  /* api and step ranges: a session runs and has not halted */
 static _Atomic uint64_t budget_used = 0;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static ring_t *rings = NULL;
@@ -112,6 +114,7 @@ static void on_thread_exit(void *p) { atomic_store_explicit(&((ring_t *)p)->dead
 static void after_fork_child(void) {
     /* the flusher does not exist in a child: record nothing there */
     atomic_store(&enabled, 0);
+    atomic_store(&collecting, 0);
     flusher_running = 0;
 }
 
@@ -201,7 +204,7 @@ static ring_t *new_ring(void) {
     return r;
 }
 
-static inline void put_rec(ring_t *r, int kind, int64_t t0, int64_t t1, uint32_t a, uint32_t b) {
+static inline void put_rec(ring_t *r, int kind, int aux, int64_t t0, int64_t t1, uint32_t a, uint32_t b) {
     uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
     uint64_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
     if (h - t >= r->cap) {
@@ -211,7 +214,7 @@ static inline void put_rec(ring_t *r, int kind, int64_t t0, int64_t t1, uint32_t
         return;
     }
     rec_t *rec = &r->data[h & r->mask];
-    rec->kind = (uint8_t)kind; rec->flags = 0; rec->aux = 0; rec->tid = r->tid;
+    rec->kind = (uint8_t)kind; rec->flags = 0; rec->aux = (uint16_t)aux; rec->tid = r->tid;
     rec->t0 = t0; rec->t1 = t1; rec->a = a; rec->b = b;
     atomic_store_explicit(&r->head, h + 1, memory_order_release);
     /* half full: wake the flusher now (once per half ring; a cheap no-op without waiters) */
@@ -229,7 +232,7 @@ static ring_t *my_ring(void) {
             int64_t id = 0;
             if (name != NULL) { id = intern(name); Py_DECREF(name); } else PyErr_Clear();
             r->thread_written = 1;
-            put_rec(r, 11, 0, 0, id > 0 ? (uint32_t)id : 0, 0);
+            put_rec(r, 11, 0, 0, 0, id > 0 ? (uint32_t)id : 0, 0);
         }
     }
     return r;
@@ -246,7 +249,7 @@ static void emit(int kind, int64_t ts, int64_t t1, PyObject *msg, PyObject *doma
     if (r->data == NULL) { drop(r, kind); return; }
     int64_t a = msg ? intern(msg) : 0, b = domain ? intern(domain) : 0;
     if (a < 0 || b < 0) { drop(r, kind); return; }
-    put_rec(r, kind, ts, t1, (uint32_t)a, (uint32_t)b);
+    put_rec(r, kind, 0, ts, t1, (uint32_t)a, (uint32_t)b);
 }
 
 /* ---- producers (METH_FASTCALL) ------------------------------------------------------------ */
@@ -317,6 +320,45 @@ static PyObject *py_range_end(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* int64 of args[i] or 0 (a bad argument is a dropped record, never an exception) */
+static int int_arg(PyObject *o, long long *out) {
+    if (!PyLong_Check(o)) return -1;
+    *out = PyLong_AsLongLong(o);
+    if (*out == -1 && PyErr_Occurred()) { PyErr_Clear(); return -1; }
+    return 0;
+}
+
+/* api(name, level_code, t0, t1, connection_id): an API span of the calling thread (kind 6) */
+static PyObject *py_api(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (!atomic_load_explicit(&collecting, memory_order_relaxed)) Py_RETURN_NONE;
+    ring_t *r = my_ring();
+    if (r == NULL) Py_RETURN_NONE;
+    long long level, t0, t1, conn;
+    if (n != 5 || r->data == NULL || int_arg(args[1], &level) || int_arg(args[2], &t0) ||
+        int_arg(args[3], &t1) || int_arg(args[4], &conn) || level < 0 || level > 0xFFFF) {
+        drop(r, 6);
+        Py_RETURN_NONE;
+    }
+    int64_t a = intern(args[0]);
+    if (a < 0) { drop(r, 6); Py_RETURN_NONE; }
+    put_rec(r, 6, (int)level, t0, t1, (uint32_t)a, (uint32_t)(conn & 0xFFFFFFFF));
+    Py_RETURN_NONE;
+}
+
+/* step_range(t0, t1, step_number): a whole framework step (kind 12) */
+static PyObject *py_step_range(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (!atomic_load_explicit(&collecting, memory_order_relaxed)) Py_RETURN_NONE;
+    ring_t *r = my_ring();
+    if (r == NULL) Py_RETURN_NONE;
+    long long t0, t1, step;
+    if (n != 3 || r->data == NULL || int_arg(args[0], &t0) || int_arg(args[1], &t1) || int_arg(args[2], &step)) {
+        drop(r, 12);
+        Py_RETURN_NONE;
+    }
+    put_rec(r, 12, 0, t0, t1, (uint32_t)(step & 0xFFFFFFFF), 0);
+    Py_RETURN_NONE;
+}
+
 /* ---- flusher ------------------------------------------------------------------------------ */
 static int write_full(int fd, struct iovec *iov, int cnt) {
     while (cnt > 0) {
@@ -335,6 +377,7 @@ static void halt(int code, int err) {
     int zero = 0;
     if (atomic_compare_exchange_strong(&halt_code, &zero, code)) atomic_store(&halt_errno, err);
     atomic_store(&enabled, 0);
+    atomic_store(&collecting, 0);
 }
 
 static void slice_close(slice_t *s) {
@@ -441,7 +484,7 @@ static uint64_t drain_once(int final) {
                 /* collection halted: what was buffered is lost, counted per kind */
                 for (uint64_t j = t; j != h; j++) {
                     int k = r->data[j & r->mask].kind;
-                    atomic_fetch_add(&r->lost[k < NKINDS ? k : 0], 1);
+                    if (k != 11) atomic_fetch_add(&r->lost[k < NKINDS ? k : 0], 1); /* 11: thread name */
                 }
             }
             atomic_store_explicit(&r->tail, h, memory_order_release);
@@ -550,6 +593,7 @@ static PyObject *py_start(PyObject *self, PyObject *args, PyObject *kw) {
         return NULL;
     }
     flusher_running = 1;
+    atomic_store(&collecting, 1);
     Py_RETURN_NONE;
 }
 
@@ -586,6 +630,7 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) { return stats_dict(
 
 static PyObject *py_stop(PyObject *self, PyObject *unused) {
     atomic_store(&enabled, 0);
+    atomic_store(&collecting, 0);
     if (!flusher_running) return stats_dict();
     Py_BEGIN_ALLOW_THREADS
     pthread_mutex_lock(&fl_lock);
@@ -616,6 +661,10 @@ static PyMethodDef methods[] = {
     {"range_start", (PyCFunction)(void (*)(void))py_range_start, METH_FASTCALL | METH_KEYWORDS,
      "Open a range that may end on another thread; returns its id (0 when off)."},
     {"range_end", py_range_end, METH_O, "Close a range opened by range_start."},
+    {"api", (PyCFunction)(void (*)(void))py_api, METH_FASTCALL,
+     "api(name, level_code, t0, t1, connection_id): an API span of the calling thread."},
+    {"step_range", (PyCFunction)(void (*)(void))py_step_range, METH_FASTCALL,
+     "step_range(t0, t1, step_number): a whole framework step."},
     {"configure", (PyCFunction)(void (*)(void))py_configure, METH_VARARGS | METH_KEYWORDS, "Set ring size and ceiling."},
     {"start", (PyCFunction)(void (*)(void))py_start, METH_VARARGS | METH_KEYWORDS, "Start the flusher."},
     {"set_enabled", py_set_enabled, METH_O, "Turn the producers on or off."},

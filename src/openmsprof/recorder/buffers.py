@@ -1,54 +1,79 @@
-"""Per-thread record buffers: the hot path appends a tuple to its own thread's list, no lock.
+"""Per-thread record buffers of the pure-Python recorder, inside one session memory budget.
 
-Producers do::
+Each thread owns two lists, appended to with no lock (``list.append`` is atomic under the GIL):
 
-    try:
-        TLS.append(record)          # TLS.append is the bound append of the thread's list
-    except AttributeError:
-        append_slow(record)
+- ``marks``: the marker hot path (:mod:`~openmsprof.recorder.pymarkers`) appends two ints per
+  record, ``perf_counter_ns()`` then a code (``kind | a << 8 | b << 40``: kind, message and
+  domain string ids), so the flusher converts a whole run with one ``np.fromiter`` and no
+  per-record Python work.  It takes an even prefix: a record half-appended stays for next time.
+- ``items``: tuples of the other kinds (first item = :class:`~openmsprof.recorder.records.Kind`)::
 
-and the flusher drains each list with ``chunk = items[:n]; del items[:n]`` — two single
-bytecode operations that are atomic under the GIL, so a concurrent append is never lost.
-
-Hot-path tuples (first item = :class:`~openmsprof.recorder.records.Kind` value)::
-
-    (MARK, ts, message, domain)
-    (PUSH, ts, message, domain)
-    (POP, ts, None, None)
-    (RANGE_START, ts, message, domain, range_id)
-    (RANGE_END, ts, range_id)
+    (RANGE_START, ts, message, domain, range_id)    (RANGE_END, ts, range_id)
     (API, t0, t1, name, ApiLevel, connection_id)
     (TASK, device_id, stream, t0, t1, name, task_id, model_id, op_type, in_shapes,
            in_dtypes, out_shapes, out_dtypes, connection_id, Executor)
-    (STEP, ts, step_index, model_id, StepTag, device_id)
-    (STEP_RANGE, t0, t1, step_number)
+    (STEP, ts, step_index, model_id, StepTag, device_id)    (STEP_RANGE, t0, t1, step_number)
     (COUNTER, ts, Series, sub_index, value, device_id)
     (TASK_BATCH, device_id, model_id, node strings, node executors, int64 array (6, n))
 
-Marker tuples (kinds 1-3) all have four items so the flusher can encode them column-wise.
-Strings are interned by the flusher, off the hot path.
+The flusher drains with ``chunk = lst[:n]; del lst[:n]`` (each atomic under the GIL).
+
+Memory: a thread's lists are allotted from :data:`MEMORY_BYTES` when it first uses them (marks:
+:data:`MARK_CAP` records; items: :data:`LIST_CAP` tuples, halved down to 256 when the budget is
+short).  A thread that finds the budget spent gets :data:`FULL` (a shared list that is always
+"full") and every record it makes is dropped and counted, per thread and kind, until a finished
+thread gives its allotment back.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable
 from typing import Any
+
+__all__ = ["FULL", "LIST_CAP", "MARK_CAP", "TLS", "WAKE", "ThreadBuffer", "allot_marks", "append",
+           "configure", "drop_rows", "length", "memory_bytes", "register_current_thread", "snapshot"]
 
 TLS = threading.local()
 #: Set by a producer whose list is full: the flusher wakes now instead of at its interval.
 WAKE = threading.Event()
+#: The session flusher's ``try_drain`` while a session runs: a producer whose marker list is
+#: full drains on its own thread (when no drain is under way) instead of dropping.
+HELPER: Callable[[], bool] | None = None
 #: Tag of a batch of tasks (``emit.record_tasks``); an in-memory tag, not a record kind.
 TASK_BATCH = 100
 
+#: Bytes one buffered marker costs (two list slots and the timestamp's int) and one tuple of
+#: another kind (the tuple, its ints, its list slot); what the budget charges per record.
+MARK_BYTES = 48
+ITEM_BYTES = 160
+#: Records per thread (set by :func:`configure` from ``core``).
+MARK_CAP = 1 << 14
+LIST_CAP = 1 << 14
+MEMORY_BYTES = 64 << 20
+#: The list of a thread over budget: always at least ``2 * MARK_CAP`` long, never appended to.
+FULL: list[Any] = [None] * (2 * MARK_CAP)
+
+
+def configure(mark_cap: int, list_cap: int, memory_bytes: int) -> None:
+    global MARK_CAP, LIST_CAP, MEMORY_BYTES, FULL
+    MARK_CAP, LIST_CAP, MEMORY_BYTES = mark_cap, list_cap, memory_bytes
+    FULL = [None] * (2 * mark_cap)
+
 
 class ThreadBuffer:
-    __slots__ = ("drops", "items", "name", "thread", "tid")
+    __slots__ = ("cap", "drops", "item_bytes", "items", "lock", "mark_bytes", "marks", "name", "thread", "tid")
 
     def __init__(self) -> None:
         t = threading.current_thread()
         self.items: list[tuple[Any, ...]] = []
-        #: records dropped by this thread (list full), by record kind (index = kind)
+        self.marks: list[int] = FULL
+        self.cap = 0
+        self.mark_bytes = self.item_bytes = 0
+        #: held by whoever takes from ``marks`` (the flusher thread or the producer itself)
+        self.lock = threading.Lock()
+        #: records dropped by this thread (list full or over budget), by record kind
         self.drops = [0] * 16
         self.thread = t
         self.tid = threading.get_native_id()
@@ -57,50 +82,82 @@ class ThreadBuffer:
 
 _registry: list[ThreadBuffer] = []
 _registry_lock = threading.Lock()
+_used = 0  # bytes allotted to live threads (under _registry_lock)
 _connection_ids = itertools.count(1)
 _range_ids = itertools.count(1)
 
 
-def register_current_thread() -> list[tuple[Any, ...]]:
-    """Create and register the calling thread's buffer; return its list."""
+def _allot_marks() -> list[int]:
+    """The calling thread's marker list, allotted from the budget if it has none yet
+    (:data:`FULL` while the budget is spent: a finished thread may give memory back later)."""
+    global _used
+    buf = TLS.buf
+    if buf.marks is FULL and _used + MARK_CAP * MARK_BYTES <= MEMORY_BYTES:
+        with _registry_lock:
+            if _used + MARK_CAP * MARK_BYTES <= MEMORY_BYTES:
+                buf.mark_bytes = MARK_CAP * MARK_BYTES
+                _used += buf.mark_bytes
+                buf.marks = TLS.marks = []
+    return buf.marks
+
+
+def _allot_items(buf: ThreadBuffer) -> None:
+    """Give ``buf`` a tuple list of LIST_CAP, or half that down to 256, as the budget allows."""
+    global _used
+    with _registry_lock:
+        cap = LIST_CAP
+        while cap >= 256 and _used + cap * ITEM_BYTES > MEMORY_BYTES:
+            cap //= 2
+        if cap >= 256:
+            buf.cap, buf.item_bytes = cap, cap * ITEM_BYTES
+            _used += buf.item_bytes
+
+
+def register_current_thread() -> ThreadBuffer:
+    """Create and register the calling thread's buffer (memory is allotted on first use)."""
     buf = ThreadBuffer()
     with _registry_lock:
         _registry.append(buf)
+    TLS.buf = buf
     TLS.items = buf.items
+    TLS.marks = buf.marks
     TLS.drops = buf.drops
-    TLS.append = buf.items.append  # one attribute lookup less on the hot path
-    return buf.items
+    return buf
 
 
-def append_slow(record: tuple[Any, ...]) -> None:
-    """First append of a thread (its buffer does not exist yet)."""
-    register_current_thread().append(record)
-
-
-#: Most records one thread's list holds before the flusher takes them (the session's memory
-#: ceiling); set from ``core.PY_LIST_RECORDS`` by the markers module.
-LIST_CAP = 1 << 14
+def allot_marks() -> list[int]:
+    """The calling thread's marker list (registering the thread and allotting memory first)."""
+    try:
+        TLS.buf  # noqa: B018 - registered?
+    except AttributeError:
+        register_current_thread()
+    return _allot_marks()
 
 
 def append(record: tuple[Any, ...]) -> None:
-    """Append for callers that are not on the hottest path (API spans, tasks, steps, counters):
-    a full list drops the record, counts it for the thread and kind and wakes the flusher."""
+    """Append a tuple of a kind other than the markers: a full list (or a thread over the
+    budget) drops the record, counts it for the thread and kind and wakes the flusher."""
     try:
-        items = TLS.items
+        buf = TLS.buf
     except AttributeError:
-        append_slow(record)
+        buf = register_current_thread()
+    if len(buf.items) < buf.cap:
+        buf.items.append(record)
         return
-    if len(items) < LIST_CAP:
-        items.append(record)
-    else:
-        TLS.drops[min(record[0], len(TLS.drops) - 1)] += 1
+    if buf.cap == 0:
+        _allot_items(buf)
+        if buf.cap:
+            buf.items.append(record)
+            return
+    buf.drops[min(record[0], len(buf.drops) - 1)] += 1
+    if buf.cap:
         WAKE.set()
 
 
 def length() -> int:
     """Records the calling thread has buffered and the flusher not yet taken."""
     try:
-        return len(TLS.items)
+        return len(TLS.items) + (len(TLS.marks) // 2 if TLS.marks is not FULL else 0)
     except AttributeError:
         return 0
 
@@ -114,18 +171,25 @@ _dead_drops: dict[tuple[int, int], int] = {}
 
 
 def drop_dead_empty() -> None:
-    """Forget buffers of finished threads once drained (bounded registry); their drop counts
-    are kept."""
+    """Forget buffers of finished threads once drained (bounded registry, their memory back to
+    the budget); their drop counts are kept."""
+    global _used
     with _registry_lock:
         keep = []
         for b in _registry:
-            if b.items or b.thread.is_alive():
+            if b.items or (b.marks is not FULL and b.marks) or b.thread.is_alive():
                 keep.append(b)
                 continue
+            _used -= b.mark_bytes + b.item_bytes
             for kind, n in enumerate(b.drops):
                 if n:
                     _dead_drops[(b.tid, kind)] = _dead_drops.get((b.tid, kind), 0) + n
         _registry[:] = keep
+
+
+def memory_bytes() -> int:
+    """Bytes allotted to thread buffers now."""
+    return _used
 
 
 def drop_rows() -> list[tuple[int, int, int]]:
@@ -143,6 +207,8 @@ def clear_all() -> None:
     """Discard anything left from a previous session (records that raced its stop)."""
     for b in snapshot():
         del b.items[:]
+        if b.marks is not FULL:
+            del b.marks[:]
         b.drops[:] = [0] * len(b.drops)
     with _registry_lock:
         _dead_drops.clear()

@@ -7,8 +7,9 @@ points from here; the session starts and stops the core and writes what it count
 - native: producers write 32-byte records into per-thread rings (``_ring.c``); a native flusher
   thread moves them to ``host/data/Mstx.records.host.slice_*`` with no GIL; a full ring drops
   and counts per thread and kind.
-- python: producers append tuples to per-thread lists (:mod:`~openmsprof.recorder.buffers`); a
-  list at its cap drops and counts per thread and kind the same way.
+- python: producers append (timestamp, code) ints to per-thread lists
+  (:mod:`~openmsprof.recorder.pymarkers`, :mod:`~openmsprof.recorder.buffers`); a list at its
+  cap, or a thread over the session budget, drops and counts per thread and kind the same way.
 
 Both keep session memory under :data:`MEMORY_BYTES` (``OPENMSPROF_RECORDER_MB``, default 64).
 """
@@ -42,11 +43,11 @@ MEMORY_BYTES = _env_int("OPENMSPROF_RECORDER_MB", 64, 8, 4096) * 1024 * 1024
 #: Records per thread ring (native; a power of two, 4 MB by default) and per thread list
 #: (python).  ``OPENMSPROF_RING_RECORDS`` changes it (tests force drops with small rings).
 RING_RECORDS = _env_int("OPENMSPROF_RING_RECORDS", 1 << 17, 2048, 1 << 24)
-#: The pure-Python lists hold an eighth of that: a tuple costs ~4x a native record, and a short
-#: backlog keeps the newest record on disk young when the GIL-bound flusher falls behind.
+#: The pure-Python lists hold a quarter of that per thread for markers (two ints, ~48 bytes a
+#: record) and an eighth for other kinds (a tuple, ~160 bytes): a short backlog keeps the newest record on disk young when the
+#: GIL-bound flusher falls behind.  All threads together stay inside MEMORY_BYTES.
 PY_LIST_RECORDS = max(RING_RECORDS // 8, 2048)
-# the same cap for every other record kind the Python path buffers (api, tasks, steps, counters)
-buffers.LIST_CAP = PY_LIST_RECORDS
+buffers.configure(max(RING_RECORDS // 4, 2048), PY_LIST_RECORDS, MEMORY_BYTES)
 
 ring: ModuleType | None
 try:

@@ -1,43 +1,41 @@
 """The background flusher: drains per-thread buffers into fixed-size raw records.
 
-Runs in its own daemon thread and wakes at least every ``interval`` seconds (0.2 s by default,
-so a SIGKILL loses well under a second).  Each cycle interns new strings, encodes records with
-``struct`` and appends them per source; string entries are written before the records that use
-them.  Any error stops collection with a warning; the application is never disturbed.
+Runs in its own daemon thread and wakes at least every ``interval`` seconds (0.2 s by default),
+sooner when a thread's list would fill at its last rate; a producer whose marker list is full
+drains it itself (:meth:`Flusher.try_drain`).  Records are encoded by
+:class:`~openmsprof.recorder.encode.Encoder`; string entries are written before the records
+that use them.  Any error stops collection with a warning; the application is never disturbed.
 """
 
 from __future__ import annotations
 
 import logging
-import operator
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from openmsprof.recorder import buffers, fs, threads
-from openmsprof.recorder.rawfile import GENERIC_DTYPE, TASKINFO_DTYPE, SliceWriter, StringTable
+from openmsprof.recorder.encode import Encoder
+from openmsprof.recorder.rawfile import SliceWriter, StringTable
 from openmsprof.recorder.records import (
-    API_LEVEL_CODES,
-    COUNTER,
     GENERIC,
     RECORDS_MAGIC,
-    TASKINFO,
     Kind,
 )
 
 log = logging.getLogger("openmsprof")
 
-_API_CODE = {lvl: i for i, lvl in enumerate(API_LEVEL_CODES)}
 _MASK32 = 0xFFFFFFFF
 #: Records encoded per write: bounds the work between two writes of one busy thread.
 CHUNK = 1 << 15
-_KIND, _TS, _MSG, _DOMAIN = (operator.itemgetter(i) for i in range(4))
-_MARKER_KINDS = frozenset((1, 2, 3))
+#: Encoded marker chunks (<= CHUNK records each) waiting for the writer: a producer that finds
+#: this many queued drops instead of taking its list (memory stays bounded if writes stall).
+QUEUE_CHUNKS = 4
 
 
 class DataDir:
@@ -57,6 +55,14 @@ class DataDir:
         if buf is None:
             buf = self.pending[source] = bytearray()
         return buf
+
+    def write_records(self, source: str, data: bytes) -> int:
+        """Write ``data`` (whole records) to ``source`` now; the caller flushed the strings."""
+        ch = self.channels.get(source)
+        if ch is None:
+            ch = self.channels[source] = SliceWriter(self.path, source, "records", self.dev,
+                                                     RECORDS_MAGIC, dir_fd=self.dir_fd)
+        return ch.write(data)
 
     def flush(self) -> int:
         written = self.strings.flush()
@@ -82,7 +88,7 @@ class DataDir:
                 self.dir_fd = -1
 
 
-class Flusher:
+class Flusher(Encoder):
     """Owns the encoding and the writer thread of one session."""
 
     def __init__(self, host: DataDir, device_dir: Callable[[int], DataDir], interval: float = 0.2,
@@ -103,7 +109,13 @@ class Flusher:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # one drain at a time (flusher vs. final drain)
         self._known_threads: set[int] = set()
+        self._closed = False
+        #: (tid, thread name, encoded records, count) taken from marker lists, not yet written
+        self._queue: deque[tuple[int, str, bytes, int]] = deque()
         self.cycle_seconds = 0.0
+        self._most = 0  # most records one thread had buffered at the last drain
+        #: marker codes of an impossible kind (dropped)
+        self.bad_markers = 0
 
     # -- thread control -----------------------------------------------------------------
     def start(self) -> None:
@@ -115,17 +127,21 @@ class Flusher:
         buffers.WAKE.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
-        self.drain()
+        with self._lock:
+            self._drain(wait=True)
+            self._closed = True  # the session closes the files next: producers stop helping
 
     def _run(self) -> None:
         threads.background_policy()  # its wakes do not preempt the application's threads
         wait = self.interval
+        last = time.monotonic()
         while True:
             buffers.WAKE.wait(wait)  # a producer with a full list wakes us early
             buffers.WAKE.clear()
             if self._stop.is_set():
                 return
-            n = self.drain()
+            with self._lock:
+                n = self._drain()
             if self.error is not None:
                 return
             if self.on_cycle is not None:
@@ -133,150 +149,135 @@ class Flusher:
                     self.on_cycle()
                 except Exception as exc:  # pragma: no cover - defensive
                     log.warning("openmsprof: flusher hook failed: %s", exc)
-            # A big backlog means a producer outpaces one cycle a interval: go again at once.
-            wait = 0.0 if n >= CHUNK else self.interval
+            # Come back before the busiest thread's list can fill at its last rate (a full list
+            # drops records; producers only wake us when it is full already).
+            now = time.monotonic()
+            rate = self._most / max(now - last, 1e-3)
+            last = now
+            wait = 0.0 if n >= CHUNK else min(self.interval, max(0.002, 0.4 * buffers.MARK_CAP / max(rate, 1.0)))
 
     # -- one cycle ------------------------------------------------------------------------
-    def drain(self) -> int:
-        """Move everything buffered so far to disk; returns the number of records."""
-        if self.error is not None:
-            return 0
-        with self._lock:
-            t0 = time.perf_counter()
-            c0 = time.thread_time_ns()
-            n = 0
-            written = 0
-            dirs: list[DataDir] = [self.host]
+    def try_drain(self) -> bool:
+        """A producer whose marker list is full takes it on its own thread (it holds the GIL
+        the flusher thread would wait for) and writes it when no write is under way (else the
+        writer under way or the next cycle does).  Returns False when it could not (the queue of
+        taken records is full, or the flusher thread is taking this list): the caller drops."""
+        buf = buffers.TLS.buf
+        if self._closed or self.error is not None or len(self._queue) >= QUEUE_CHUNKS or not buf.lock.acquire(blocking=False):
+            return False
+        c0 = time.thread_time_ns()
+        try:
+            self._take_marks(buf)
+        finally:
+            buf.lock.release()
+        if self._lock.acquire(blocking=False):
             try:
-                for buf in buffers.snapshot():
-                    items = buf.items
-                    count = len(items)
-                    if not count:
-                        continue
-                    if buf.tid not in self._known_threads:
-                        self._known_threads.add(buf.tid)
-                        h = self.host
-                        h.out("Thread").extend(GENERIC.pack(Kind.THREAD, 0, 0, buf.tid & _MASK32, 0, 0,
-                                                            h.strings.intern(buf.name), 0))
-                    while count:
-                        take = min(count, CHUNK)
-                        chunk = items[:take]
-                        del items[:take]
-                        count -= take
-                        n += self._encode(chunk, buf.tid, dirs)
-                        # write each piece at once: under 4 busy threads the GIL makes a
-                        # cycle long, and a kill must not lose what was already encoded
-                        for d in dirs:
-                            written += d.flush()
-                for d in dirs:
-                    written += d.flush()
-                buffers.drop_dead_empty()
-            except BaseException as exc:  # never let profiling kill the application
+                if not self._closed:
+                    self._write(self._write_queue())
+            except Exception as exc:  # never let profiling kill the application
                 self.error = exc
                 log.warning("openmsprof: collection stopped: %s", exc)
-                return n
-            self.records += n
-            self.cycle_seconds += time.perf_counter() - t0
-            self.cpu_ns += time.thread_time_ns() - c0
-            if written and self.on_written is not None:
-                self.on_written(written)
+            finally:
+                self._lock.release()
+        self.cpu_ns += time.thread_time_ns() - c0  # approximate under races; a cost figure
+        return True
+
+    def _take_marks(self, buf: buffers.ThreadBuffer) -> int:
+        """Move ``buf``'s marker pairs (an even prefix) into the write queue, encoded (the
+        caller holds ``buf.lock``).  Returns the number of records."""
+        marks = buf.marks
+        pairs = len(marks) & ~1 if marks is not buffers.FULL else 0
+        done = 0
+        while pairs:
+            take = min(pairs, 2 * CHUNK)
+            flat = np.fromiter(marks, dtype=np.int64, count=take)
+            del marks[:take]
+            pairs -= take
+            data, n = self._encode_marks(flat, buf.tid)
+            self._queue.append((buf.tid, buf.name, data, n))
+            done += n
+        return done
+
+    def _write_queue(self) -> int:
+        """Write the queued marker records (under ``_lock``): the string entries they use
+        first.  Returns the bytes written."""
+        host, q = self.host, self._queue
+        if not q:
+            return 0
+        for tid, name, _data, _k in list(q):
+            if tid not in self._known_threads:
+                self._known_threads.add(tid)
+                host.out("Thread").extend(GENERIC.pack(Kind.THREAD, 0, 0, tid & _MASK32, 0, 0,
+                                                       host.strings.intern(name), 0))
+        written = host.flush()  # the string entries (and thread names) first
+        while q:  # then each chunk as it is: no copy into one buffer
+            _tid, _name, data, k = q.popleft()
+            written += host.write_records(self.mstx_source, data)
+            self.records += k
+        return written
+
+    def _write(self, written: int) -> None:
+        if written and self.on_written is not None:
+            self.on_written(written)
+
+    def drain(self) -> int:
+        """Move everything buffered so far to disk; returns the number of records."""
+        with self._lock:
+            return self._drain(wait=True)
+
+    def _drain(self, wait: bool = False) -> int:
+        """One cycle (under ``_lock``).  A marker list its producer is taking right now is
+        skipped unless ``wait`` (the producer writes it, or the next cycle does)."""
+        if self.error is not None:
+            return 0
+        t0 = time.perf_counter()
+        c0 = time.thread_time_ns()
+        n = most = pairs_total = 0
+        written = 0
+        dirs: list[DataDir] = [self.host]
+        try:
+            for buf in buffers.snapshot():
+                items, marks = buf.items, buf.marks
+                count = len(items)
+                pairs = len(marks) & ~1 if marks is not buffers.FULL else 0
+                if not (count or pairs):
+                    continue
+                most = max(most, count, pairs // 2)
+                pairs_total += pairs // 2
+                if count and buf.tid not in self._known_threads:
+                    self._known_threads.add(buf.tid)
+                    h = self.host
+                    h.out("Thread").extend(GENERIC.pack(Kind.THREAD, 0, 0, buf.tid & _MASK32, 0, 0,
+                                                        h.strings.intern(buf.name), 0))
+                if pairs and buf.lock.acquire(blocking=wait):  # else its producer takes it
+                    try:
+                        self._take_marks(buf)
+                    finally:
+                        buf.lock.release()
+                    if len(self._queue) >= QUEUE_CHUNKS // 2:
+                        written += self._write_queue()
+                while count:
+                    take = min(count, CHUNK)
+                    chunk = items[:take]
+                    del items[:take]
+                    count -= take
+                    self._encode_each(chunk, buf.tid, dirs, buf.drops)
+                    n += take
+                    # write each piece at once: tuples encode slowly, and a kill must
+                    # not lose what was already encoded
+                    for d in dirs:
+                        written += d.flush()
+            written += self._write_queue()
+            for d in dirs:
+                written += d.flush()
+            buffers.drop_dead_empty()
+        except BaseException as exc:  # never let profiling kill the application
+            self.error = exc
+            log.warning("openmsprof: collection stopped: %s", exc)
             return n
-
-    def _encode(self, chunk: list[tuple[Any, ...]], tid: int, dirs: list[DataDir]) -> int:
-        kinds = np.fromiter(map(_KIND, chunk), dtype=np.uint8, count=len(chunk))
-        if len(kinds) and int(kinds.max()) <= 3 and int(kinds.min()) >= 1:  # markers only
-            self._encode_markers(chunk, kinds, tid)
-            return len(chunk)
-        markers = [r for r in chunk if r[0] in _MARKER_KINDS]
-        if markers:
-            self._encode_markers(markers, np.fromiter(map(_KIND, markers), dtype=np.uint8,
-                                                      count=len(markers)), tid)
-            chunk = [r for r in chunk if r[0] not in _MARKER_KINDS]
-        self._encode_each(chunk, tid, dirs)
-        return len(chunk) + len(markers)
-
-    def _encode_markers(self, chunk: list[tuple[Any, ...]], kinds: np.ndarray, tid: int) -> None:
-        """Column-wise encoding of MARK/PUSH/POP tuples (the high-rate kinds): about 150 ns a
-        record, faster than the hot path produces them, so the flusher never falls behind."""
-        n = len(chunk)
-        ids = self.host.strings.ids.__getitem__
-        arr = np.zeros(n, dtype=GENERIC_DTYPE)
-        arr["kind"] = kinds
-        arr["tid"] = tid & _MASK32
-        ts = np.fromiter(map(_TS, chunk), dtype=np.int64, count=n)
-        arr["t0"] = ts
-        arr["t1"] = ts
-        arr["a"] = np.fromiter(map(ids, map(_MSG, chunk)), dtype=np.uint32, count=n)
-        domains = list(map(_DOMAIN, chunk))
-        if domains.count(None) != n:  # the usual case (no domain) costs one C-level count
-            arr["b"] = np.fromiter(map(ids, domains), dtype=np.uint32, count=n)
-        self.host.out(self.mstx_source).extend(arr.tobytes())
-
-    def _encode_each(self, chunk: list[tuple[Any, ...]], tid: int, dirs: list[DataDir]) -> None:
-        host = self.host
-        hs = host.strings.intern
-        mstx = host.out(self.mstx_source)
-        api = host.out("Api")
-        pack = GENERIC.pack
-        tid &= _MASK32
-        for rec in chunk:
-            k = rec[0]
-            if k == 6:  # API
-                api += pack(6, 0, _API_CODE.get(rec[4], 0), tid, rec[1], rec[2], hs(rec[3]), rec[5] & _MASK32)
-            elif k == 4:  # RANGE_START
-                mstx += pack(4, 0, 0, tid, rec[1], rec[4], hs(rec[2]), hs(rec[3]))
-            elif k == 5:  # RANGE_END
-                mstx += pack(5, 0, 0, tid, rec[1], rec[2], 0, 0)
-            elif k == 7:  # TASK
-                d = self.device_dir(rec[1])
-                if d not in dirs:
-                    dirs.append(d)
-                ds = d.strings.intern
-                out = d.out("Task")
-                task_id = rec[6] & _MASK32
-                out += pack(7, 0, rec[7] & 0xFFFF, rec[2] & _MASK32, rec[3], rec[4], ds(rec[5]), task_id)
-                out += TASKINFO.pack(8, 0, int(rec[14]), task_id, ds(rec[8]), ds(rec[9]), ds(rec[10]),
-                                     ds(rec[11]), ds(rec[12]), rec[13] & _MASK32)
-            elif k == 9:  # STEP
-                d = host if rec[5] is None else self.device_dir(rec[5])
-                if d not in dirs:
-                    dirs.append(d)
-                d.out("Step").extend(pack(9, 0, int(rec[4]), tid, rec[1], rec[1], rec[2] & _MASK32, rec[3] & _MASK32))
-            elif k == 12:  # STEP_RANGE
-                host.out("Step").extend(pack(12, 0, 0, tid, rec[1], rec[2], rec[3] & _MASK32, 0))
-            elif k == buffers.TASK_BATCH:
-                self._encode_task_batch(rec, dirs)
-            elif k == 10:  # COUNTER
-                d = host if rec[5] is None else self.device_dir(rec[5])
-                if d not in dirs:
-                    dirs.append(d)
-                d.out("Counter").extend(COUNTER.pack(10, 0, 0, 0, rec[1], float(rec[4]), int(rec[2]), rec[3] & _MASK32))
-
-    def _encode_task_batch(self, rec: tuple[Any, ...], dirs: list[DataDir]) -> None:
-        """TASK + TASK_INFO record pairs of a task batch, column-wise."""
-        _, dev, model_id, strings, executors, cols = rec
-        d = self.device_dir(dev)
-        if d not in dirs:
-            dirs.append(d)
-        ds = d.strings.intern
-        sid = np.array([[ds(s) for s in node] for node in strings], dtype=np.uint32).reshape(-1, 6)
-        meta, stream, t0, t1, task_id, conn = cols
-        n = len(t0)
-        out = np.zeros(2 * n, dtype=GENERIC_DTYPE)
-        task = out[0::2]
-        task["kind"] = 7
-        task["aux"] = model_id & 0xFFFF
-        task["tid"] = stream & _MASK32
-        task["t0"] = t0
-        task["t1"] = t1
-        task["a"] = sid[meta, 0]
-        task["b"] = task_id & _MASK32
-        info = out[1::2].view(TASKINFO_DTYPE)
-        info["kind"] = 8
-        info["aux"] = np.asarray(executors, dtype=np.uint16)[meta]
-        info["task_id"] = task_id & _MASK32
-        for i, col in enumerate(("op_type", "in_shapes", "in_dtypes", "out_shapes", "out_dtypes"), 1):
-            info[col] = sid[meta, i]
-        info["connection_id"] = conn & _MASK32
-        d.out("Task").extend(out.tobytes())
-        self.records += n - 1  # counted as one item by the caller
+        self.records += n
+        self._most = most
+        self.cycle_seconds += time.perf_counter() - t0
+        self.cpu_ns += time.thread_time_ns() - c0
+        self._write(written)
+        return n + pairs_total

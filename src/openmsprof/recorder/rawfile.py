@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,8 @@ TASKINFO_DTYPE = np.dtype(
 assert GENERIC_DTYPE.itemsize == COUNTER_DTYPE.itemsize == TASKINFO_DTYPE.itemsize == RECORD_SIZE
 
 SLICE_BYTES = 64 * 1024 * 1024
+#: Strings a data directory's interning dict holds before it starts afresh (memory bound).
+ID_CACHE = 1 << 17
 _SLICE_RE = re.compile(r"^(?P<source>[A-Za-z0-9]+)\.(?P<kind>records|table)\.(?P<dev>[A-Za-z0-9]+)\.slice_(?P<n>\d+)$")
 
 
@@ -110,6 +113,17 @@ class _Ids(dict):  # type: ignore[type-arg]
         self.table = table
 
     def __missing__(self, key: object) -> int:
+        # producers intern marker strings on their own threads: one lock with flush()
+        with self.table.lock:
+            return self._add(key)
+
+    def _add(self, key: object) -> int:
+        sid = dict.get(self, key)
+        if sid is not None:  # another thread interned it meanwhile
+            return sid
+        if len(self) > ID_CACHE:  # bounded: old ids stay valid, a string seen again is re-added
+            dict.clear(self)
+            dict.__setitem__(self, None, 0)
         text = key if isinstance(key, str) else str(key)
         sid = self.get(text) if text is not key else None
         if sid is None:
@@ -133,12 +147,14 @@ class StringTable:
     def __init__(self, data_dir: Path, dev: str, dir_fd: int | None = None) -> None:
         self.next_id = 1
         self.pending = bytearray()
+        self.lock = threading.Lock()
         self.ids = _Ids(self)
         self.intern = self.ids.__getitem__
         self.writer = SliceWriter(data_dir, "Strings", "table", dev, STRINGS_MAGIC, dir_fd=dir_fd)
 
     def flush(self) -> int:
-        data, self.pending = self.pending, bytearray()
+        with self.lock:
+            data, self.pending = self.pending, bytearray()
         return self.writer.write(data)
 
     def close(self) -> None:

@@ -28,7 +28,7 @@ from openmsprof.config.errors import (
 )
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.paths import resolve_output
-from openmsprof.recorder import buffers, core, fs, jobdir, peaks, peaks_child
+from openmsprof.recorder import buffers, core, fs, jobdir, peaks, peaks_child, pymarkers
 from openmsprof.recorder.clock import ClockPair, read_pair
 from openmsprof.recorder.flusher import DataDir, Flusher
 
@@ -181,6 +181,8 @@ class Session:
     # -- lifecycle -------------------------------------------------------------------------
     def _begin(self) -> None:
         buffers.clear_all()
+        pymarkers.begin(self.host_dir.strings.ids)
+        buffers.HELPER = self.flusher.try_drain
         if self.backend == "native" and core.ring is not None:
             limit = self.config.storage_limit_mb
             fd = fs.open_dir_fd(self.job.host_data)
@@ -226,6 +228,8 @@ class Session:
                     off(self)
                 except Exception as exc:
                     self.note(f"a source failed to stop: {exc}", warn=True)
+        pymarkers.end()
+        buffers.HELPER = None
         self.flusher.stop()
         native = core.ring.stop() if self._native and core.ring is not None else None
         if native is not None:

@@ -1,5 +1,11 @@
 """Record producers for sources other than markers: API spans, tasks, steps, counters.
 
+API spans and step ranges (host records) go through the native core's rings when it runs, like
+the markers.  Tasks, step timestamps and counters stay on the bounded Python path: they go to
+``device_{id}/data`` directories with their own string tables (the native flusher writes the
+host's only), tasks come in column-wise batches already (``record_tasks``: no per-record work),
+and step timestamps and counters come at a few per step or per sampling interval.
+
 Every function is safe to call at any time: it records only while a session collects the kind
 in question (``api_on()``, ``task_on()``) and never raises into the caller.  Timestamps are
 monotonic ns from :data:`now_ns` (``time.perf_counter_ns``); convert framework epoch times
@@ -9,12 +15,20 @@ with :func:`epoch_to_mono`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from openmsprof.recorder import buffers, session
+from openmsprof.recorder import buffers, core, session
 from openmsprof.recorder.clock import now_ns
-from openmsprof.recorder.records import NO_MODEL, ApiLevel, Executor, Series, StepTag
+from openmsprof.recorder.records import (
+    API_LEVEL_CODES,
+    NO_MODEL,
+    ApiLevel,
+    Executor,
+    Series,
+    StepTag,
+)
 
 __all__ = [
     "ApiLevel", "Executor", "Series", "StepTag", "api_on", "epoch_to_mono", "new_connection_id",
@@ -25,18 +39,24 @@ __all__ = [
 _api_on = False
 _task_on = False
 _any_on = False
+_API_CODE = {lvl: i for i, lvl in enumerate(API_LEVEL_CODES)}
+#: The native core's producers while a native session runs (API spans and step ranges go to the
+#: host's rings as 32-byte records); None on the Python path.
+_native: Any = None
 
 
 def _on_start(s: session.Session) -> None:
-    global _api_on, _task_on, _any_on
+    global _api_on, _task_on, _any_on, _native
     _api_on = bool(s.config.acl_api or s.config.runtime_api)
     _task_on = s.config.task_time_on
     _any_on = True
+    _native = core.ring if s.backend == "native" and core.ring is not None else None
 
 
 def _on_stop(s: session.Session) -> None:
-    global _api_on, _task_on, _any_on
+    global _api_on, _task_on, _any_on, _native
     _api_on = _task_on = _any_on = False
+    _native = None
 
 
 session.add_listener(_on_start, _on_stop)
@@ -69,7 +89,10 @@ def epoch_to_mono(epoch_ns: int) -> int:
 def record_api(name: str, level: ApiLevel, t0: int, t1: int, connection_id: int = 0) -> None:
     """An API span on the calling thread."""
     if _api_on:
-        buffers.append((6, t0, t1, name, level, connection_id))
+        if _native is not None:
+            _native.api(name, _API_CODE.get(level, 0), t0, t1, connection_id)
+        else:
+            buffers.append((6, t0, t1, name, level, connection_id))
 
 
 def record_task(device_id: int, stream: int, name: str, t0: int, t1: int, task_id: int, *,
@@ -105,7 +128,10 @@ def record_step(ts: int, step_index: int, tag: StepTag, model_id: int = NO_MODEL
 def record_step_range(t0: int, t1: int, step_number: int) -> None:
     """A whole framework step (e.g. ``ProfilerStep#N``)."""
     if _any_on:
-        buffers.append((12, t0, t1, step_number))
+        if _native is not None:
+            _native.step_range(t0, t1, step_number)
+        else:
+            buffers.append((12, t0, t1, step_number))
 
 
 def record_counter(ts: int, series: Series, sub_index: int, value: float, device_id: int | None = None) -> None:

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
+from openmsprof.config.errors import ProfilingError
+from openmsprof.config.files import read_json
 from openmsprof.export.ascend_pt.framework import COMM_PREFIXES, Framework
 
 P2P_TYPES = ("send", "receive", "batchsendrecv")
@@ -88,9 +89,9 @@ def group_of(rank_dir: Path, rank: int | None) -> Group:
     path = rank_dir / "profiler_metadata.json"
     if path.is_file():
         try:
-            loaded = orjson.loads(path.read_bytes())
+            loaded = read_json(path, "profiler metadata")
             meta = loaded if isinstance(loaded, dict) else {}
-        except orjson.JSONDecodeError:
+        except ProfilingError:  # unreadable metadata: the default group
             meta = {}
     me = rank if rank is not None else 0
     groups = meta.get("parallel_group_info")

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
+from openmsprof.config.errors import RawDataError
+from openmsprof.config.files import read_json
 from openmsprof.export import classify, hostinfo, overhead
 from openmsprof.export.ascend_pt import cann, comm_db, communication
 from openmsprof.export.ascend_pt.framework import CORES, Framework
@@ -195,7 +197,9 @@ def write(out: Path, fw: Framework, ov: Overlap, info: dict[str, Any], rank: int
                 ("SCHEMA_VERSION_MICRO", "0"), ("EXECUTOR", fw.kernels.executor)]
         md = rank_dir / "profiler_metadata.json"
         if md.is_file():
-            meta += [(k, orjson.dumps(v).decode()) for k, v in orjson.loads(md.read_bytes()).items()]
+            doc = read_json(md, "profiler metadata", error=RawDataError)
+            if isinstance(doc, dict):
+                meta += [(k, orjson.dumps(v).decode()) for k, v in doc.items()]
         if extra is not None and extra.overhead:
             meta.append((overhead.KEY, orjson.dumps(extra.overhead).decode()))
         con.executemany("INSERT INTO META_DATA VALUES (?,?)", meta)

@@ -9,16 +9,21 @@ trace) falls back to one whole-document parse, as does a block that does not par
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
 from openmsprof.config.errors import RawDataError
+from openmsprof.config.files import MAX_JSON_DEPTH, check_depth, open_regular, read_regular
 
 BLOCK = 8 << 20
+#: Largest trace streamed block by block, and largest parsed whole (the fallback holds it all).
+MAX_TRACE_BYTES = 64 << 30
+MAX_WHOLE_BYTES = 2 << 30
 _SEP = b"\n  },\n  {"
 _END = b"\n  ]"
 _EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
@@ -43,8 +48,8 @@ class TraceReader:
     def split_point(self) -> int | None:
         """Offset of an event separator near the middle of the file (None: none found there);
         ``stop=p + 4`` and ``start=p + 5`` then read the two halves."""
-        half = self.path.stat().st_size // 2
-        with open(self.path, "rb") as f:
+        with self._open() as f:
+            half = os.fstat(f.fileno()).st_size // 2
             f.seek(half)
             i = f.read(self.block).find(_SEP)
         return None if i < 0 else half + i
@@ -61,8 +66,11 @@ class TraceReader:
 
     def whole(self) -> list[Any]:
         """The whole document parsed at once (the fallback)."""
+        data = read_regular(self.path, "trace", MAX_WHOLE_BYTES, RawDataError)
+        if check_depth(data) < 0:
+            raise RawDataError(f"{str(self.path)!r}: JSON nested deeper than {MAX_JSON_DEPTH} levels; refused")
         try:
-            doc = orjson.loads(self.path.read_bytes())
+            doc = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             raise RawDataError(f"{str(self.path)!r} is not valid JSON: {exc}") from None
         if isinstance(doc, dict):
@@ -73,8 +81,14 @@ class TraceReader:
             events = doc
         return events if isinstance(events, list) else []
 
+    def _open(self) -> IO[bytes]:
+        """The trace opened only if it is a regular file of at most MAX_TRACE_BYTES (a FIFO, a
+        device or a link is refused with one line)."""
+        fd, _size = open_regular(self.path, "trace", MAX_TRACE_BYTES, RawDataError)
+        return os.fdopen(fd, "rb")
+
     def _stream(self) -> Iterator[list[Any]]:
-        with open(self.path, "rb") as f:
+        with self._open() as f:
             stop = self.stop
 
             def read(n: int) -> bytes:

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
 from openmsprof.config.errors import RawDataError
+from openmsprof.config.files import escape, read_json
 from openmsprof.export import overhead
 from openmsprof.export.ascend_pt import (
     cann,
@@ -45,10 +45,10 @@ def read_info(rank_dir: Path) -> tuple[dict[str, Any], int | None]:
     for p in sorted(rank_dir.iterdir()):
         m = _INFO_RE.match(p.name)
         if m:
-            try:
-                return orjson.loads(p.read_bytes()), (int(m.group(1)) if m.group(1) else None)
-            except orjson.JSONDecodeError as exc:
-                raise RawDataError(f"{str(p)!r} is not valid JSON: {exc}") from None
+            doc = read_json(p, "profiler info", error=RawDataError)
+            if not isinstance(doc, dict):
+                raise RawDataError(f"profiler info {escape(p)!r} is not a JSON object")
+            return doc, (int(m.group(1)) if m.group(1) else None)
     raise RawDataError(f"{str(rank_dir)!r} has no profiler_info*.json (not an _ascend_pt dir?)")
 
 

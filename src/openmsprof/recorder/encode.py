@@ -1,0 +1,126 @@
+"""Encoding of the pure-Python recorder's buffers into 32-byte records (the flusher's half that
+turns Python values into bytes): marker pairs column-wise, other kinds tuple by tuple, task
+batches column-wise.  A tuple with an impossible value is dropped and counted, never raised."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from openmsprof.recorder import buffers
+from openmsprof.recorder.rawfile import GENERIC_DTYPE, TASKINFO_DTYPE
+from openmsprof.recorder.records import API_LEVEL_CODES, COUNTER, GENERIC, TASKINFO
+
+if TYPE_CHECKING:
+    from openmsprof.recorder.flusher import DataDir
+
+__all__ = ["Encoder"]
+
+_API_CODE = {lvl: i for i, lvl in enumerate(API_LEVEL_CODES)}
+_MASK32 = 0xFFFFFFFF
+
+
+class Encoder:
+    """Mixed into :class:`~openmsprof.recorder.flusher.Flusher`."""
+
+    host: DataDir
+    device_dir: Callable[[int], DataDir]
+    mstx_source: str
+    records: int
+    bad_markers: int
+
+    def _encode_marks(self, flat: np.ndarray, tid: int) -> tuple[bytes, int]:
+        """MARK/PUSH/POP records from a thread's ``marks`` (ts, code pairs; see
+        :mod:`~openmsprof.recorder.pymarkers`), column-wise: the 32-byte record is four int64
+        words (kind | tid << 32, t0, t1, a | b << 32).  A code of an impossible kind is dropped
+        and counted (it cannot happen unless memory is corrupt)."""
+        ts, code = flat[0::2], flat[1::2]
+        kind = code & 0xFF
+        ok = (kind >= 1) & (kind <= 3)
+        if not ok.all():
+            self.bad_markers += int(np.count_nonzero(~ok))
+            ts, code, kind = ts[ok], code[ok], kind[ok]
+        hi = (tid & _MASK32) << 32
+        out = np.empty((len(ts), 4), dtype="<i8")
+        out[:, 0] = kind | (hi - (1 << 64) if hi >= 1 << 63 else hi)
+        out[:, 1] = ts
+        out[:, 2] = ts
+        out[:, 3] = code >> 8
+        return out.tobytes(), len(ts)
+
+    def _encode_each(self, chunk: list[tuple[Any, ...]], tid: int, dirs: list[DataDir],
+                     drops: list[int]) -> None:
+        host = self.host
+        hs = host.strings.intern
+        mstx = host.out(self.mstx_source)
+        api = host.out("Api")
+        pack = GENERIC.pack
+        tid &= _MASK32
+        for rec in chunk:
+            k = rec[0]
+            try:
+                if k == 6:  # API
+                    api += pack(6, 0, _API_CODE.get(rec[4], 0), tid, rec[1], rec[2], hs(rec[3]), rec[5] & _MASK32)
+                elif k == 4:  # RANGE_START
+                    mstx += pack(4, 0, 0, tid, rec[1], rec[4], hs(rec[2]), hs(rec[3]))
+                elif k == 5:  # RANGE_END
+                    mstx += pack(5, 0, 0, tid, rec[1], rec[2], 0, 0)
+                elif k == 7:  # TASK
+                    d = self.device_dir(rec[1])
+                    if d not in dirs:
+                        dirs.append(d)
+                    ds = d.strings.intern
+                    out = d.out("Task")
+                    task_id = rec[6] & _MASK32
+                    task = pack(7, 0, rec[7] & 0xFFFF, rec[2] & _MASK32, rec[3], rec[4], ds(rec[5]), task_id)
+                    out += task + TASKINFO.pack(8, 0, int(rec[14]), task_id, ds(rec[8]), ds(rec[9]), ds(rec[10]),
+                                         ds(rec[11]), ds(rec[12]), rec[13] & _MASK32)
+                elif k == 9:  # STEP
+                    d = host if rec[5] is None else self.device_dir(rec[5])
+                    if d not in dirs:
+                        dirs.append(d)
+                    d.out("Step").extend(pack(9, 0, int(rec[4]), tid, rec[1], rec[1], rec[2] & _MASK32, rec[3] & _MASK32))
+                elif k == 12:  # STEP_RANGE
+                    host.out("Step").extend(pack(12, 0, 0, tid, rec[1], rec[2], rec[3] & _MASK32, 0))
+                elif k == buffers.TASK_BATCH:
+                    self._encode_task_batch(rec, dirs)
+                elif k == 10:  # COUNTER
+                    d = host if rec[5] is None else self.device_dir(rec[5])
+                    if d not in dirs:
+                        dirs.append(d)
+                    d.out("Counter").extend(COUNTER.pack(10, 0, 0, 0, rec[1], float(rec[4]), int(rec[2]), rec[3] & _MASK32))
+            except (struct.error, TypeError, ValueError, OverflowError, AttributeError, IndexError):
+                # a caller passed an impossible value: this record is dropped and counted
+                drops[min(k, len(drops) - 1) if isinstance(k, int) and k >= 0 else 0] += 1
+
+    def _encode_task_batch(self, rec: tuple[Any, ...], dirs: list[DataDir]) -> None:
+        """TASK + TASK_INFO record pairs of a task batch, column-wise."""
+        _, dev, model_id, strings, executors, cols = rec
+        d = self.device_dir(dev)
+        if d not in dirs:
+            dirs.append(d)
+        ds = d.strings.intern
+        sid = np.array([[ds(s) for s in node] for node in strings], dtype=np.uint32).reshape(-1, 6)
+        meta, stream, t0, t1, task_id, conn = cols
+        n = len(t0)
+        out = np.zeros(2 * n, dtype=GENERIC_DTYPE)
+        task = out[0::2]
+        task["kind"] = 7
+        task["aux"] = model_id & 0xFFFF
+        task["tid"] = stream & _MASK32
+        task["t0"] = t0
+        task["t1"] = t1
+        task["a"] = sid[meta, 0]
+        task["b"] = task_id & _MASK32
+        info = out[1::2].view(TASKINFO_DTYPE)
+        info["kind"] = 8
+        info["aux"] = np.asarray(executors, dtype=np.uint16)[meta]
+        info["task_id"] = task_id & _MASK32
+        for i, col in enumerate(("op_type", "in_shapes", "in_dtypes", "out_shapes", "out_dtypes"), 1):
+            info[col] = sid[meta, i]
+        info["connection_id"] = conn & _MASK32
+        d.out("Task").extend(out.tobytes())
+        self.records += n - 1  # counted as one item by the caller

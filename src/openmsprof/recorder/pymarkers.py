@@ -1,0 +1,201 @@
+"""The pure-Python marker producers: the fallback of the native core's ``_ring`` functions.
+
+``mark``/``push``/``pop`` append two ints to the calling thread's ``marks`` list
+(:mod:`~openmsprof.recorder.buffers`): ``perf_counter_ns()`` and a code that packs the kind
+and the string ids of message and domain (``kind | a << 8 | b << 40``), looked up in a dict per
+kind, so the hot path builds no tuple and the flusher decodes a whole run column-wise.  A miss
+interns the strings in the host data directory's string table (under its lock) and caches the
+code.  A list at its cap is drained on the producer's own thread (it holds the GIL the flusher thread
+would wait for), or, when a drain is under way, the record is dropped and counted for the
+thread and kind; a thread over the session budget drops and counts everything.
+``range_start``/``range_end`` carry a range id too and stay on the tuple path.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from openmsprof.recorder import buffers
+from openmsprof.recorder.buffers import TLS, next_range_id
+
+__all__ = ["begin", "end", "mark", "pop", "push", "range_end", "range_start", "set_enabled"]
+
+_now = time.perf_counter_ns
+_on = False
+_tls = TLS
+_wake = buffers.WAKE
+#: List length (two ints a record) at which a thread's marks are full.
+_CAP2 = 2 * buffers.MARK_CAP
+#: message -> code, per kind (domain None); (kind, message, domain) -> code otherwise.
+_MARK: dict[Any, int] = {}
+_PUSH: dict[Any, int] = {}
+_DOM: dict[Any, int] = {}
+_POP = 3
+#: Distinct messages cached per dict before it is emptied (a flood of unique messages stays
+#: bounded; their codes in flight stay valid, the strings are in the table already).
+CODE_CACHE = 1 << 16
+_ids: Any = None  # the host string table's interning dict (StringTable.ids)
+
+
+def begin(string_ids: Any) -> None:
+    """A session starts: codes are string ids of its host data directory."""
+    global _ids, _CAP2
+    _ids = string_ids
+    _CAP2 = 2 * buffers.MARK_CAP
+    for d in (_MARK, _PUSH, _DOM):
+        d.clear()
+
+
+def end() -> None:
+    global _ids, _on
+    _on = False
+    _ids = None
+
+
+def set_enabled(on: bool) -> None:
+    global _on
+    _on = bool(on) and _ids is not None
+
+
+def _code(kind: int, message: Any, domain: Any) -> int:
+    """The code of (kind, message, domain), interning its strings; -1 when it cannot be made."""
+    ids = _ids
+    if ids is None:
+        return -1
+    try:
+        a = ids[message]
+    except TypeError:  # unhashable: its text
+        a = ids[str(message)]
+    try:
+        b = ids[domain]
+    except TypeError:
+        b = ids[str(domain)]
+    if a > 0xFFFFFFFF or b >= 1 << 23:  # beyond the code's fields: drop, counted
+        return -1
+    code = kind | a << 8 | b << 40
+    cache = _DOM if domain is not None else _MARK if kind == 1 else _PUSH
+    if len(cache) >= CODE_CACHE:
+        cache.clear()
+    try:
+        cache[(kind, message, domain) if domain is not None else message] = code
+    except TypeError:
+        pass
+    return code
+
+
+def _slow(kind: int, message: Any, domain: Any, helped: bool = False) -> None:
+    """Miss, domain, first record of a thread, or a full list."""
+    marks = buffers.allot_marks()
+    if len(marks) >= _CAP2:
+        return _full(kind, message, domain) if not helped else _count(kind)
+    if domain is not None:
+        try:
+            code = _DOM[(kind, message, domain)]
+        except (KeyError, TypeError):
+            code = _code(kind, message, domain)
+    else:
+        code = _code(kind, message, None) if kind != 3 else _POP
+    if code < 0:
+        _tls.drops[kind] += 1
+        return None
+    marks.append(_now())
+    marks.append(code)
+    return None
+
+
+def _full(kind: int, message: Any, domain: Any) -> None:
+    """The calling thread's list is full, or it is over budget.  Full: drain on this thread
+    unless a drain is under way, then record (a drain under way: count the drop, wake the
+    flusher).  Over budget: count, and try for memory again."""
+    marks = _tls.marks
+    if marks is buffers.FULL:  # none allotted yet, or the budget was spent: try (again)
+        if buffers.allot_marks() is not buffers.FULL:
+            return _slow(kind, message, domain, helped=True)
+        _tls.drops[kind] += 1
+        return None
+    helper = buffers.HELPER
+    if helper is not None and helper():
+        return _slow(kind, message, domain, helped=True)
+    _count(kind)
+    return None
+
+
+def _count(kind: int) -> None:
+    _tls.drops[kind] += 1
+    if not _wake.is_set():
+        _wake.set()
+
+
+def mark(message: str, domain: str | None = None) -> None:
+    """Instant marker."""
+    if _on:
+        try:
+            marks = _tls.marks
+        except AttributeError:
+            return _slow(1, message, domain)
+        if len(marks) < _CAP2:
+            if domain is None:
+                try:
+                    code = _MARK[message]
+                except (KeyError, TypeError):
+                    return _slow(1, message, None)
+            else:
+                return _slow(1, message, domain)
+            marks.append(_now())
+            marks.append(code)
+        else:
+            return _full(1, message, domain)
+    return None
+
+
+def push(message: str, domain: str | None = None) -> None:
+    """Open a same-thread range."""
+    if _on:
+        try:
+            marks = _tls.marks
+        except AttributeError:
+            return _slow(2, message, domain)
+        if len(marks) < _CAP2:
+            if domain is None:
+                try:
+                    code = _PUSH[message]
+                except (KeyError, TypeError):
+                    return _slow(2, message, None)
+            else:
+                return _slow(2, message, domain)
+            marks.append(_now())
+            marks.append(code)
+        else:
+            return _full(2, message, domain)
+    return None
+
+
+def pop() -> None:
+    """Close the innermost same-thread range."""
+    if _on:
+        try:
+            marks = _tls.marks
+        except AttributeError:
+            return _slow(3, None, None)
+        if len(marks) < _CAP2:
+            marks.append(_now())
+            marks.append(_POP)
+        else:
+            return _full(3, None, None)
+    return None
+
+
+def range_start(message: str, domain: str | None = None) -> int:
+    """Open a range that may end on another thread; returns its id (0 when off)."""
+    if not _on:
+        return 0
+    rid = next_range_id()
+    buffers.append((4, _now(), message, domain, rid))
+    return rid
+
+
+def range_end(range_id: int) -> None:
+    """Close a range opened by :func:`range_start`."""
+    if _on and isinstance(range_id, int) and range_id > 0:
+        buffers.append((5, _now(), range_id))
