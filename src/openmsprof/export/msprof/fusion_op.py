@@ -20,14 +20,14 @@ from typing import Any
 from openmsprof.config.errors import ProfilingError
 from openmsprof.config.files import read_json
 from openmsprof.export.db import JobDB
+from openmsprof.export.msprof import headers as H
 from openmsprof.export.msprof.tables import Num, Table
 from openmsprof.sources.tf_trace import FUSION_FILE
 
 __all__ = ["FUSION_FILE", "HEADER", "fusion_op"]
 
 log = logging.getLogger("openmsprof")
-HEADER = ["Device_id", "Model Name", "Model ID", "Fusion Op", "Original Ops", "Memory Input(KB)",
-          "Memory Output(KB)", "Memory Weight(KB)", "Memory Workspace(KB)", "Memory Total(KB)"]
+HEADER = H.FUSION_OP
 NA = "N/A"
 
 

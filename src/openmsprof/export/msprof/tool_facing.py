@@ -319,7 +319,7 @@ def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterabl
             twins = Twins(out, stamp, types) if types is not None and "summary" in parts else None
             ready = [*ready, *summary(twins)]
         if "summary" in parts:
-            for name in (n for n in PRODUCERS if n != "op_statistic_s2" and H.ALL[n][0] == "Device_id"):
+            for name in (n for n in PRODUCERS if n != "op_statistic_s2" and H.WRITTEN[n][0] == "Device_id"):
                 source = _ready_source(name, ready)
                 if twins is not None and name in twins.written:
                     written += _rename_slices(twins.written[name], stamp)
