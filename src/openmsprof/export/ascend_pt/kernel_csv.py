@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["load"]
+__all__ = ["load", "store"]
 
 _INT = r"^[+-]?[0-9]+$"
 _DECIMAL = r"^(?P<w>[+-]?[0-9]+)(?:\.(?P<f>[0-9]*))?$"
@@ -98,21 +98,42 @@ def load(fd: int, src: Path, con: sqlite3.Connection, needed: tuple[str, ...],
     if start is None or dur is None or dev is None or step is None:
         return False
     if n and (dev.min() < -1 or dev.max() >= 1 << 22 or step.min() < -1 or step.max() >= 1 << 40):
-        return False  # beyond what the staging rows pack
-    end = start + dur
-    na = strings.setdefault("N/A", len(strings))
-    ids: list[np.ndarray[Any, Any]] = []
+        return False  # beyond what the staging rows pack: the line reader
+    cols: list[tuple[np.ndarray[Any, Any], list[str]] | None] = []
     for name in texts:
         if name not in header:
-            ids.append(np.full(n, na, dtype=np.int64))
+            cols.append(None)
             continue
         enc = pc.dictionary_encode(table[name].combine_chunks())
-        lut = np.array([strings.setdefault(v or "N/A", len(strings))
-                        for v in enc.dictionary.to_pylist()] or [na], dtype=np.int64)
-        ids.append(lut[_np(enc.indices)] if n else np.zeros(0, np.int64))
+        cols.append((_np(enc.indices) if n else np.zeros(0, np.int64), enc.dictionary.to_pylist()))
     del table
-    core = ids[2] if "Executor" in header else np.full(n, strings.setdefault(
-        "CPU", len(strings)), dtype=np.int64)
+    store(con, start, start + dur, dev, step, cols, strings, meta, invalid)
+    return True
+
+
+def store(con: sqlite3.Connection, start: np.ndarray[Any, Any], end: np.ndarray[Any, Any],
+          dev: np.ndarray[Any, Any], step: np.ndarray[Any, Any],
+          cols: list[tuple[np.ndarray[Any, Any], list[str]] | None], strings: dict[str, int],
+          meta: Callable[[int, int], None], invalid: int) -> None:
+    """Write one TASK + COMPUTE_TASK_INFO row per kernel and STEP_TIME from columns (ns, device,
+    step or -1) and the text columns as (codes, vocabulary) in the line reader's order (Name,
+    Type, Executor, then COMPUTE_TASK_INFO's); None: the column is absent (N/A, Executor CPU).
+    Shared by the CSV reader and the torch analysis, which writes the cache from memory."""
+    n = len(start)
+    if n and (dev.min() < -1 or dev.max() >= 1 << 22 or step.min() < -1 or step.max() >= 1 << 40):
+        raise ValueError("device or step beyond what the staging rows pack")
+    na = strings.setdefault("N/A", len(strings))
+    ids: list[np.ndarray[Any, Any]] = []
+    for j, col in enumerate(cols):
+        if col is None:
+            fill = strings.setdefault("CPU", len(strings)) if j == 2 else na
+            ids.append(np.full(n, fill, dtype=np.int64))
+            continue
+        codes, vocab = col
+        lut = np.array([strings.setdefault(v or "N/A", len(strings)) for v in vocab] or [na],
+                       dtype=np.int64)
+        ids.append(lut[codes] if n else np.zeros(0, np.int64))
+    core = ids[2]
     con.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", ((i, v) for v, i in strings.items()))
     meta(int(start.min()) if n else 0, int(end.max()) if n else 0)
     # one narrow staging row per kernel (string ids in pairs, device with step), unpacked
@@ -148,4 +169,3 @@ def load(fd: int, src: Path, con: sqlite3.Connection, needed: tuple[str, ...],
         con.executemany("INSERT INTO STEP_TIME VALUES (?, ?, ?, ?, ?)", zip(
             uniq[:, 0].tolist(), first.tolist(), last.tolist(), itertools.repeat(invalid),
             uniq[:, 1].tolist(), strict=False))
-    return True

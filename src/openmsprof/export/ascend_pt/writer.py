@@ -20,6 +20,7 @@ from openmsprof.export.ascend_pt import (
     comm_views,
     communication,
     framework,
+    kernel_job,
     memory,
     summary,
     trace_split,
@@ -139,6 +140,8 @@ def _summaries(out: Path, fw: framework.Framework, ov: Overlap, device_id: int, 
     if extra.comm_views:
         files += comm_views.write_json(out, extra.comm, extra.group)
     summary.kernel_details(out / "kernel_details.csv", fw, device_id, full=level >= 1)
+    # the kernel database `analyze` reads, from the same columns (after the CSV: fresh)
+    kernel_job.write_kernel_db(out.parent, *summary.kernel_columns(fw, device_id))
     if cpu:
         summary.operator_details(out / "operator_details.csv", fw)
     summary.step_trace_time(out / "step_trace_time.csv", fw, ov, device_id)
