@@ -140,14 +140,15 @@ def _summaries(out: Path, fw: framework.Framework, ov: Overlap, device_id: int, 
     if extra.comm_views:
         files += comm_views.write_json(out, extra.comm, extra.group)
     summary.kernel_details(out / "kernel_details.csv", fw, device_id, full=level >= 1)
-    # the kernel database `analyze` reads, from the same columns (after the CSV: fresh)
-    kernel_job.write_kernel_db(out.parent, *summary.kernel_columns(fw, device_id))
     if cpu:
         summary.operator_details(out / "operator_details.csv", fw)
     summary.step_trace_time(out / "step_trace_time.csv", fw, ov, device_id)
     summary.op_statistic(out / "op_statistic.csv", fw, device_id)  # whenever kernel_details is
     if level >= 1:
         summary.api_statistic(out / "api_statistic.csv", cann.statistic_rows(fw, extra.apis))
+    # the kernel database `analyze` reads, from kernel_details' columns (after the CSV: fresh;
+    # last, while the trace_view child may still be working)
+    kernel_job.write_kernel_db(out.parent, *summary.kernel_columns(fw, device_id))
     yield None
 
 
