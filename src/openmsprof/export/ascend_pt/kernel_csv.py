@@ -24,6 +24,8 @@ import numpy as np
 __all__ = ["load", "store"]
 
 _INT = r"^[+-]?[0-9]+$"
+#: kernel rows turned into Python values at a time
+_CHUNK = 1 << 17
 _DECIMAL = r"^(?P<w>[+-]?[0-9]+)(?:\.(?P<f>[0-9]*))?$"
 
 
@@ -141,10 +143,13 @@ def store(con: sqlite3.Connection, start: np.ndarray[Any, Any], end: np.ndarray[
     pair = lambda a, b: ((a << 32) | b).tolist()  # noqa: E731
     con.execute("CREATE TEMP TABLE kernel_rows (s INT, e INT, ds INT, p1 INT, p2 INT, p3 INT,"
                 " p4 INT, p5 INT)")
-    con.executemany("INSERT INTO kernel_rows VALUES (?, ?, ?, ?, ?, ?, ?, ?)", zip(
-        start.tolist(), end.tolist(),
-        (((dev + 1) << 40) | (step + 1)).tolist(), pair(ids[0], ids[1]), pair(core, ids[3]),
-        pair(ids[4], ids[5]), pair(ids[6], ids[7]), pair(ids[8], ids[9]), strict=True))
+    ds = ((dev + 1) << 40) | (step + 1)
+    for a in range(0, n, _CHUNK):  # Python ints for one chunk at a time: a bounded peak
+        b = a + _CHUNK
+        con.executemany("INSERT INTO kernel_rows VALUES (?, ?, ?, ?, ?, ?, ?, ?)", zip(
+            start[a:b].tolist(), end[a:b].tolist(), ds[a:b].tolist(), pair(ids[0][a:b], ids[1][a:b]),
+            pair(core[a:b], ids[3][a:b]), pair(ids[4][a:b], ids[5][a:b]),
+            pair(ids[6][a:b], ids[7][a:b]), pair(ids[8][a:b], ids[9][a:b]), strict=True))
     m32, m40 = 0xFFFFFFFF, 0xFFFFFFFFFF
     con.execute(f"INSERT INTO TASK SELECT s, e, (ds >> 40) - 1, (ds & {m40}) - 1, rowid - 1, 0,"
                 f" p2 >> 32, 0, 0, rowid - 1, {invalid} FROM kernel_rows ORDER BY rowid")
