@@ -11,7 +11,9 @@ Run: ``.venv/bin/python benchmarks/bench_analyze.py [--events 1000000] [--repeat
    ``msprof-analyze advisor all`` where it runs), median and min–max.
 2. ``openmsprof peaks`` in a fresh process (imports included), ``--repeat`` runs.
 3. ``openmsprof analyze`` of a torch rank dir of ``--kernels`` kernels: first (building its
-   kernel database) and again.
+   kernel database) and again; and of a real torch window of ``--iterations`` × (softplus,
+   tanh) analysed by the torch analysis (which writes the kernel database: its share of the
+   analysis, then the first ``analyze``, a cache hit).
 4. Prediction accuracy: ResNet-like Mish and LeakyReLU CNNs at 64 channels, 64×64 (ops of
    0.1–10 ms) profiled here; for every operator (name, shapes) whose median time is ≥ 100 µs,
    the roofline-attainable time against that median.  Peaks are measured just before.
@@ -180,6 +182,72 @@ def bench_rank(root: Path, kernels: int, repeat: int) -> None:
     print(f"  `openmsprof analyze` again                     {stats(again)}")
 
 
+TORCH_WORK = """
+import sys, torch
+import openmsprof.torch.profiler as tp
+n = int(sys.argv[2])
+a = torch.randn(64, 64)
+exp = tp._ExperimentalConfig(data_simplification=False)  # FRAMEWORK/ kept: analysed again
+prof = tp.profile(schedule=tp.schedule(wait=0, active=1, repeat=1), record_shapes=True,
+                  on_trace_ready=tp.tensorboard_trace_handler(sys.argv[1], analyse_flag=False),
+                  experimental_config=exp)
+with prof:
+    for _ in range(n):
+        torch.tanh(torch.nn.functional.softplus(a))
+    prof.step()
+"""
+
+
+def bench_torch_rank(root: Path, iterations: int, repeat: int) -> None:
+    """A real torch window (softplus then tanh ``iterations`` times: 2 kernels each), analysed
+    by the torch analysis ``repeat`` times; each time the share of writing kernels.db from the
+    kernel columns, then `openmsprof analyze -dir RANK` the first time after it (a cache hit)."""
+    from openmsprof.export.ascend_pt import kernel_job
+    from openmsprof.export.ascend_pt.writer import export
+
+    subprocess.run([sys.executable, "-c", TORCH_WORK, str(root / "tw"), str(iterations)],
+                   check=True, env=ENV)
+    (rank,) = sorted((root / "tw").glob("*_ascend_pt"))
+    real = kernel_job.write_kernel_db
+    spent: list[float] = []
+
+    def timed_write(*a: Any) -> Path | None:
+        t = time.perf_counter()
+        out = real(*a)
+        spent.append(time.perf_counter() - t)
+        return out
+
+    whole, bare, cache, first, first_bare = [], [], [], [], []
+    try:
+        for _ in range(repeat):
+            # without the kernels.db write (as before): analysis, then analyze builds it
+            kernel_job.write_kernel_db = lambda *a: None  # type: ignore[assignment]
+            shutil.rmtree(rank / ".openmsprof", ignore_errors=True)
+            t = time.perf_counter()
+            export(rank, parallel=True)
+            bare.append(time.perf_counter() - t)
+            first_bare.append(cli_wall(["analyze", "-dir", str(rank)]))
+            kernel_job.write_kernel_db = timed_write  # type: ignore[assignment]
+            shutil.rmtree(rank / ".openmsprof", ignore_errors=True)
+            t = time.perf_counter()
+            res = export(rank, parallel=True)
+            whole.append(time.perf_counter() - t)
+            cache.append(spent[-1])
+            first.append(cli_wall(["analyze", "-dir", str(rank)]))
+            print(f"  run: analysis {whole[-1]:.2f} s (kernels.db {cache[-1]:.2f} s), first "
+                  f"analyze {first[-1]:.2f} s; without the write {bare[-1]:.2f} s, first analyze"
+                  f" {first_bare[-1]:.2f} s; {load()}")
+    finally:
+        kernel_job.write_kernel_db = real  # type: ignore[assignment]
+    print(f"torch window, {res.kernels:,} kernels, analysed by the torch analysis:")
+    print(f"  analysis writing kernels.db                {stats(whole)}   {load()}")
+    print(f"  of which the kernels.db write              {stats(cache)}")
+    print(f"  analysis without it                        {stats(bare)}  (ratio "
+          f"{statistics.median(whole) / statistics.median(bare):.3f})")
+    print(f"  `openmsprof analyze` first after analysis  {stats(first)}")
+    print(f"  ... when the analysis did not write it     {stats(first_bare)}")
+
+
 def best_of(docs: list[dict[str, Any]]) -> dict[str, Any]:
     """The best figure of each kernel over several measurements (the machine's capability
     when the load on a shared machine varies)."""
@@ -276,8 +344,10 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--kernels", type=int, default=1_000_000, help="kernels of the torch rank dir")
+    ap.add_argument("--iterations", type=int, default=500_000,
+                    help="softplus+tanh iterations of the torch window (2 kernels each)")
     ap.add_argument("--skip", default="",
-                    help="comma list of parts to skip: analyze,rank,peaks,predict")
+                    help="comma list of parts to skip: analyze,rank,torch,peaks,predict")
     a = ap.parse_args()
     skip = set(a.skip.split(","))
     with tempfile.TemporaryDirectory(prefix="bench_analyze_") as tmp:
@@ -289,6 +359,8 @@ def main() -> None:
             bench_analyze(root, a.executes, a.events, a.repeat)
         if "rank" not in skip:
             bench_rank(root, a.kernels, a.repeat)
+        if "torch" not in skip:
+            bench_torch_rank(root, a.iterations, a.repeat)
 
 
 

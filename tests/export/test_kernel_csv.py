@@ -66,7 +66,10 @@ def test_fixture_rows_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert fast["tasks"][0][:2] == (1795503649874079748, 1795503649874135131)
 
 
-def test_generated_rank_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("chunk", [1 << 17, 1000])  # one chunk of rows to SQLite; several
+def test_generated_rank_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       chunk: int) -> None:
+    monkeypatch.setattr(kernel_csv, "_CHUNK", chunk)
     generate(tmp_path, ranks=1, events=3000, steps=3)
     (rank,) = sorted(tmp_path.glob("*_ascend_pt"))
     fast, slow = _both(rank, monkeypatch)

@@ -21,9 +21,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["load"]
+__all__ = ["load", "store"]
 
 _INT = r"^[+-]?[0-9]+$"
+#: kernel rows turned into Python values at a time
+_CHUNK = 1 << 17
 _DECIMAL = r"^(?P<w>[+-]?[0-9]+)(?:\.(?P<f>[0-9]*))?$"
 
 
@@ -98,21 +100,42 @@ def load(fd: int, src: Path, con: sqlite3.Connection, needed: tuple[str, ...],
     if start is None or dur is None or dev is None or step is None:
         return False
     if n and (dev.min() < -1 or dev.max() >= 1 << 22 or step.min() < -1 or step.max() >= 1 << 40):
-        return False  # beyond what the staging rows pack
-    end = start + dur
-    na = strings.setdefault("N/A", len(strings))
-    ids: list[np.ndarray[Any, Any]] = []
+        return False  # beyond what the staging rows pack: the line reader
+    cols: list[tuple[np.ndarray[Any, Any], list[str]] | None] = []
     for name in texts:
         if name not in header:
-            ids.append(np.full(n, na, dtype=np.int64))
+            cols.append(None)
             continue
         enc = pc.dictionary_encode(table[name].combine_chunks())
-        lut = np.array([strings.setdefault(v or "N/A", len(strings))
-                        for v in enc.dictionary.to_pylist()] or [na], dtype=np.int64)
-        ids.append(lut[_np(enc.indices)] if n else np.zeros(0, np.int64))
+        cols.append((_np(enc.indices) if n else np.zeros(0, np.int64), enc.dictionary.to_pylist()))
     del table
-    core = ids[2] if "Executor" in header else np.full(n, strings.setdefault(
-        "CPU", len(strings)), dtype=np.int64)
+    store(con, start, start + dur, dev, step, cols, strings, meta, invalid)
+    return True
+
+
+def store(con: sqlite3.Connection, start: np.ndarray[Any, Any], end: np.ndarray[Any, Any],
+          dev: np.ndarray[Any, Any], step: np.ndarray[Any, Any],
+          cols: list[tuple[np.ndarray[Any, Any], list[str]] | None], strings: dict[str, int],
+          meta: Callable[[int, int], None], invalid: int) -> None:
+    """Write one TASK + COMPUTE_TASK_INFO row per kernel and STEP_TIME from columns (ns, device,
+    step or -1) and the text columns as (codes, vocabulary) in the line reader's order (Name,
+    Type, Executor, then COMPUTE_TASK_INFO's); None: the column is absent (N/A, Executor CPU).
+    Shared by the CSV reader and the torch analysis, which writes the cache from memory."""
+    n = len(start)
+    if n and (dev.min() < -1 or dev.max() >= 1 << 22 or step.min() < -1 or step.max() >= 1 << 40):
+        raise ValueError("device or step beyond what the staging rows pack")
+    na = strings.setdefault("N/A", len(strings))
+    ids: list[np.ndarray[Any, Any]] = []
+    for j, col in enumerate(cols):
+        if col is None:
+            fill = strings.setdefault("CPU", len(strings)) if j == 2 else na
+            ids.append(np.full(n, fill, dtype=np.int64))
+            continue
+        codes, vocab = col
+        lut = np.array([strings.setdefault(v or "N/A", len(strings)) for v in vocab] or [na],
+                       dtype=np.int64)
+        ids.append(lut[codes] if n else np.zeros(0, np.int64))
+    core = ids[2]
     con.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", ((i, v) for v, i in strings.items()))
     meta(int(start.min()) if n else 0, int(end.max()) if n else 0)
     # one narrow staging row per kernel (string ids in pairs, device with step), unpacked
@@ -120,10 +143,13 @@ def load(fd: int, src: Path, con: sqlite3.Connection, needed: tuple[str, ...],
     pair = lambda a, b: ((a << 32) | b).tolist()  # noqa: E731
     con.execute("CREATE TEMP TABLE kernel_rows (s INT, e INT, ds INT, p1 INT, p2 INT, p3 INT,"
                 " p4 INT, p5 INT)")
-    con.executemany("INSERT INTO kernel_rows VALUES (?, ?, ?, ?, ?, ?, ?, ?)", zip(
-        start.tolist(), end.tolist(),
-        (((dev + 1) << 40) | (step + 1)).tolist(), pair(ids[0], ids[1]), pair(core, ids[3]),
-        pair(ids[4], ids[5]), pair(ids[6], ids[7]), pair(ids[8], ids[9]), strict=True))
+    ds = ((dev + 1) << 40) | (step + 1)
+    for a in range(0, n, _CHUNK):  # Python ints for one chunk at a time: a bounded peak
+        b = a + _CHUNK
+        con.executemany("INSERT INTO kernel_rows VALUES (?, ?, ?, ?, ?, ?, ?, ?)", zip(
+            start[a:b].tolist(), end[a:b].tolist(), ds[a:b].tolist(), pair(ids[0][a:b], ids[1][a:b]),
+            pair(core[a:b], ids[3][a:b]), pair(ids[4][a:b], ids[5][a:b]),
+            pair(ids[6][a:b], ids[7][a:b]), pair(ids[8][a:b], ids[9][a:b]), strict=True))
     m32, m40 = 0xFFFFFFFF, 0xFFFFFFFFFF
     con.execute(f"INSERT INTO TASK SELECT s, e, (ds >> 40) - 1, (ds & {m40}) - 1, rowid - 1, 0,"
                 f" p2 >> 32, 0, 0, rowid - 1, {invalid} FROM kernel_rows ORDER BY rowid")
@@ -148,4 +174,3 @@ def load(fd: int, src: Path, con: sqlite3.Connection, needed: tuple[str, ...],
         con.executemany("INSERT INTO STEP_TIME VALUES (?, ?, ?, ?, ?)", zip(
             uniq[:, 0].tolist(), first.tolist(), last.tolist(), itertools.repeat(invalid),
             uniq[:, 1].tolist(), strict=False))
-    return True

@@ -22,8 +22,11 @@ import hashlib
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from openmsprof.config.errors import PathError, RawDataError
 from openmsprof.config.files import open_regular
@@ -31,7 +34,7 @@ from openmsprof.export.ascend_pt import kernel_csv
 from openmsprof.parse import schema
 from openmsprof.recorder import fs
 
-__all__ = ["KERNEL_DB", "ensure_kernel_db", "is_rank_dir", "rank_dirs_under", "user_cache_db"]
+__all__ = ["KERNEL_DB", "ensure_kernel_db", "is_rank_dir", "rank_dirs_under", "user_cache_db", "write_kernel_db"]
 
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
 KERNELS = "kernel_details.csv"
@@ -177,7 +180,7 @@ def _from_csv(rank_dir: Path, src: Path, con: sqlite3.Connection) -> None:
                     ((k[0], v[0], v[1], schema.INVALID, k[1]) for k, v in sorted(steps.items())))
 
 
-def _build(rank_dir: Path, src: Path, dst: Path) -> None:
+def _build(dst: Path, fill: Callable[[sqlite3.Connection], None]) -> None:
     con = sqlite3.connect(dst)
     try:
         # a private temp file renamed into place when complete: no journal, no fsync per
@@ -187,7 +190,7 @@ def _build(rank_dir: Path, src: Path, dst: Path) -> None:
         con.execute("PRAGMA temp_store=MEMORY")
         for stmt in schema.create_statements():
             con.execute(stmt)
-        (_from_csv if src.name == KERNELS else _from_db)(rank_dir, src, con)
+        fill(con)
         for stmt in schema.INDEXES:
             con.execute(stmt)
         con.commit()
@@ -209,7 +212,11 @@ def user_cache_db(src: Path) -> Path:
     return fs.cache_root() / "kernels" / f"{key.hexdigest()[:32]}.db"
 
 
-def _build_at(rank_dir: Path, src: Path, db: Path) -> Path:
+def _filler(rank_dir: Path, src: Path) -> Callable[[sqlite3.Connection], None]:
+    return lambda con: (_from_csv if src.name == KERNELS else _from_db)(rank_dir, src, con)
+
+
+def _build_at(db: Path, fill: Callable[[sqlite3.Connection], None]) -> Path:
     """Build into ``db`` (temp file + rename); OSError/PathError/sqlite3.Error when the
     place cannot be written."""
     fs.make_dir(db.parent)
@@ -217,7 +224,7 @@ def _build_at(rank_dir: Path, src: Path, db: Path) -> Path:
     tmp.unlink(missing_ok=True)
     os.close(fs.open_new(tmp, append=False))
     try:
-        _build(rank_dir, src, tmp)
+        _build(tmp, fill)
         os.replace(tmp, db)
     finally:
         tmp.unlink(missing_ok=True)
@@ -229,7 +236,7 @@ def _build_temporary(rank_dir: Path, src: Path) -> Path:
     os.close(fd)
     tmp = Path(name)
     atexit.register(tmp.unlink, missing_ok=True)
-    _build(rank_dir, src, tmp)  # into the empty 0600 file mkstemp made (no name reused)
+    _build(tmp, _filler(rank_dir, src))  # into the empty 0600 file mkstemp made (no name reused)
     return tmp
 
 
@@ -249,7 +256,28 @@ def ensure_kernel_db(rank_dir: Path) -> Path:
         return cache
     for place in (own, cache):
         try:
-            return _build_at(rank_dir, src, place)
+            return _build_at(place, _filler(rank_dir, src))
         except (PathError, OSError, sqlite3.OperationalError):
             continue  # read-only or full: the next place
     return _build_temporary(rank_dir, src)
+
+
+def write_kernel_db(rank_dir: Path, start: np.ndarray[Any, Any], end: np.ndarray[Any, Any],
+                    dev: np.ndarray[Any, Any], step: np.ndarray[Any, Any],
+                    cols: list[tuple[np.ndarray[Any, Any], list[str]] | None]) -> Path | None:
+    """The torch analysis' side: write ``RANK_DIR/.openmsprof/kernels.db`` from the columns
+    that ``kernel_details.csv`` was just written from (no CSV re-read), after the CSV, so that
+    :func:`ensure_kernel_db` finds it fresh.  Columns as :func:`kernel_csv.store` takes them.
+    None when it cannot be written (``analyze`` then builds it from the CSV)."""
+    rank_dir = Path(rank_dir)
+    src = rank_dir / OUTPUT / KERNELS
+
+    def fill(con: sqlite3.Connection) -> None:
+        kernel_csv.store(con, start, end, dev, step, cols, {},
+                         lambda first, last: _meta(con, rank_dir, src, first, last),
+                         schema.INVALID)
+
+    try:
+        return _build_at(rank_dir / KERNEL_DB, fill)
+    except (PathError, OSError, sqlite3.Error, ValueError):
+        return None

@@ -113,6 +113,23 @@ def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> Non
     text.write_stream(path, rows())
 
 
+def kernel_columns(fw: Framework, device_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                            list[tuple[np.ndarray, list[str]] | None]]:
+    """What :func:`kernel_details` writes, as columns for the rank dir's kernel database
+    (``kernel_job.write_kernel_db``): start, end (ns), device, step (-1: none) and the texts
+    (codes, vocabulary) in its order — Name, Type, Executor, Accelerator Core, Input Formats,
+    Input Data Types, Input Shapes, then the Output columns (N/A here, as in the CSV)."""
+    k = fw.kernels
+    n = len(k)
+    shape = np.where(k.op >= 0, fw.cols.op_shape[np.maximum(k.op, 0)], 0) if n else np.zeros(0, np.int64)
+    step = step_of(fw, k.ts).astype(np.int64) if fw.steps and n else np.full(n, -1, np.int64)
+    items = fw.cols.shapes.items
+    return (k.ts.astype(np.int64), (k.ts + k.dur).astype(np.int64), np.full(n, device_id, np.int64), step,
+            [(k.name, list(k.names)), (k.name, [classify.op_type(x) for x in k.names]),
+             (np.zeros(n, np.int64), [k.executor]), (k.core.astype(np.int64), list(CORES)), None,
+             (shape, [t or NA for _s, t in items]), (shape, [s or NA for s, _t in items]), None, None, None])
+
+
 def _cost_texts(fw: Framework, names: list[str]) -> Callable[[int, int], bytes]:
     """(kernel name code, shape code) → the ``FLOPs,Bytes,Memory Bound Ratio`` cells (cost model
     of the kernel's type and input shapes; this machine's cached peaks, else the ratio is N/A)."""

@@ -20,6 +20,7 @@ from openmsprof.export.ascend_pt import (
     comm_views,
     communication,
     framework,
+    kernel_job,
     memory,
     summary,
     trace_split,
@@ -145,6 +146,9 @@ def _summaries(out: Path, fw: framework.Framework, ov: Overlap, device_id: int, 
     summary.op_statistic(out / "op_statistic.csv", fw, device_id)  # whenever kernel_details is
     if level >= 1:
         summary.api_statistic(out / "api_statistic.csv", cann.statistic_rows(fw, extra.apis))
+    # the kernel database `analyze` reads, from kernel_details' columns (after the CSV: fresh;
+    # last, while the trace_view child may still be working)
+    kernel_job.write_kernel_db(out.parent, *summary.kernel_columns(fw, device_id))
     yield None
 
 
