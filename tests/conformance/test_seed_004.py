@@ -109,9 +109,7 @@ prof.stop()
     # data_simplification defaults to on: FRAMEWORK/ and the PROF_ intermediates are gone
     assert not (rd / "FRAMEWORK").exists()
     assert {p.name for p in rd.iterdir() if p.is_dir() and not p.name.startswith("PROF_")} <= {
-        "ASCEND_PROFILER_OUTPUT", "logs",  # logs/: what this machine could not honour (NPU activity)
-        ".openmsprof"}  # the kernel database `analyze` reads, written by the analysis (docs/analyze.md)
-    assert {p.name for p in (rd / ".openmsprof").iterdir()} == {"kernels.db"}
+        "ASCEND_PROFILER_OUTPUT", "logs"}  # logs/: what this machine could not honour (NPU activity)
     assert "not supported here: NPU activity" in (rd / "logs" / "collection.log").read_text()
 
 

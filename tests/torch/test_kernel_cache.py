@@ -11,6 +11,7 @@ import pytest
 
 import openmsprof.torch.profiler as tp
 from openmsprof.analysis import advisor
+from openmsprof.export.ascend_pt import kernel_job
 from openmsprof.export.ascend_pt.kernel_job import KERNEL_DB, ensure_kernel_db
 from openmsprof.export.ascend_pt.writer import export
 from tests.export.test_kernel_csv import _content
@@ -39,7 +40,17 @@ def rank_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     return rd
 
 
-def test_analysed_rank_dir_is_a_cache_hit(rank_dir: Path, tmp_path: Path) -> None:
+def test_small_window_keeps_the_seed_layout(rank_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / rank_dir.name
+    shutil.copytree(rank_dir, copy)
+    export(copy, parallel=False)  # a few dozen kernels: under EAGER_MIN_KERNELS
+    assert (copy / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").is_file()
+    assert not (copy / ".openmsprof").exists()
+
+
+def test_analysed_rank_dir_is_a_cache_hit(rank_dir: Path, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kernel_job, "EAGER_MIN_KERNELS", 1)  # this window is small; the rule is the size
     export(rank_dir, parallel=False)
     db = rank_dir / KERNEL_DB
     before = db.stat()

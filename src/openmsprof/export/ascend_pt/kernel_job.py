@@ -34,11 +34,15 @@ from openmsprof.export.ascend_pt import kernel_csv
 from openmsprof.parse import schema
 from openmsprof.recorder import fs
 
-__all__ = ["KERNEL_DB", "ensure_kernel_db", "is_rank_dir", "rank_dirs_under", "user_cache_db", "write_kernel_db"]
+__all__ = ["EAGER_MIN_KERNELS", "KERNEL_DB", "ensure_kernel_db", "is_rank_dir", "rank_dirs_under", "user_cache_db", "write_kernel_db"]
 
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
 KERNELS = "kernel_details.csv"
 KERNEL_DB = Path(".openmsprof") / "kernels.db"
+#: Windows of at least this many kernels get their kernel database written by the analysis
+#: itself (a 1 M-kernel build from the CSV costs seconds at the first ``analyze``; below this,
+#: under half a second, and the rank dir keeps seed 004's layout until someone runs ``analyze``).
+EAGER_MIN_KERNELS = 100_000
 _LIMIT = 1 << 40  # sources are streamed: only FIFOs, devices and links are refused
 #: kernel_details columns this view needs (the rest are optional)
 _NEEDED = ("Device_id", "Name", "Type", "Start Time(us)", "Duration(us)")

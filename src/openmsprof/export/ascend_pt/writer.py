@@ -147,8 +147,11 @@ def _summaries(out: Path, fw: framework.Framework, ov: Overlap, device_id: int, 
     if level >= 1:
         summary.api_statistic(out / "api_statistic.csv", cann.statistic_rows(fw, extra.apis))
     # the kernel database `analyze` reads, from kernel_details' columns (after the CSV: fresh;
-    # last, while the trace_view child may still be working)
-    kernel_job.write_kernel_db(out.parent, *summary.kernel_columns(fw, device_id))
+    # last, while the trace_view child may still be working); only for a large window, where
+    # building it from the CSV at the first `analyze` would cost seconds: a small rank dir keeps
+    # seed 004's layout (no .openmsprof/) and `analyze` builds its cache in well under a second
+    if len(fw.kernels) >= kernel_job.EAGER_MIN_KERNELS:
+        kernel_job.write_kernel_db(out.parent, *summary.kernel_columns(fw, device_id))
     yield None
 
 
