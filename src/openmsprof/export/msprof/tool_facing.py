@@ -41,6 +41,7 @@ from openmsprof.config.files import read_json
 from openmsprof.export import hostinfo, overhead
 from openmsprof.export.ascend_pt.db import ANALYSIS_SCHEMA
 from openmsprof.export.db import JobDB, open_job
+from openmsprof.export.msprof import fusion_op
 from openmsprof.export.msprof import headers as H
 from openmsprof.export.msprof import tool_facing_db
 from openmsprof.export.msprof.naming import SUMMARY_DIR, summary_file
@@ -280,6 +281,10 @@ def _analysis_db(job: Path) -> Path:
     return path
 
 
+#: Each summary's header (fusion_op's lives in its module: TensorFlow jobs only).
+_HEADERS = {**H.ALL, "fusion_op": fusion_op.HEADER}
+
+
 def _part(name: str) -> str:
     """The half of the layout a file of ``mindstudio_profiler_output/`` belongs to."""
     return "timeline" if _TIMELINE_RE.fullmatch(name) else "summary"
@@ -319,7 +324,7 @@ def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterabl
             twins = Twins(out, stamp, types) if types is not None and "summary" in parts else None
             ready = [*ready, *summary(twins)]
         if "summary" in parts:
-            for name in (n for n in PRODUCERS if n != "op_statistic_s2" and H.ALL[n][0] == "Device_id"):
+            for name in (n for n in PRODUCERS if n != "op_statistic_s2" and _HEADERS[n][0] == "Device_id"):
                 source = _ready_source(name, ready)
                 if twins is not None and name in twins.written:
                     written += _rename_slices(twins.written[name], stamp)
