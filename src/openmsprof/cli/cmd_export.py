@@ -113,8 +113,8 @@ def _summary_and_tool_facing(job: Path, args: argparse.Namespace) -> list[Path]:
         return export_summary(job, fmt=args.format)
     written: list[Path] = []
 
-    def summary(twins: Twins | None) -> list[Path]:
-        written[:] = export_summary(job, fmt=args.format, twins=twins)
+    def summary(twins: Twins | None, meanwhile: Callable[[], None] | None) -> list[Path]:
+        written[:] = export_summary(job, fmt=args.format, twins=twins, meanwhile=meanwhile)
         return written
 
     _print_tool_facing(job, export_tool_facing(job, ("summary",), summary=summary))

@@ -33,6 +33,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -41,9 +42,8 @@ from openmsprof.config.files import read_json
 from openmsprof.export import hostinfo, overhead
 from openmsprof.export.ascend_pt.db import ANALYSIS_SCHEMA
 from openmsprof.export.db import JobDB, open_job
-from openmsprof.export.msprof import fusion_op
+from openmsprof.export.msprof import fusion_op, tool_facing_db
 from openmsprof.export.msprof import headers as H
-from openmsprof.export.msprof import tool_facing_db
 from openmsprof.export.msprof.naming import SUMMARY_DIR, summary_file
 from openmsprof.export.msprof.summary import PRODUCERS, iter_tables
 from openmsprof.export.msprof.summary_task_pass import Twins, twin_types
@@ -291,13 +291,15 @@ def _part(name: str) -> str:
 
 
 def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterable[Path] = (),
-                       summary: Callable[[Twins | None], list[Path]] | None = None) -> list[Path]:
+                       summary: Callable[[Twins | None, Callable[[], None] | None], list[Path]] | None = None,
+                       ) -> list[Path]:
     """Write ``parts`` of the tool-facing layout of ``job`` (imports it first if needed) with the
     shared files; returns the paths written or kept (db, analyze db, the parts' files, README).
     ``ready``: the CSVs ``export summary`` has just written into ``JOB/summary/`` from the same db
     (those of :data:`SAME_IN_BOTH` are copied rather than rendered again).  ``summary``: writes
     ``JOB/summary/`` once the db is ready, given the twins to write in its task pass (op_summary
-    and task_time of this layout, see :mod:`summary_task_pass`); its paths count as ``ready``."""
+    and task_time of this layout, see :mod:`summary_task_pass`) and a step to run meanwhile (the
+    db's copy, while the summary's child renders; it must be run); its paths count as ``ready``."""
     job = Path(job)
     with open_job(job):
         pass  # ensures sqlite/msprof.db is current
@@ -307,22 +309,38 @@ def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterabl
     figures = overhead.read_job(job)
     _host_overhead(job, figures)  # before the db: host/info.json is one of its sources
     db_path = tool_facing_db.current_db(job)
+    fresh = db_path is None
+    stamp = _stamp() if db_path is None else db_path.name[len("msprof_"):-len(".db")]
+
+    made: list[Path] = []
+
+    def write_db() -> None:
+        made.append(tool_facing_db.write_db(job, stamp))
+        tool_facing_db.remember(job, made[0])
+
     if db_path is None:
-        db_path = tool_facing_db.write_db(job, _stamp())
-        tool_facing_db.remember(job, db_path)
+        db_path = job / f"msprof_{stamp}.db"
     else:
         tool_facing_db.remove_others(job, db_path)
-    stamp = db_path.name[len("msprof_"):-len(".db")]
+    twins: Twins | None = None
+    if summary is not None:
+        # a fresh db is copied while the summary's forked child renders (the twins' task types
+        # are those the copy will hold, read from the job's own db)
+        if fresh:
+            with open_job(job) as jdb:
+                types: dict[tuple[Any, Any], str] | None = tool_facing_db.engine_types(jdb.conn)
+        else:
+            with JobDB(db_path, job) as db:
+                types = twin_types(db)
+        twins = Twins(out, stamp, types) if types is not None and "summary" in parts else None
+        ready = [*ready, *summary(twins, write_db if fresh else None)]
+    if fresh and not made:  # no summary, or one that did not run the step
+        write_db()
     analysis = job / ANALYZE_DIR / "communication_analyzer.db"
     if not analysis.is_file() or analysis.is_symlink():
         analysis = _analysis_db(job)
     with JobDB(db_path, job) as db:
         written: list[Path] = []
-        twins = None
-        if summary is not None:
-            types = twin_types(db)
-            twins = Twins(out, stamp, types) if types is not None and "summary" in parts else None
-            ready = [*ready, *summary(twins)]
         if "summary" in parts:
             for name in (n for n in PRODUCERS if n != "op_statistic_s2" and _HEADERS[n][0] == "Device_id"):
                 source = _ready_source(name, ready)
