@@ -13,6 +13,7 @@ tool-facing db itself, :func:`twin_types`) and, in op_summary, the columns that 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -139,8 +140,8 @@ def _device_pass(db: JobDB, dev: int, tensor: bool, sinks: list[LineSlices], twi
     twin_ops: list[str] = []
     twin_times: list[str] = []
     prev_end: int | None = None
-    cur = db.conn.execute(sql, (dev,))
-    while rows := cur.fetchmany(_CHUNK):
+    cur = iter(db.stream(sql, (dev,)))  # apsw: about three times faster per row than sqlite3
+    while rows := list(islice(cur, _CHUNK)):
         for row in rows:
             s, e, task_id = row[0], row[1], row[2]
             if e < s:
