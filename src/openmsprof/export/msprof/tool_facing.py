@@ -51,7 +51,7 @@ from openmsprof.export.msprof.tables import Table, write_table
 from openmsprof.export.msprof.timeline import write_timeline
 from openmsprof.recorder import fs
 
-__all__ = ["ANALYZE_DIR", "OUTPUT_DIR", "PARTS", "export_tool_facing"]
+__all__ = ["ANALYZE_DIR", "OUTPUT_DIR", "PARTS", "export_tool_facing", "prepare_db"]
 
 OUTPUT_DIR = "mindstudio_profiler_output"
 ANALYZE_DIR = "analyze"
@@ -285,6 +285,26 @@ def _analysis_db(job: Path) -> Path:
 _HEADERS = {**H.ALL, "fusion_op": fusion_op.HEADER}
 
 
+def _sources(job: Path) -> dict[str, float | int]:
+    """Complete the db's other sources (device and host info.json); returns the overhead figures."""
+    _device_info(job)
+    figures = overhead.read_job(job)
+    _host_overhead(job, figures)  # before the db: host/info.json is one of its sources
+    return figures
+
+
+def prepare_db(job: Path) -> Path:
+    """Make the job's ``msprof_{ts}.db`` current (of an imported job), as :func:`export_tool_facing`
+    would first; ``export timeline`` runs it while its device child renders."""
+    job = Path(job)
+    _sources(job)
+    db_path = tool_facing_db.current_db(job)
+    if db_path is None:
+        db_path = tool_facing_db.write_db(job, _stamp())
+        tool_facing_db.remember(job, db_path)
+    return db_path
+
+
 def _part(name: str) -> str:
     """The half of the layout a file of ``mindstudio_profiler_output/`` belongs to."""
     return "timeline" if _TIMELINE_RE.fullmatch(name) else "summary"
@@ -305,9 +325,7 @@ def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterabl
         pass  # ensures sqlite/msprof.db is current
     out = fs.make_dir(job / OUTPUT_DIR)
     fs.make_dir(job / ANALYZE_DIR)
-    _device_info(job)
-    figures = overhead.read_job(job)
-    _host_overhead(job, figures)  # before the db: host/info.json is one of its sources
+    figures = _sources(job)
     db_path = tool_facing_db.current_db(job)
     fresh = db_path is None
     stamp = _stamp() if db_path is None else db_path.name[len("msprof_"):-len(".db")]
