@@ -60,7 +60,8 @@ def test_twins_equal_the_layout_rendered_from_its_db(job: Path) -> None:
     for p in out.iterdir():
         p.unlink()
     used: list[Twins | None] = []
-    export_tool_facing(job, ("summary",), summary=lambda twins: used.append(twins) or export_summary(job, twins=twins))
+    export_tool_facing(job, ("summary",),
+                       summary=lambda twins, meanwhile: used.append(twins) or export_summary(job, twins=twins))
     assert {p.name: p.read_bytes() for p in out.iterdir()} == rendered
     (twins,) = used
     assert twins is not None and set(twins.written) == {"op_summary", "task_time"}  # written by the pass
@@ -82,3 +83,35 @@ def test_twins_written_by_the_forked_child(job: Path, tmp_path: Path) -> None:
         assert set(twins.written) == {"op_summary", "task_time"}
         out[parallel] = {p.name: p.read_bytes() for p in [*paths, *twin_dir.iterdir()]}
     assert out[True] == out[False] and "op_summary_20260101000000.csv" in out[True]
+
+
+def test_fresh_db_copied_while_the_child_renders(job: Path) -> None:
+    """No current msprof_{ts}.db: the twins' types come from the job db (engine_types) and the
+    copy runs as the summary's ``meanwhile``; files and db are those of the plain route."""
+    from openmsprof.export.db import JobDB
+    from openmsprof.export.msprof import tool_facing_db
+    from openmsprof.export.msprof.summary_task_pass import twin_types
+
+    out = job / OUTPUT_DIR
+    export_tool_facing(job, ("summary",))
+    rendered = {p.name[:-len("_20260101000000.csv")]: p.read_bytes() for p in out.iterdir() if p.suffix == ".csv"}
+    (db_path,) = job.glob("msprof_*.db")
+    with JobDB(db_path, job) as tool_db, open_job(job) as jdb:
+        assert tool_facing_db.engine_types(jdb.conn) == twin_types(tool_db) != {}
+    dump = "\n".join(sqlite3.connect(db_path).iterdump())
+    db_path.unlink()
+    calls: list[bool] = []
+
+    def summary(twins: Twins | None, meanwhile: object) -> list[Path]:
+        assert callable(meanwhile) and not list(job.glob("msprof_*.db"))  # not copied yet
+
+        def copy() -> None:
+            calls.append(True)
+            meanwhile()
+        return export_summary(job, twins=twins, meanwhile=copy)
+
+    export_tool_facing(job, ("summary",), summary=summary)
+    assert calls == [True]
+    (fresh,) = job.glob("msprof_*.db")
+    assert "\n".join(sqlite3.connect(fresh).iterdump()) == dump
+    assert {p.name[:-len("_20260101000000.csv")]: p.read_bytes() for p in out.iterdir() if p.suffix == ".csv"} == rendered

@@ -166,3 +166,22 @@ def test_copied_summaries_equal_the_rendered_ones(tmp_path: Path, monkeypatch: p
               if p.parent == out}
     assert copied == rendered
     assert copies and all(n.startswith(tuple(tool_facing.SAME_IN_BOTH)) for n in copies)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_timeline_prepares_the_db_while_its_child_renders(tmp_path: Path, parallel: bool) -> None:
+    """``export timeline``'s ``meanwhile`` (the tool-facing db's copy) runs once, forked device
+    pass or not; the layout then keeps that db and the timeline files are those of a plain run."""
+    from openmsprof.export.db import open_job
+    from openmsprof.export.msprof.timeline import write_timeline
+    from openmsprof.export.msprof.tool_facing import prepare_db
+
+    job = make_real_job(tmp_path / "out")
+    with open_job(job) as db:
+        plain = {p.name: p.read_bytes() for p in write_timeline(db, tmp_path / "plain", parallel=parallel)}
+        made: list[Path] = []
+        paths = write_timeline(db, tmp_path / "tl", parallel=parallel, meanwhile=lambda: made.append(prepare_db(job)))
+    assert {p.name: p.read_bytes() for p in paths} == plain
+    (db_path,) = made
+    assert db_path.is_file() and list(job.glob("msprof_*.db")) == [db_path]
+    assert export_tool_facing(job, ("timeline",))[0] == db_path  # kept, not copied again

@@ -14,7 +14,7 @@ from openmsprof.export.db import find_jobs
 from openmsprof.export.msprof.summary import FORMATS, export_summary
 from openmsprof.export.msprof.summary_task_pass import Twins
 from openmsprof.export.msprof.timeline import export_timeline
-from openmsprof.export.msprof.tool_facing import export_tool_facing
+from openmsprof.export.msprof.tool_facing import export_tool_facing, prepare_db
 
 
 def _add_dir(p: argparse.ArgumentParser) -> None:
@@ -95,7 +95,10 @@ def run_timeline(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-size-mb must be > 0, got {args.max_size_mb}")
     return for_each_job(args.collection_dir, lambda job: export_timeline(
         job, ascend_compat=args.ascend_compat, start_us=args.start_us, end_us=args.end_us,
-        max_size_mb=args.max_size_mb) + _tool_facing(job, args, "timeline"), "timeline")
+        max_size_mb=args.max_size_mb,
+        # the tool-facing db is copied while the device child renders
+        meanwhile=None if getattr(args, "no_tool_facing", False) else lambda: prepare_db(job),
+    ) + _tool_facing(job, args, "timeline"), "timeline")
 
 
 def run_summary(args: argparse.Namespace) -> int:
@@ -113,8 +116,8 @@ def _summary_and_tool_facing(job: Path, args: argparse.Namespace) -> list[Path]:
         return export_summary(job, fmt=args.format)
     written: list[Path] = []
 
-    def summary(twins: Twins | None) -> list[Path]:
-        written[:] = export_summary(job, fmt=args.format, twins=twins)
+    def summary(twins: Twins | None, meanwhile: Callable[[], None] | None) -> list[Path]:
+        written[:] = export_summary(job, fmt=args.format, twins=twins, meanwhile=meanwhile)
         return written
 
     _print_tool_facing(job, export_tool_facing(job, ("summary",), summary=summary))

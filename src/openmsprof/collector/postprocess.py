@@ -38,8 +38,8 @@ def process(job: Path) -> Processed:
     done.outputs["timeline"] = _output_dir(export_timeline(job), job, "timeline")
     summary: list[Path] = []
 
-    def write_summary(twins: Any) -> list[Path]:  # the summaries and their tool-facing twins in one pass
-        summary[:] = export_summary(job, twins=twins)
+    def write_summary(twins: Any, meanwhile: Any) -> list[Path]:  # summaries + tool-facing twins, one pass
+        summary[:] = export_summary(job, twins=twins, meanwhile=meanwhile)
         return summary
 
     export_tool_facing(job, summary=write_summary)  # mindstudio_profiler_output/ + msprof_{ts}.db for msprof-analyze

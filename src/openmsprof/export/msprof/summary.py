@@ -51,13 +51,15 @@ def iter_tables(db: JobDB, *, s2: bool = False, names: list[str] | None = None) 
 
 
 def write_summary(db: JobDB, out_dir: Path, *, fmt: str = "csv", s2: bool = False,
-                  parallel: bool | None = None, twins: Twins | None = None) -> list[Path]:
+                  parallel: bool | None = None, twins: Twins | None = None,
+                  meanwhile: Callable[[], None] | None = None) -> list[Path]:
     """Write every summary of an open database into ``out_dir``; returns the written paths (in
     PRODUCERS order).  With CSV, op_summary and task_time come from one task pass
     (:mod:`summary_task_pass`) that also writes ``twins`` (the tool-facing merged tables; their
     paths are added to ``twins.written``).  ``parallel``: a forked child writes the heavy half on
     the second core (the task pass, or ``summary_fork.CHILD_TABLES`` for JSON; None: when it pays,
-    see :func:`summary_fork.want_fork`).  Same files either way."""
+    see :func:`summary_fork.want_fork`).  Same files either way.  ``meanwhile``: run in this
+    process once the child is started (before any table when there is none)."""
     if fmt not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     fs.make_dir(out_dir)
@@ -78,7 +80,9 @@ def write_summary(db: JobDB, out_dir: Path, *, fmt: str = "csv", s2: bool = Fals
         if forked or (fork and task_pass is not None):
             child = summary_fork.SummaryChild.start(db, out_dir, fmt, {n: PRODUCERS[n] for n in forked},
                                                     task_pass)
-        elif task_pass is not None:
+        if meanwhile is not None:
+            meanwhile()
+        if child is None and task_pass is not None:
             written.update(task_pass(db))
         for name in names:
             if name not in forked and name not in in_pass:
@@ -101,9 +105,11 @@ def write_summary(db: JobDB, out_dir: Path, *, fmt: str = "csv", s2: bool = Fals
     return [p for n in names for p in written.get(n, [])]
 
 
-def export_summary(job: Path, *, fmt: str = "csv", s2: bool = False, twins: Twins | None = None) -> list[Path]:
-    """Import ``job`` if needed and write ``JOB/summary/`` (and ``twins``, see :func:`write_summary`)."""
+def export_summary(job: Path, *, fmt: str = "csv", s2: bool = False, twins: Twins | None = None,
+                   meanwhile: Callable[[], None] | None = None) -> list[Path]:
+    """Import ``job`` if needed and write ``JOB/summary/`` (and ``twins``, ``meanwhile``: see
+    :func:`write_summary`)."""
     if fmt not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     with open_job(job) as db:
-        return write_summary(db, Path(job) / SUMMARY_DIR, fmt=fmt, s2=s2, twins=twins)
+        return write_summary(db, Path(job) / SUMMARY_DIR, fmt=fmt, s2=s2, twins=twins, meanwhile=meanwhile)

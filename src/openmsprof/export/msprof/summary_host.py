@@ -92,7 +92,7 @@ def _tx_lines(db: JobDB) -> Iterator[str]:
     get = db.strings.get
     heads: dict[tuple[Any, ...], str] = {}
     tails: dict[tuple[Any, ...], str] = {}
-    for g, cat, kind, s, e, msg, dom in db.conn.execute(sql):
+    for g, cat, kind, s, e, msg, dom in db.stream(sql):
         e = max(e, s)
         hk = (g, cat, kind)
         head = heads.get(hk)
@@ -119,7 +119,7 @@ def _tx_rows(db: JobDB) -> Iterator[list[Any]]:
     sql = ("SELECT globalTid, category, eventType, startNs, endNs, message, domainId"
            " FROM MSTX_EVENTS ORDER BY startNs, endNs DESC")
     get = db.strings.get  # db.text inlined (ids are ints or NULL)
-    for g, cat, kind, s, e, msg, dom in db.conn.execute(sql):
+    for g, cat, kind, s, e, msg, dom in db.stream(sql):
         e = max(e, s)
         yield [HOST, g >> 32, g & _MASK32, get(cat) or NA, kinds.get(kind, str(kind)), NA, NA,
                us(s) if s < 0 else f"{s // 1000}.{s % 1000:03d}", us(e) if e < 0 else f"{e // 1000}.{e % 1000:03d}",

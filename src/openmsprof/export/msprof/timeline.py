@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from openmsprof.config.errors import ConfigError, RawDataError
@@ -52,8 +53,10 @@ def timeline_devices(db: JobDB) -> list[int]:
 
 def write_timeline(db: JobDB, out_dir: Path, *, ascend_compat: bool = False,
                    start_us: float | None = None, end_us: float | None = None,
-                   max_size_mb: float | None = None, parallel: bool | None = None) -> list[Path]:
+                   max_size_mb: float | None = None, parallel: bool | None = None,
+                   meanwhile: Callable[[], object] | None = None) -> list[Path]:
     """Write the timeline files of an open database into ``out_dir``; returns their paths.
+    ``meanwhile``: run once in this process while a device child renders (else at the end).
 
     ``parallel``: run each device pass in a forked child — True: always (but never with size
     splitting), False: never, None: when it pays (two or more CPUs, a single-threaded caller,
@@ -74,8 +77,11 @@ def write_timeline(db: JobDB, out_dir: Path, *, ascend_compat: bool = False,
         devices: list[int | str] = list(timeline_devices(db)) or ["host"]
         fork = _want_fork(db, parallel, max_bytes)
         written: list[Path] = []
+        pending = [meanwhile] if meanwhile is not None else []
         for dev in devices:
-            written.extend(_write_device_file(db, out_dir, dev, style, lo, hi, max_bytes, fork))
+            written.extend(_write_device_file(db, out_dir, dev, style, lo, hi, max_bytes, fork, pending))
+        if pending:
+            pending.pop()()
         return written
     except DB_ERRORS as exc:  # a database damaged under us: one line, no traceback
         raise RawDataError(f"database {str(db.path)!r} is unreadable: {exc}") from None
@@ -96,8 +102,9 @@ def _want_fork(db: JobDB, parallel: bool | None, max_bytes: int | None) -> bool:
 
 
 def _write_device_file(db: JobDB, out_dir: Path, dev: int | str, style: Style, lo: int, hi: int,
-                       max_bytes: int | None, fork: bool) -> list[Path]:
-    """One device's file(s): host layers, then the device's tasks and steps, then counters."""
+                       max_bytes: int | None, fork: bool, pending: list[Callable[[], object]]) -> list[Path]:
+    """One device's file(s): host layers, then the device's tasks and steps, then counters
+    (``pending``'s step is taken and run while the device child renders)."""
     w = TraceWriter(out_dir, dev, safe=style.safe, base_ns=style.base_ns, max_bytes=max_bytes)
     child: DeviceChild | None = None
     try:
@@ -109,6 +116,8 @@ def _write_device_file(db: JobDB, out_dir: Path, dev: int | str, style: Style, l
             child = DeviceChild.start(ctx, dev, out_dir, fused)
         overflow = passes.write_markers_and_apis(ctx)
         if isinstance(dev, int):
+            if child is not None and pending:
+                pending.pop()()
             running, child = child, None
             if running is not None and running.finish(w, take_starts=not overflow):
                 if not (running.fused and not overflow):
@@ -133,8 +142,11 @@ def _write_device_file(db: JobDB, out_dir: Path, dev: int | str, style: Style, l
 
 
 def export_timeline(job: Path, *, ascend_compat: bool = False, start_us: float | None = None,
-                    end_us: float | None = None, max_size_mb: float | None = None) -> list[Path]:
-    """Import ``job`` if needed and write ``JOB/timeline/msprof_{dev}.json``."""
+                    end_us: float | None = None, max_size_mb: float | None = None,
+                    meanwhile: Callable[[], object] | None = None) -> list[Path]:
+    """Import ``job`` if needed and write ``JOB/timeline/msprof_{dev}.json`` (``meanwhile``: see
+    :func:`write_timeline`)."""
     with open_job(job) as db:
         return write_timeline(db, Path(job) / TIMELINE_DIR, ascend_compat=ascend_compat,
-                              start_us=start_us, end_us=end_us, max_size_mb=max_size_mb)
+                              start_us=start_us, end_us=end_us, max_size_mb=max_size_mb,
+                              meanwhile=meanwhile)

@@ -33,6 +33,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -50,7 +51,7 @@ from openmsprof.export.msprof.tables import Table, write_table
 from openmsprof.export.msprof.timeline import write_timeline
 from openmsprof.recorder import fs
 
-__all__ = ["ANALYZE_DIR", "OUTPUT_DIR", "PARTS", "export_tool_facing"]
+__all__ = ["ANALYZE_DIR", "OUTPUT_DIR", "PARTS", "export_tool_facing", "prepare_db"]
 
 OUTPUT_DIR = "mindstudio_profiler_output"
 ANALYZE_DIR = "analyze"
@@ -280,44 +281,80 @@ def _analysis_db(job: Path) -> Path:
     return path
 
 
+def _sources(job: Path) -> dict[str, float | int]:
+    """Complete the db's other sources (device and host info.json); returns the overhead figures."""
+    _device_info(job)
+    figures = overhead.read_job(job)
+    _host_overhead(job, figures)  # before the db: host/info.json is one of its sources
+    return figures
+
+
+def prepare_db(job: Path) -> Path:
+    """Make the job's ``msprof_{ts}.db`` current (of an imported job), as :func:`export_tool_facing`
+    would first; ``export timeline`` runs it while its device child renders."""
+    job = Path(job)
+    _sources(job)
+    db_path = tool_facing_db.current_db(job)
+    if db_path is None:
+        db_path = tool_facing_db.write_db(job, _stamp())
+        tool_facing_db.remember(job, db_path)
+    return db_path
+
+
 def _part(name: str) -> str:
     """The half of the layout a file of ``mindstudio_profiler_output/`` belongs to."""
     return "timeline" if _TIMELINE_RE.fullmatch(name) else "summary"
 
 
 def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterable[Path] = (),
-                       summary: Callable[[Twins | None], list[Path]] | None = None) -> list[Path]:
+                       summary: Callable[[Twins | None, Callable[[], None] | None], list[Path]] | None = None,
+                       ) -> list[Path]:
     """Write ``parts`` of the tool-facing layout of ``job`` (imports it first if needed) with the
     shared files; returns the paths written or kept (db, analyze db, the parts' files, README).
     ``ready``: the CSVs ``export summary`` has just written into ``JOB/summary/`` from the same db
     (those of :data:`SAME_IN_BOTH` are copied rather than rendered again).  ``summary``: writes
     ``JOB/summary/`` once the db is ready, given the twins to write in its task pass (op_summary
-    and task_time of this layout, see :mod:`summary_task_pass`); its paths count as ``ready``."""
+    and task_time of this layout, see :mod:`summary_task_pass`) and a step to run meanwhile (the
+    db's copy, while the summary's child renders; it must be run); its paths count as ``ready``."""
     job = Path(job)
     with open_job(job):
         pass  # ensures sqlite/msprof.db is current
     out = fs.make_dir(job / OUTPUT_DIR)
     fs.make_dir(job / ANALYZE_DIR)
-    _device_info(job)
-    figures = overhead.read_job(job)
-    _host_overhead(job, figures)  # before the db: host/info.json is one of its sources
+    figures = _sources(job)
     db_path = tool_facing_db.current_db(job)
+    fresh = db_path is None
+    stamp = _stamp() if db_path is None else db_path.name[len("msprof_"):-len(".db")]
+
+    made: list[Path] = []
+
+    def write_db() -> None:
+        made.append(tool_facing_db.write_db(job, stamp))
+        tool_facing_db.remember(job, made[0])
+
     if db_path is None:
-        db_path = tool_facing_db.write_db(job, _stamp())
-        tool_facing_db.remember(job, db_path)
+        db_path = job / f"msprof_{stamp}.db"
     else:
         tool_facing_db.remove_others(job, db_path)
-    stamp = db_path.name[len("msprof_"):-len(".db")]
+    twins: Twins | None = None
+    if summary is not None:
+        # a fresh db is copied while the summary's forked child renders (the twins' task types
+        # are those the copy will hold, read from the job's own db)
+        if fresh:
+            with open_job(job) as jdb:
+                types: dict[tuple[Any, Any], str] | None = tool_facing_db.engine_types(jdb.conn)
+        else:
+            with JobDB(db_path, job) as db:
+                types = twin_types(db)
+        twins = Twins(out, stamp, types) if types is not None and "summary" in parts else None
+        ready = [*ready, *summary(twins, write_db if fresh else None)]
+    if fresh and not made:  # no summary, or one that did not run the step
+        write_db()
     analysis = job / ANALYZE_DIR / "communication_analyzer.db"
     if not analysis.is_file() or analysis.is_symlink():
         analysis = _analysis_db(job)
     with JobDB(db_path, job) as db:
         written: list[Path] = []
-        twins = None
-        if summary is not None:
-            types = twin_types(db)
-            twins = Twins(out, stamp, types) if types is not None and "summary" in parts else None
-            ready = [*ready, *summary(twins)]
         if "summary" in parts:
             for name in (n for n in PRODUCERS if n != "op_statistic_s2" and H.WRITTEN[n][0] == "Device_id"):
                 source = _ready_source(name, ready)

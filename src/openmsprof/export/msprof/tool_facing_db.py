@@ -30,7 +30,7 @@ from openmsprof.export import classify, hostinfo, overhead
 from openmsprof.export.hccl_enums import ENUMS
 from openmsprof.recorder import fs
 
-__all__ = ["DB_RE", "current_db", "remember", "remove_others", "write_db"]
+__all__ = ["DB_RE", "current_db", "engine_types", "remember", "remove_others", "write_db"]
 
 DB_RE = re.compile(r"^msprof_\d{14}\.db$")
 EXTRA_TABLES = """
@@ -96,6 +96,32 @@ def _string_id(con: sqlite3.Connection, cache: dict[str, int], text: str) -> int
     return sid
 
 
+def _engine_text(strings: dict[int, str], op: object, name: object) -> str:
+    """The engine class of a compute task (from its op type, else its name)."""
+    text = strings.get(op) or strings.get(name) or ""  # type: ignore[call-overload]
+    if text in ("", "N/A"):
+        text = strings.get(name, "")  # type: ignore[call-overload]
+    return classify.core_name(text)
+
+
+def engine_types(con: sqlite3.Connection) -> dict[tuple[object, object], str]:
+    """(opType, name) → the Task Type text :func:`write_db` gives those tasks, read from the job's
+    own db, so the tool-facing twins need not wait for the copy.  Pairs with a NULL id match no
+    class row there and keep no type (``N/A``)."""
+    tables = {n for (n,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "COMPUTE_TASK_INFO" not in tables or "TASK" not in tables:
+        return {}
+    rows = con.execute("SELECT DISTINCT c.opType, c.name FROM COMPUTE_TASK_INFO c "
+                       "JOIN TASK t ON t.globalTaskId = c.globalTaskId").fetchall()
+    ids = sorted({i for pair in rows for i in pair if isinstance(i, int)})
+    strings: dict[int, str] = {}
+    for k in range(0, len(ids) if "STRING_IDS" in tables else 0, 500):
+        part = ids[k:k + 500]
+        strings.update(con.execute(f"SELECT id, value FROM STRING_IDS WHERE id IN ({','.join('?' * len(part))})", part))
+    return {(op, name): "N/A" if op is None or name is None else (_engine_text(strings, op, name) or "N/A")
+            for op, name in rows}
+
+
 def _classify_tasks(con: sqlite3.Connection) -> str:
     """Rewrite the task types to the engine class; returns the executor name(s) they replaced."""
     strings = dict(con.execute("SELECT id, value FROM STRING_IDS"))
@@ -105,11 +131,8 @@ def _classify_tasks(con: sqlite3.Connection) -> str:
     mapping = []
     executors = set()
     for op, name, tt in rows:
-        text = strings.get(op) or strings.get(name) or ""
-        if text in ("", "N/A"):
-            text = strings.get(name, "")
         executors.add(strings.get(tt, ""))
-        mapping.append((op, name, _string_id(con, cache, classify.core_name(text))))
+        mapping.append((op, name, _string_id(con, cache, _engine_text(strings, op, name))))
     con.execute("CREATE TEMP TABLE cls(op INTEGER, name INTEGER, tt INTEGER, PRIMARY KEY(op, name))")
     con.executemany("INSERT OR REPLACE INTO cls VALUES (?,?,?)", mapping)
     con.execute("UPDATE COMPUTE_TASK_INFO SET taskType = (SELECT tt FROM cls WHERE cls.op = COMPUTE_TASK_INFO.opType "
