@@ -12,9 +12,12 @@ from openmsprof.cli.argtypes import finite_float, input_dir
 from openmsprof.config.errors import ConfigError, ProfilingError
 from openmsprof.export.db import find_jobs
 from openmsprof.export.msprof.summary import FORMATS, export_summary
-from openmsprof.export.msprof.summary_task_pass import Twins
 from openmsprof.export.msprof.timeline import export_timeline
-from openmsprof.export.msprof.tool_facing import export_tool_facing, prepare_db
+from openmsprof.export.msprof.tool_facing import (
+    export_summary_and_layout,
+    export_tool_facing,
+    prepare_db,
+)
 
 
 def _add_dir(p: argparse.ArgumentParser) -> None:
@@ -114,13 +117,8 @@ def run_summary(args: argparse.Namespace) -> int:
 def _summary_and_tool_facing(job: Path, args: argparse.Namespace) -> list[Path]:
     if getattr(args, "no_tool_facing", False):
         return export_summary(job, fmt=args.format)
-    written: list[Path] = []
-
-    def summary(twins: Twins | None, meanwhile: Callable[[], None] | None) -> list[Path]:
-        written[:] = export_summary(job, fmt=args.format, twins=twins, meanwhile=meanwhile)
-        return written
-
-    _print_tool_facing(job, export_tool_facing(job, ("summary",), summary=summary))
+    written, layout = export_summary_and_layout(job, ("summary",), fmt=args.format)
+    _print_tool_facing(job, layout)
     return written
 
 

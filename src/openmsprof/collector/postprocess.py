@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from openmsprof.config.errors import ProfilingError
-from openmsprof.export.msprof.summary import export_summary
 from openmsprof.export.msprof.timeline import export_timeline
-from openmsprof.export.msprof.tool_facing import OUTPUT_DIR, export_tool_facing
+from openmsprof.export.msprof.tool_facing import OUTPUT_DIR, export_summary_and_layout
 from openmsprof.parse.importer import ensure_imported
 
 
@@ -36,13 +35,7 @@ def process(job: Path) -> Processed:
     done = Processed(job)
     done.db = Path(ensure_imported(job))
     done.outputs["timeline"] = _output_dir(export_timeline(job), job, "timeline")
-    summary: list[Path] = []
-
-    def write_summary(twins: Any, meanwhile: Any) -> list[Path]:  # summaries + tool-facing twins, one pass
-        summary[:] = export_summary(job, twins=twins, meanwhile=meanwhile)
-        return summary
-
-    export_tool_facing(job, summary=write_summary)  # mindstudio_profiler_output/ + msprof_{ts}.db for msprof-analyze
+    summary, _layout = export_summary_and_layout(job)  # + mindstudio_profiler_output/ and msprof_{ts}.db for msprof-analyze
     done.outputs["summary"] = _output_dir(summary, job, "summary")
     done.outputs["tools"] = job / OUTPUT_DIR
     if not done.db.is_file():

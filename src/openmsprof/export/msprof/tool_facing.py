@@ -45,7 +45,7 @@ from openmsprof.export.db import JobDB, open_job
 from openmsprof.export.msprof import headers as H
 from openmsprof.export.msprof import tool_facing_db
 from openmsprof.export.msprof.naming import SUMMARY_DIR, summary_file
-from openmsprof.export.msprof.summary import PRODUCERS, iter_tables
+from openmsprof.export.msprof.summary import PRODUCERS, export_summary, iter_tables
 from openmsprof.export.msprof.summary_task_pass import Twins, twin_types
 from openmsprof.export.msprof.tables import Table, write_table
 from openmsprof.export.msprof.timeline import write_timeline
@@ -380,3 +380,18 @@ def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterabl
             old.unlink(missing_ok=True)  # an older stamp, or this half's file not written now
     readme = _readme(out, stamp, written + kept, str(executor), figures)
     return [db_path, analysis, *written, readme]
+
+
+def export_summary_and_layout(job: Path, parts: tuple[str, ...] = PARTS,
+                              fmt: str = "csv") -> tuple[list[Path], list[Path]]:
+    """``export summary`` (``JOB/summary/``) and ``parts`` of the tool-facing layout in one go:
+    the summary's task pass writes the layout's op_summary/task_time twins as it renders its own.
+    Returns (the summary's paths, the layout's paths)."""
+    written: list[Path] = []
+
+    def summary(twins: Twins | None, meanwhile: Callable[[], None] | None) -> list[Path]:
+        written[:] = export_summary(job, fmt=fmt, twins=twins, meanwhile=meanwhile)
+        return written
+
+    layout = export_tool_facing(job, parts, summary=summary)
+    return written, layout
