@@ -12,18 +12,31 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["background_policy", "policy_name"]
+__all__ = ["background_policy", "idle_policy", "policy_name"]
+
+
+def _set_policy(name: str) -> bool:
+    """Put the calling thread (or a single-threaded process) under policy ``name``; False where
+    the OS has no such policy or refuses it."""
+    policy = getattr(os, name, None)
+    if policy is None or not hasattr(os, "sched_setscheduler"):
+        return False
+    try:
+        os.sched_setscheduler(0, policy, os.sched_param(0))  # 0: the calling thread (Linux)
+        return True
+    except OSError:
+        return False
 
 
 def background_policy() -> bool:
     """Put the calling thread under ``SCHED_BATCH``; False where the OS has no such policy."""
-    if not (hasattr(os, "sched_setscheduler") and hasattr(os, "SCHED_BATCH")):
-        return False
-    try:
-        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))  # 0: the calling thread (Linux)
-        return True
-    except OSError:
-        return False
+    return _set_policy("SCHED_BATCH")
+
+
+def idle_policy() -> bool:
+    """Put the calling thread under ``SCHED_IDLE`` (it runs only when a core would otherwise idle;
+    for a process whose work may wait, such as the torch analysis worker)."""
+    return _set_policy("SCHED_IDLE")
 
 
 def policy_name(native_id: int) -> str:

@@ -252,12 +252,8 @@ def _lower_priority() -> str:
     training thread that woke up waits; a SCHED_IDLE task is preempted at once by any normal one."""
     global PRIORITY
     done = []
-    if hasattr(os, "sched_setscheduler") and hasattr(os, "SCHED_IDLE"):
-        try:
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-            done.append("SCHED_IDLE")
-        except OSError:
-            pass
+    if threads.idle_policy():
+        done.append("SCHED_IDLE")
     try:
         os.nice(NICE)
         done.append(f"nice {NICE}")
