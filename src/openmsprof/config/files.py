@@ -18,8 +18,8 @@ import orjson
 
 from openmsprof.config.errors import ProfilingError
 
-__all__ = ["MAX_JSON_BYTES", "MAX_JSON_DEPTH", "check_depth", "escape", "loads_json", "open_regular",
-           "read_json", "read_regular"]
+__all__ = ["MAX_JSON_BYTES", "MAX_JSON_DEPTH", "JSONTooDeep", "check_depth", "escape", "loads_json", "open_regular",
+           "parse_bounded", "read_json", "read_regular"]
 
 #: Small job JSON files (info.json, sample.json, peaks.json, overhead figures).
 MAX_JSON_BYTES = 16 << 20
@@ -94,10 +94,14 @@ def read_json(path: str | os.PathLike[str], what: str, limit: int = MAX_JSON_BYT
     return loads_json(read_regular(path, what, limit, error), what, path, error)
 
 
-def check_depth(data: bytes, limit: int = MAX_JSON_DEPTH) -> int:
-    """At least the nesting depth of the JSON text ``data`` and at most ``limit`` when within
-    it, else -1.  Counted over the raw bytes with numpy (brackets inside strings count too, so a text within the
-    limit is surely within it); only a text over it is walked exactly, after parsing."""
+class JSONTooDeep(ValueError):
+    """A JSON text nested deeper than the bound (or too deep for orjson to read at all)."""
+
+
+def _bracket_bound(data: bytes, limit: int) -> int:
+    """An upper bound of the nesting depth of the JSON text ``data``: its opening brackets when
+    they are at most ``limit``, else the deepest running bracket count (numpy; brackets inside
+    strings count too, so a text within the bound is surely within it)."""
     if data.count(b"[") + data.count(b"{") <= limit:  # no deeper than its opening brackets
         return limit
     import numpy as np  # only for texts with many brackets (config stays light to import)
@@ -106,13 +110,11 @@ def check_depth(data: bytes, limit: int = MAX_JSON_DEPTH) -> int:
     steps = np.zeros(len(raw), dtype=np.int32)
     steps[(raw == 0x5B) | (raw == 0x7B)] = 1
     steps[(raw == 0x5D) | (raw == 0x7D)] = -1
-    deepest = int(np.cumsum(steps).max()) if len(raw) else 0
-    if deepest <= limit:
-        return deepest
-    try:  # brackets inside strings: walk the parsed document (orjson stops at 1024 itself)
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return -1
+    return int(np.cumsum(steps).max()) if len(raw) else 0
+
+
+def _doc_depth(doc: Any, limit: int) -> int:
+    """The nesting depth of a parsed document, or -1 when it is deeper than ``limit``."""
     deepest, todo = 0, [(doc, 1)]
     while todo:
         node, depth = todo.pop()
@@ -124,15 +126,41 @@ def check_depth(data: bytes, limit: int = MAX_JSON_DEPTH) -> int:
     return deepest
 
 
+def parse_bounded(data: bytes, limit: int = MAX_JSON_DEPTH) -> Any:
+    """``orjson.loads(data)``, parsed once, refusing a document nested deeper than ``limit``
+    (:class:`JSONTooDeep`; a bracket count decides cheaply, the parsed document only when
+    brackets inside strings leave it open).  Not JSON: ``orjson.JSONDecodeError``."""
+    if _bracket_bound(data, limit) <= limit:
+        return orjson.loads(data)
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:  # orjson stops at 1024 levels itself
+        raise JSONTooDeep(limit) from None
+    if _doc_depth(doc, limit) < 0:
+        raise JSONTooDeep(limit)
+    return doc
+
+
+def check_depth(data: bytes, limit: int = MAX_JSON_DEPTH) -> int:
+    """At least the nesting depth of the JSON text ``data`` and at most ``limit`` when within
+    it, else -1 (see :func:`parse_bounded`)."""
+    bound = _bracket_bound(data, limit)
+    if bound <= limit:
+        return bound
+    try:
+        return _doc_depth(orjson.loads(data), limit)
+    except orjson.JSONDecodeError:
+        return -1
+
+
 def loads_json(data: bytes, what: str, name: object, error: type[ProfilingError] = ProfilingError,
                depth: int = MAX_JSON_DEPTH) -> Any:
     """Parse ``data`` (the text of ``what`` ``name``); not JSON or nested deeper than ``depth``
     is one ``error`` line."""
-    if check_depth(data, depth) < 0:
-        raise error(f"{what} {escape(os.fspath(name) if isinstance(name, os.PathLike) else name)!r}: "
-                    f"JSON nested deeper than {depth} levels; refused")
+    shown = escape(os.fspath(name) if isinstance(name, os.PathLike) else name)
     try:
-        return orjson.loads(data)
+        return parse_bounded(data, depth)
+    except JSONTooDeep:
+        raise error(f"{what} {shown!r}: JSON nested deeper than {depth} levels; refused") from None
     except orjson.JSONDecodeError as exc:
-        raise error(f"{what} {escape(os.fspath(name) if isinstance(name, os.PathLike) else name)!r} "
-                    f"is not JSON: {exc}") from None
+        raise error(f"{what} {shown!r} is not JSON: {exc}") from None

@@ -18,7 +18,13 @@ from typing import IO, Any
 import orjson
 
 from openmsprof.config.errors import RawDataError
-from openmsprof.config.files import MAX_JSON_DEPTH, check_depth, open_regular, read_regular
+from openmsprof.config.files import (
+    MAX_JSON_DEPTH,
+    JSONTooDeep,
+    open_regular,
+    parse_bounded,
+    read_regular,
+)
 
 BLOCK = 8 << 20
 #: Largest trace streamed block by block, and largest parsed whole (the fallback holds it all).
@@ -67,10 +73,10 @@ class TraceReader:
     def whole(self) -> list[Any]:
         """The whole document parsed at once (the fallback)."""
         data = read_regular(self.path, "trace", MAX_WHOLE_BYTES, RawDataError)
-        if check_depth(data) < 0:
-            raise RawDataError(f"{str(self.path)!r}: JSON nested deeper than {MAX_JSON_DEPTH} levels; refused")
         try:
-            doc = orjson.loads(data)
+            doc = parse_bounded(data)
+        except JSONTooDeep:
+            raise RawDataError(f"{str(self.path)!r}: JSON nested deeper than {MAX_JSON_DEPTH} levels; refused") from None
         except orjson.JSONDecodeError as exc:
             raise RawDataError(f"{str(self.path)!r} is not valid JSON: {exc}") from None
         if isinstance(doc, dict):
