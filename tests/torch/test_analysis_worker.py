@@ -88,12 +88,18 @@ def test_sync_handler_analyses_off_the_training_process(tmp_path: Path) -> None:
 
 def test_window_end_steps_do_not_wait_for_the_analysis(tmp_path: Path) -> None:
     """A sync handler with its worker stopped: the four window-end ``step()`` calls return (the
-    windows are saved, none analysed); ``stop()`` then waits for the analyses, as documented."""
+    training process saves the windows the worker does not confirm, none analysed); ``stop()``
+    then waits for the analyses, as documented."""
     proc, root = _run(tmp_path, "stalled")
     assert proc.returncode == 0, proc.stderr
     assert "windows ended 4 analysed 0" in proc.stdout
+    assert "has not saved 4 window(s)" in proc.stderr  # the stopped worker's saves, done here instead
     dirs = rank_dirs(root)
     assert len(dirs) == 4 and all((d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file() for d in dirs)
+    for d in dirs:  # saved once, by the training process; the worker found them saved and analysed them
+        over = _info(d)["openmsprof_overhead"]
+        assert "window_files_writer_thread_cpu_s" in over and "window_files_worker_cpu_s" not in over
+        assert over["analysis_cpu_s"] > 0
 
 
 def test_async_mode_uses_one_worker_not_a_process_per_window(tmp_path: Path) -> None:

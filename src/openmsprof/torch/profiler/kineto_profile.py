@@ -123,6 +123,7 @@ class _KinetoProfile:
         self.prof_path: Path | None = None
         self._window: _Window | None = None
         self._handed_off = False  # the last window's files went to another process
+        self._static_files: dict[str, Any] | None = None
         self._usage = [h for h in self.experimental_config.to_dict()["_host_sys"] if h in ("cpu", "mem")]
         self.saved: list[Path] = []
 
@@ -298,10 +299,11 @@ class _KinetoProfile:
             log.warning("openmsprof: saving %s failed: %s", win.path, exc)
             return
         spent = time.perf_counter() - self._stop_t0 if self._stop_t0 else 0.0
-        files = {"config": self._config_dict(), "start": self._start_info(), "end": end,
-                 "rank": prof_dir.get_rank(), "backend": self._backend(), "notes": list(self._notes),
-                 "meta": prof_dir.metadata(self._metadata), "torch_version": prof_dir.torch_version_text(),
-                 "window_end_s": round(spent, 6)}
+        if self._static_files is None:  # what every window of this profiler shares, built once
+            self._static_files = {"config": self._config_dict(), "backend": self._backend(),
+                                  "notes": list(self._notes), "torch_version": prof_dir.torch_version_text()}
+        files = {**self._static_files, "start": self._start_info(), "end": end, "rank": prof_dir.get_rank(),
+                 "meta": prof_dir.metadata(self._metadata), "window_end_s": round(spent, 6)}
         fallback = partial(win.save, tmp, files, self.saved)
         self._handed_off = self._hand_off(win.path, tmp, files, fallback)
         if not self._handed_off:
