@@ -22,161 +22,23 @@ disk and ``analyse(path)`` (or ``python -m openmsprof.torch.profiler.analysis``)
 from __future__ import annotations
 
 import atexit
-import collections
-import functools
 import logging
 import os
-import select
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from openmsprof.recorder import threads
+from openmsprof.torch.profiler._worker_pipe import Client, Job
 
 log = logging.getLogger("openmsprof")
-MODULE = "openmsprof.torch.profiler._worker_process"
 _EXIT_WAIT_S = 120.0
 _STOP_WAIT_S = 1800.0
 SAVE_WAIT_S = 5.0  # then the training process saves what the worker has not confirmed
 
 
-class _Job:
-    """A dir handed to the worker: whether a sync handler waits for its analysis, whether it is
-    analysed, the save to do here if the worker does not (None: already saved), the profile's
-    ``saved`` list."""
-
-    __slots__ = ("analyse", "out", "save", "saved", "sync")
-
-    def __init__(self, sync: bool, analyse: bool, save: Callable[[], None] | None, out: list[Path] | None) -> None:
-        self.sync, self.analyse, self.save, self.out = sync, analyse, save, out
-        self.saved = save is None
-
-
-class _Client:
-    """The training process's side: the child, its pending dirs, a reader of its answers."""
-
-    def __init__(self) -> None:
-        pkg_parent = str(Path(__file__).resolve().parents[3])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH", "")) if p)
-        self.proc = subprocess.Popen([sys.executable, "-c", f"import {MODULE} as w; w.main()"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True)
-        assert self.proc.stdin is not None
-        self.fd = self.proc.stdin.fileno()
-        os.set_blocking(self.fd, False)  # a stalled worker never blocks the training thread
-        self.backlog: collections.deque[bytes] = collections.deque()  # written by the writer thread
-        self.cond = threading.Condition()
-        self.pending: dict[str, _Job] = {}
-        self.failed: list[str] = []
-        self.answered = 0
-        self.reader = threading.Thread(target=self._read, name="openmsprof-analysis-reader", daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        threads.background_policy()  # the worker's answers do not preempt the training thread
-        out = self.proc.stdout
-        assert out is not None
-        for raw in out:
-            status, _, path = raw.decode("utf-8", "surrogateescape").rstrip("\n").partition(" ")
-            with self.cond:
-                self.answered += 1
-                job = self.pending.get(path)
-                if job is None:
-                    continue
-                if status in ("saved", "unsaved"):
-                    if status == "saved" and not job.saved and job.out is not None:
-                        job.out.append(Path(path))
-                    job.saved = True
-                    if status == "unsaved" or not job.analyse:
-                        del self.pending[path]
-                else:
-                    del self.pending[path]
-                    if status != "ok":
-                        self.failed.append(path)
-                self.cond.notify_all()
-        from openmsprof.torch.profiler import _writer
-
-        with self.cond:  # the worker is gone: what it did not do is done on the writer thread
-            left, self.pending = dict(self.pending), {}
-            self.backlog.clear()
-            for path, job in left.items():
-                if not job.saved and job.save is not None:
-                    job.saved = True
-                    _writer.submit(job.save)
-                if job.analyse:
-                    _writer.submit(functools.partial(submit, Path(path), job.sync))
-            self.cond.notify_all()
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None and self.reader.is_alive()
-
-    def send(self, path: str, job: _Job, line: bytes) -> bool:
-        """Queue ``line`` for the worker without ever blocking (what the pipe does not take now is
-        written by the writer thread); False if the worker is gone."""
-        with self.cond:
-            if not self.reader.is_alive():
-                return False
-            if self.backlog:
-                self.pending[path] = job
-                self.backlog.append(line)
-                return True
-            try:
-                n = os.write(self.fd, line)
-            except BlockingIOError:
-                n = 0
-            except OSError:
-                return False
-            self.pending[path] = job
-            if n < len(line):
-                self.backlog.append(line[n:])
-                from openmsprof.torch.profiler import _writer
-
-                _writer.submit(self._drain)
-        return True
-
-    def _drain(self) -> None:
-        """Writer thread: write the backlog as the worker reads (ends when it is gone)."""
-        while True:
-            with self.cond:
-                if not self.backlog:
-                    return
-            select.select([], [self.fd], [], 1.0)
-            if self.proc.poll() is not None:
-                return  # the reader's end of input re-routes the pending jobs
-            with self.cond:
-                if not self.backlog:
-                    return
-                try:
-                    n = os.write(self.fd, self.backlog[0])
-                except BlockingIOError:
-                    continue
-                except OSError:
-                    return
-                if n == len(self.backlog[0]):
-                    self.backlog.popleft()
-                else:
-                    self.backlog[0] = self.backlog[0][n:]
-
-    def wait(self, timeout: float, sync_only: bool = False) -> bool:
-        def idle() -> bool:
-            return not any(j.sync for j in self.pending.values()) if sync_only else not self.pending
-
-        with self.cond:
-            return self.cond.wait_for(idle, timeout)
-
-    def close(self) -> None:
-        if self.proc.stdin is not None:
-            try:
-                self.proc.stdin.close()
-            except OSError:
-                pass
-
-
-_client: _Client | None = None
+_client: Client | None = None
 _lock = threading.Lock()
 
 
@@ -194,7 +56,7 @@ def start() -> int | None:
             _client = None
         if _client is None and _broken < MAX_BROKEN:
             try:
-                _client = _Client()
+                _client = Client()
             except OSError as exc:
                 _broken = MAX_BROKEN
                 log.warning("openmsprof: cannot start the analysis worker (%s)", exc)
@@ -221,7 +83,7 @@ def hand_off(path: Path, tmp: Path, files: dict[str, Any], analyse: bool, sync: 
                              "analyse": analyse}) + b"\n"
     except TypeError:  # a path or a user's metadata JSON cannot carry: saved here
         return False
-    return c.send(os.fspath(path), _Job(sync and analyse, analyse, save, out), line)
+    return c.send(os.fspath(path), Job(sync and analyse, analyse, save, out), line)
 
 
 def submit(path: Path, sync: bool) -> None:
@@ -239,7 +101,7 @@ def submit(path: Path, sync: bool) -> None:
             line = orjson.dumps({"dir": os.fspath(path), "analyse": True}) + b"\n"
         except TypeError:
             line = b""
-        if line and c.send(os.fspath(path), _Job(sync, True, None, None), line):
+        if line and c.send(os.fspath(path), Job(sync, True, None, None), line):
             return
     _analyse_here(path)
 
