@@ -30,7 +30,8 @@ _TRAIN = textwrap.dedent("""
 
     root, mode = sys.argv[1], sys.argv[2]
     model = torch.nn.Linear(16, 16)
-    handler = tp.tensorboard_trace_handler(root, analyse_flag=(mode != "no_analysis"), async_mode=True)
+    handler = tp.tensorboard_trace_handler(root, analyse_flag=(mode == "pipe_full"),
+                                           async_mode=True)
     pid = _analysis_worker.start()
     if mode == "pipe_full":
         os.kill(pid, signal.SIGSTOP)
@@ -43,7 +44,7 @@ _TRAIN = textwrap.dedent("""
         model(torch.randn(4, 16)).sum().backward()
         prof.step()
     print("steps done", flush=True)  # a blocking pipe write would never get here
-    if mode == "killed_live":  # no stop(), no flush: the worker alone puts the windows on disk
+    if mode == "killed_live":  # no stop(), no flush: the worker alone puts the raw windows on disk
         end = time.monotonic() + 120
         while sum(os.path.isfile(os.path.join(root, d, "profiler_info_0.json")) for d in os.listdir(root)) < 4:
             assert time.monotonic() < end
