@@ -168,7 +168,8 @@ def _at_exit() -> None:
     _writer.flush()
     if _client is not None:
         wait(_EXIT_WAIT_S, sync_only=True)
-        wait_saved()
+        wait_saved()  # the windows' files are on disk before the training process leaves
+        _writer.flush()  # (those a dead worker left went to the writer thread)
         _client.close()  # the worker finishes what is queued (async windows), then leaves
 
 
