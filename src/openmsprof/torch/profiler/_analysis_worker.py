@@ -108,7 +108,8 @@ def submit(path: Path, sync: bool) -> None:
 
 def wait_saved(timeout: float = SAVE_WAIT_S) -> None:
     """Wait until the worker confirmed every window handed to it as saved; the training process
-    saves those it has not confirmed within ``timeout`` (a stalled worker) itself."""
+    saves those it has not confirmed within ``timeout`` itself (``profile.stop()`` passes 0: it
+    saves the last window or two here rather than wait for a worker busy analysing)."""
     c = _client
     if c is None:
         return
@@ -122,8 +123,9 @@ def wait_saved(timeout: float = SAVE_WAIT_S) -> None:
         late = [j for j in c.pending.values() if not j.saved and j.save is not None]
         for j in late:
             j.saved = True
-    log.warning("openmsprof: the analysis worker has not saved %d window(s) after %.1f s; saving them here",
-                len(late), timeout)
+    if timeout > 0:
+        log.warning("openmsprof: the analysis worker has not saved %d window(s) after %.1f s; saving them here",
+                    len(late), timeout)
     for j in late:
         if j.save is not None:
             j.save()

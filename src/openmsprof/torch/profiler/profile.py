@@ -50,7 +50,7 @@ class _TraceHandler:
         _writer.flush()
         if self.analyse_flag and not self.async_mode:
             _analysis_worker.wait(sync_only=True)
-        _analysis_worker.wait_saved()
+        _analysis_worker.wait_saved(0.0)  # what the worker has not saved yet is saved here
 
 
 def tensorboard_trace_handler(dir_name: str | os.PathLike[str] | None = None, worker_name: str | None = None,
