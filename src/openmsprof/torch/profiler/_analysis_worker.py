@@ -76,7 +76,7 @@ def hand_off(path: Path, tmp: Path, files: dict[str, Any], analyse: bool, sync: 
     import orjson
 
     c = _client
-    if c is None or c.proc.poll() is not None:
+    if c is None:  # (a dead worker: send() sees its reader gone or EPIPE)
         return False
     try:
         line = orjson.dumps({"dir": os.fspath(path), "tmp": os.fspath(tmp), "files": files,
