@@ -79,7 +79,7 @@ def hand_off(path: Path, tmp: Path, files: dict[str, Any], analyse: bool, sync: 
     if c is None:  # (a dead worker: send() sees its reader gone or EPIPE)
         return False
     try:
-        line = orjson.dumps({"dir": os.fspath(path), "tmp": os.fspath(tmp), "files": files, "made": True,
+        line = orjson.dumps({"dir": os.fspath(path), "tmp": os.fspath(tmp), "files": files,
                              "analyse": analyse}) + b"\n"
     except TypeError:  # a path or a user's metadata JSON cannot carry: saved here
         return False

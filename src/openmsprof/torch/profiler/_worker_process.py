@@ -1,8 +1,8 @@
 """The analysis worker process itself (``_analysis_worker`` is the training process's side).
 
-It reads one JSON line per job on its stdin: ``{"dir", "tmp", "files", "made", "analyse"}`` for a
-window whose files it saves (``_window_files.save``: the rank dir unless ``made``, the raw trace
-moved in, profiler_info, metadata), then analyses if asked; ``{"dir", "analyse": true}`` for a dir already saved.  A
+It reads one JSON line per job on its stdin: ``{"dir", "tmp", "files", "analyse"}`` for a window
+whose files it saves (``_window_files.save``: rank dir, raw trace moved in, profiler_info,
+metadata), then analyses if asked; ``{"dir", "analyse": true}`` for a dir already saved.  A
 reader thread saves each window as soon as its line arrives (``saved|unsaved <dir>`` answered at
 once), so the raw traces land within milliseconds even while the main thread analyses an earlier
 window (``ok|fail <dir>`` when done).  Runs under SCHED_IDLE and nice 19, SIGINT ignored; at the
@@ -70,7 +70,7 @@ def _save_jobs(lines: IO[bytes], answer: _Answers, todo: queue.SimpleQueue[Path 
                 continue
             if "tmp" in job:
                 try:
-                    _window_files.save(path, Path(job["tmp"]), job["files"], "worker", made=job.get("made") is True)
+                    _window_files.save(path, Path(job["tmp"]), job["files"], "worker")
                 except Exception as exc:
                     print(f"openmsprof: saving {path} failed: {exc}", file=sys.stderr, flush=True)
                     answer("unsaved", path)

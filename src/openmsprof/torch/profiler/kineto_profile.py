@@ -228,18 +228,18 @@ class _KinetoProfile:
         root = self._root if self._root is not None else prof_dir.default_root()
         win = self._window = _Window(root, prof_dir.new_path(root, self._worker))
         self.prof_path = win.path
-        # The rank dir now (a warmup step, ~0.1 ms): the window end exports its trace straight
-        # into it, so the training thread and whoever saves the window never share a directory
-        # (a saver preempted while holding the output root's lock would stall the training thread)
-        win.create()
+        if not prof_dir.root_ready(root):  # the first window: make (and check) the root now
+            _writer.submit(win.create)
 
     def _ready_window(self) -> _Window | None:
-        """The current window if its dir exists; None, and no prof_path, if it could not be created."""
+        """The current window once its dir exists (waits for the writer only if it has not yet
+        created it); None, and no prof_path, if it could not be created."""
         win = self._window
         if win is None:
             return None
         if win.ok is None:
-            win.create()
+            _writer.submit(win.create)
+            _writer.flush()
         if not win.ok:
             self.prof_path = None
             return None
@@ -282,11 +282,17 @@ class _KinetoProfile:
         """Save FRAMEWORK raw data + info files now (before any analysis)."""
         if self._kineto is None or self.prof_path is None:
             return
-        win = self._ready_window()
+        win = self._window
         if win is None:
             return
+        if win.ok is None and not prof_dir.root_ready(win.root):
+            win = self._ready_window()  # the first window under a root: its dir is made first
+            if win is None:
+                return
         end = self._end_info()
-        tmp = win.path / "FRAMEWORK" / f".{win.path.name}.{os.getpid()}.kineto.tmp"  # the saver moves it
+        # Into the rank dir when it exists, else beside it in the root: whoever saves the window
+        # makes the dir and moves the trace in, in one job
+        tmp = (win.path / "FRAMEWORK" if win.ok else win.root) / f".{win.path.name}.{os.getpid()}.kineto.tmp"
         try:
             self._kineto.export_chrome_trace(os.fspath(tmp))
         except Exception as exc:
@@ -339,7 +345,7 @@ class _KinetoProfile:
 
 
 class _Window:
-    """One window's rank dir (made when the window is prepared); ``save`` runs on the writer thread."""
+    """One window's rank dir; its methods run on the writer thread."""
 
     __slots__ = ("ok", "path", "root")
 
