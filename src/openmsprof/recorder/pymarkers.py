@@ -130,22 +130,18 @@ def _count(kind: int) -> None:
 def mark(message: str, domain: str | None = None) -> None:
     """Instant marker."""
     if _on:
+        # one try around the whole hot path (free in 3.11 until something raises): no thread
+        # buffer yet, a full list, a domain, an uncached or unhashable message all go to _slow
         try:
             marks = _tls.marks
-        except AttributeError:
-            return _slow(1, message, domain)
-        if len(marks) < _CAP2:
-            if domain is None:
-                try:
-                    code = _MARK[message]
-                except (KeyError, TypeError):
-                    return _slow(1, message, None)
-            else:
-                return _slow(1, message, domain)
-            marks.append(_now())
-            marks.append(code)
-        else:
-            return _full(1, message, domain)
+            if len(marks) < _CAP2 and domain is None:
+                code = _MARK[message]
+                marks.append(_now())
+                marks.append(code)
+                return None
+        except (AttributeError, KeyError, TypeError):
+            pass
+        return _slow(1, message, domain)
     return None
 
 
@@ -154,20 +150,14 @@ def push(message: str, domain: str | None = None) -> None:
     if _on:
         try:
             marks = _tls.marks
-        except AttributeError:
-            return _slow(2, message, domain)
-        if len(marks) < _CAP2:
-            if domain is None:
-                try:
-                    code = _PUSH[message]
-                except (KeyError, TypeError):
-                    return _slow(2, message, None)
-            else:
-                return _slow(2, message, domain)
-            marks.append(_now())
-            marks.append(code)
-        else:
-            return _full(2, message, domain)
+            if len(marks) < _CAP2 and domain is None:
+                code = _PUSH[message]
+                marks.append(_now())
+                marks.append(code)
+                return None
+        except (AttributeError, KeyError, TypeError):
+            pass
+        return _slow(2, message, domain)
     return None
 
 
@@ -176,13 +166,13 @@ def pop() -> None:
     if _on:
         try:
             marks = _tls.marks
+            if len(marks) < _CAP2:
+                marks.append(_now())
+                marks.append(_POP)
+                return None
         except AttributeError:
-            return _slow(3, None, None)
-        if len(marks) < _CAP2:
-            marks.append(_now())
-            marks.append(_POP)
-        else:
-            return _full(3, None, None)
+            pass
+        return _slow(3, None, None)
     return None
 
 
