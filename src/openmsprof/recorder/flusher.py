@@ -133,6 +133,7 @@ class Flusher(Encoder):
         with self._lock:
             self._drain(wait=True)
             self._closed = True  # the session closes the files next: producers stop helping
+            self._spare.clear()  # the session object may outlive its collection
 
     def _run(self) -> None:
         threads.background_policy()  # its wakes do not preempt the application's threads
