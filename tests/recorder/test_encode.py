@@ -31,8 +31,8 @@ def test_pairs_across_pieces_become_records_and_a_half_pair_is_left() -> None:
     codes = [k | (i % 1000) << 8 | (i % 7) << 40 for i, k in enumerate(kinds)]
     marks: list[int] = [x for pair in zip(ts, codes, strict=True) for x in pair]
     marks.append(42)  # a record whose producer was interrupted between its two appends
-    out = np.full((n + 5, 4), -1, dtype="<i8")
-    data, count = _Enc()._encode_marks(marks, len(marks) & ~1, out, tid=0xFFFF_FFF0)
+    work = np.full(3 * 2 * n + 20, -1, dtype="<i8")
+    data, count = _Enc()._encode_marks(marks, len(marks) & ~1, work, tid=0xFFFF_FFF0)
     assert count == n and len(data) == 32 * n
     recs = _decode(data)
     assert recs["kind"].tolist() == kinds
@@ -40,7 +40,7 @@ def test_pairs_across_pieces_become_records_and_a_half_pair_is_left() -> None:
     assert recs["t0"].tolist() == ts and recs["t1"].tolist() == ts
     assert recs["a"].tolist() == [i % 1000 for i in range(n)]
     assert recs["b"].tolist() == [i % 7 for i in range(n)]
-    assert out[n].tolist() == [-1] * 4, "nothing written past the records"
+    assert work[6 * n:].tolist() == [-1] * 20, "nothing written past the work area"
 
 
 def test_impossible_kinds_are_dropped_and_counted_in_any_piece() -> None:
@@ -50,7 +50,7 @@ def test_impossible_kinds_are_dropped_and_counted_in_any_piece() -> None:
     for i in range(n):
         marks += [1000 + i, (0 if i == 0 else 9 if i in bad else 2) | i << 8]
     enc = _Enc()
-    data, count = enc._encode_marks(marks, len(marks), np.empty((n, 4), dtype="<i8"), tid=7)
+    data, count = enc._encode_marks(marks, len(marks), np.empty(6 * n, dtype="<i8"), tid=7)
     recs = _decode(data)
     assert enc.bad_markers == len(bad) and count == n - len(bad) == len(recs)
     good = [i for i in range(n) if i not in bad]

@@ -34,38 +34,43 @@ class Encoder:
     records: int
     bad_markers: int
 
-    def _encode_marks(self, marks: list[int], take: int, out: np.ndarray, tid: int) -> tuple[memoryview, int]:
+    def _encode_marks(self, marks: list[int], take: int, work: np.ndarray, tid: int) -> tuple[memoryview, int]:
         """MARK/PUSH/POP records from the first ``take`` ints of a thread's ``marks`` (ts, code
-        pairs; see :mod:`~openmsprof.recorder.pymarkers`) into ``out`` (an int64 array of at
-        least ``take // 2`` rows of four words: kind | tid << 32, t0, t1, a | b << 32), column-
-        wise; returns a view of the bytes written (no copy) and the record count.
+        pairs; see :mod:`~openmsprof.recorder.pymarkers`), column-wise, in ``work`` (int64, at
+        least ``3 * take``: the records' four words, kind | tid << 32, t0, t1, a | b << 32, in
+        its first ``2 * take``, the ints after them); returns a view of the records' bytes (no
+        copy) and their count.
 
-        The ints are converted :data:`PIECE` at a time: the temporary stays under malloc's
-        mmap threshold, so it is reused from the heap instead of page-faulted in every cycle
-        (``out`` is reused by the caller for the same reason).  Kinds are checked with one min
-        and one max; a code of an impossible kind (it cannot happen unless memory is corrupt)
-        is dropped and counted on a slower path."""
+        The ints are converted :data:`PIECE` at a time, so ``np.fromiter``'s temporary stays
+        under malloc's mmap threshold and is reused from the heap instead of page-faulted in
+        every cycle (``work`` is reused by the caller for the same reason); the records are
+        then built with six numpy calls for the whole run (each may hand the GIL to a producer,
+        so their number is kept low).  Kinds are checked with one min and one max; a code of
+        an impossible kind (it cannot happen unless memory is corrupt) is dropped and counted
+        on a slower path."""
+        flat = work[2 * take:3 * take]
         it = iter(marks)
-        hi = (tid & _MASK32) << 32
-        hi = hi - (1 << 64) if hi >= 1 << 63 else hi
-        n = 0
         for start in range(0, take, PIECE):
-            pairs = np.fromiter(it, dtype=np.int64, count=min(PIECE, take - start)).reshape(-1, 2)
-            rows = out[n:n + len(pairs)]
-            word0 = rows[:, 0]
+            k = min(PIECE, take - start)
+            flat[start:start + k] = np.fromiter(it, dtype=np.int64, count=k)
+        pairs = flat.reshape(-1, 2)
+        n = len(pairs)
+        out = work[:4 * n].reshape(n, 4)
+        word0 = out[:, 0]
+        np.bitwise_and(pairs[:, 1], 0xFF, out=word0)
+        if n and (int(word0.min()) < 1 or int(word0.max()) > 3):
+            ok = (word0 >= 1) & (word0 <= 3)
+            self.bad_markers += int(np.count_nonzero(~ok))
+            pairs = pairs[ok]  # a copy: flat may be overwritten by out from here
+            n = len(pairs)
+            out = work[:4 * n].reshape(n, 4)
+            word0 = out[:, 0]
             np.bitwise_and(pairs[:, 1], 0xFF, out=word0)
-            if int(word0.min()) < 1 or int(word0.max()) > 3:
-                ok = (word0 >= 1) & (word0 <= 3)
-                self.bad_markers += int(np.count_nonzero(~ok))
-                pairs = pairs[ok]
-                rows = out[n:n + len(pairs)]
-                word0 = rows[:, 0]
-                np.bitwise_and(pairs[:, 1], 0xFF, out=word0)
-            np.bitwise_or(word0, hi, out=word0)
-            rows[:, 1:3] = pairs[:, :1]  # t0 = t1 = ts
-            np.right_shift(pairs[:, 1], 8, out=rows[:, 3])
-            n += len(rows)
-        return out[:n].data.cast("B"), n
+        hi = (tid & _MASK32) << 32
+        np.bitwise_or(word0, hi - (1 << 64) if hi >= 1 << 63 else hi, out=word0)
+        out[:, 1:3] = pairs[:, :1]  # t0 = t1 = ts
+        np.right_shift(pairs[:, 1], 8, out=out[:, 3])
+        return out.data.cast("B"), n
 
     def _encode_each(self, chunk: list[tuple[Any, ...]], tid: int, dirs: list[DataDir],
                      drops: list[int]) -> None:

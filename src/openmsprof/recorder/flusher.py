@@ -112,7 +112,7 @@ class Flusher(Encoder):
         self._closed = False
         #: (tid, thread name, encoded records, count) taken from marker lists, not yet written
         self._queue: deque[tuple[int, str, memoryview, int, np.ndarray]] = deque()
-        #: record arrays (CHUNK x 4 int64) whose chunk was written: reused, so their pages stay
+        #: work arrays (6 x CHUNK int64) whose chunk was written: reused, so their pages stay
         #: mapped (a fresh 1 MiB array page-faults in every cycle, which doubled the encode time)
         self._spare: list[np.ndarray] = []
         self.cycle_seconds = 0.0
@@ -198,7 +198,7 @@ class Flusher(Encoder):
             try:
                 out = self._spare.pop()
             except IndexError:
-                out = np.empty((CHUNK, 4), dtype="<i8")
+                out = np.empty(6 * CHUNK, dtype="<i8")  # records, then the ints they come from
             data, n = self._encode_marks(marks, take, out, buf.tid)
             del marks[:take]
             pairs -= take
