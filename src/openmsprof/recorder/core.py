@@ -27,7 +27,7 @@ from openmsprof.recorder import buffers
 __all__ = ["BACKEND", "KIND_NAMES", "MEMORY_BYTES", "RING_RECORDS", "available", "ring"]
 
 #: Marker kinds by record kind code (the drop report's names).
-KIND_NAMES = {1: "mark", 2: "push", 3: "pop", 4: "range_start", 5: "range_end", 6: "api", 7: "task",
+KIND_NAMES = {0: "invalid", 1: "mark", 2: "push", 3: "pop", 4: "range_start", 5: "range_end", 6: "api", 7: "task",
               9: "step", 10: "counter", 12: "step_range", 15: "task_batch"}
 
 
