@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from openmsprof.config.errors import ProfilingError, RawDataError
 from openmsprof.config.files import escape
@@ -34,8 +33,9 @@ MISSING = ["config.common_config.schedule", "config.experimental_config", "start
            "profiler_metadata (user metadata, ENV_VARIABLES, parallel_group_info)"]
 
 
-@dataclass(frozen=True)
-class Orphan:
+class Orphan(NamedTuple):
+    """A temp trace, the rank dir it belongs to, its writer's pid."""
+
     tmp: Path
     rank_dir: Path
     pid: int

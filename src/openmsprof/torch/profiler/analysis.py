@@ -11,7 +11,6 @@ from pathlib import Path
 
 from openmsprof.config.errors import PathError, ProfilingError
 from openmsprof.config.paths import resolve_output
-from openmsprof.torch.profiler import _orphans
 
 log = logging.getLogger("openmsprof")
 
@@ -38,6 +37,8 @@ def analyse(profiler_path: str | os.PathLike[str], max_process_number: int | Non
     path = resolve_output(os.fspath(profiler_path), "profiler_path")
     if not path.is_dir():
         raise PathError(f"profiler_path {os.fspath(profiler_path)!r} is not a directory")
+    from openmsprof.torch.profiler import _orphans
+
     done = []
     _orphans.adopt(path)
     dirs = rank_dirs(path)
