@@ -3,6 +3,7 @@ is gone (real processes, real SIGSTOP/SIGKILL), leaves a live writer's and a cor
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import logging
 import os
@@ -14,6 +15,7 @@ import time
 from pathlib import Path
 
 import orjson
+import psutil
 import pytest
 
 import openmsprof.torch.profiler as tp
@@ -28,28 +30,44 @@ _TRAIN = textwrap.dedent("""
     import openmsprof.torch.profiler as tp
     from openmsprof.torch.profiler import _analysis_worker
 
-    root = sys.argv[1]
+    root, mode = sys.argv[1], sys.argv[2]
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
     handler = tp.tensorboard_trace_handler(root)
-    os.kill(_analysis_worker.start(), signal.SIGSTOP)  # the worker never gets to save a window
+    worker = _analysis_worker.start()
+    os.kill(worker, signal.SIGSTOP)  # the worker never gets to save a window
     prof = tp.profile(activities=[tp.ProfilerActivity.CPU], on_trace_ready=handler, record_shapes=True,
                       schedule=tp.schedule(wait=0, warmup=0, active=1, repeat=2))
     prof.start()
     for _ in range(3):
         model(torch.randn(8, 16)).softmax(1).sum().backward()
         prof.step()  # the window ends here: its trace is exported, handed off, not saved
-    print("windows ended", os.getpid(), flush=True)
-    os.killpg(0, signal.SIGKILL)  # the training process and its (stopped) worker
+    print("windows ended", os.getpid(), worker, flush=True)
+    if mode == "both":
+        os.killpg(0, signal.SIGKILL)  # the training process and its (stopped) worker
+    os.kill(os.getpid(), signal.SIGKILL)  # the training process alone
 """)
+
+
+def _train(root: Path, mode: str) -> tuple[int, int]:
+    """Run the script; (training pid, worker pid).  Its output goes to files: a worker that outlives
+    it would hold a pipe open."""
+    out, err = root.parent / f"{mode}.out", root.parent / f"{mode}.err"
+    with open(out, "wb") as o, open(err, "wb") as e:
+        proc = subprocess.run([sys.executable, "-c", _TRAIN, str(root), mode], stdout=o, stderr=e,
+                              env={**os.environ, "PYTHONPATH": str(REPO / "src")}, timeout=300,
+                              start_new_session=True)
+    if proc.returncode != -signal.SIGKILL or "windows ended" not in out.read_text():
+        with contextlib.suppress(ProcessLookupError):  # no stopped worker is left behind
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == -signal.SIGKILL, err.read_text()
+    pid, worker = out.read_text().split("windows ended ")[1].split()[:2]
+    return int(pid), int(worker)
 
 
 def test_killed_with_its_stopped_worker_offline_analyse_completes_the_windows(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     root = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-c", _TRAIN, str(root)], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO / "src")}, timeout=300, start_new_session=True)
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
-    pid = int(proc.stdout.split("windows ended ")[1].split()[0])
+    pid, _worker = _train(root, "both")
     temps = [o.tmp for o in _orphans.find(root)]
     assert len(temps) == 2, sorted(p.name for p in root.rglob("*"))  # one in the root, one in the first dir
     assert {p.parent.name for p in temps} == {"out", "FRAMEWORK"}
@@ -78,6 +96,33 @@ def test_killed_with_its_stopped_worker_offline_analyse_completes_the_windows(
         with open(d / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv", newline="") as f:
             assert [r["Step"] for r in csv.DictReader(f)] == [str(s) for s in rec["derived"]["steps"]]
     assert sorted(steps) == [0, 1]
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_a_stopped_worker_that_outlives_its_run_keeps_its_windows_until_it_is_killed(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    root = tmp_path / "out"
+    _pid, worker = _train(root, "training_only")
+    try:
+        assert not _gone(worker)  # stopped, alive: it may still save the windows
+        with caplog.at_level(logging.WARNING, logger="openmsprof"):
+            assert _orphans.adopt(root) == []
+        left = [r.getMessage() for r in caplog.records if "left alone" in r.getMessage()]
+        assert len(left) == 2 and all(f"analysis worker (pid {worker})" in m for m in left), left
+        assert len(_orphans.find(root)) == 2
+    finally:
+        os.kill(worker, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while not _gone(worker):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert len(_orphans.adopt(root)) == 2 and not _orphans.find(root)
 
 
 def _trace(path: Path) -> None:

@@ -4,9 +4,9 @@ At a window end the training process exports Kineto's trace to ``.{dir}.{pid}.ki
 output root, or in the rank dir's ``FRAMEWORK/`` when the dir was made first) and hands it to the
 analysis worker, which moves it into place and writes the info files (``_window_files.save``).  If
 both processes are SIGKILLed before that, only the temp trace is left.  ``adopt`` finds such temp
-traces whose writer ``pid`` is gone (a live process's in-flight temp is left alone), reads each
-through once (a truncated or corrupt one is reported in one line and left as it is) and saves it
-with the same ``_window_files.save``.  What the worker would have written and the trace does not
+traces whose writer ``pid`` is gone, and its worker too (a live process's in-flight temp, or one
+its worker may still save, is left alone), reads each through once (a truncated or corrupt one is
+reported in one line and left as it is) and saves it with the same ``_window_files.save``.  What the worker would have written and the trace does not
 tell (the schedule, experimental_config, user metadata, the torch version, the monotonic clock) is
 listed under ``openmsprof_recovered.missing`` in profiler_info; what was derived, under ``derived``.
 """
@@ -57,20 +57,36 @@ def find(path: Path) -> list[Orphan]:
     return out
 
 
-def writer_alive(pid: int, tmp: Path) -> bool:
-    """Whether the process that wrote ``tmp`` may still run: ``pid`` exists, is no zombie, and was
-    not started after ``tmp`` was last written (a reused pid).  Unknown means alive."""
+def _runs(proc: Any, before: float) -> bool:
+    """``proc`` runs (no zombie) and was started before ``before`` (else its pid was reused)."""
     import psutil
 
+    return bool(proc.status() != psutil.STATUS_ZOMBIE and proc.create_time() <= before + 1.0)
+
+
+def writer_alive(pid: int, tmp: Path) -> str | None:
+    """What may still save ``tmp`` (None: nothing): its writer ``pid``, or an analysis worker started
+    by it (its argv names ``pid``), if running and older than the file.  Unknown counts as running."""
+    import psutil
+
+    from openmsprof.torch.profiler._worker_pipe import MODULE
+
     try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return False
-        return proc.create_time() <= tmp.lstat().st_mtime + 1.0
+        before = tmp.lstat().st_mtime
+        if _runs(psutil.Process(pid), before):
+            return f"its writer (pid {pid}) is still running"
     except psutil.NoSuchProcess:
-        return False
+        pass
     except (psutil.Error, OSError):
-        return True
+        return f"its writer (pid {pid}) may still be running"
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = proc.info.get("cmdline") or []
+        try:
+            if len(cmd) == 4 and cmd[1] == "-c" and MODULE in cmd[2] and cmd[3] == str(pid) and _runs(proc, before):
+                return f"the analysis worker (pid {proc.pid}) of its writer (pid {pid}) is still running"
+        except psutil.Error:
+            continue
+    return None
 
 
 class _Seen:
@@ -163,8 +179,8 @@ def adopt(path: Path) -> list[Path]:
         name = escape(o.tmp)
         if (o.rank_dir / "FRAMEWORK" / _window_files.FRAMEWORK_TRACE).exists():
             log.warning("openmsprof: %s: its window %s is already saved; left alone", name, escape(o.rank_dir.name))
-        elif writer_alive(o.pid, o.tmp):
-            log.warning("openmsprof: %s: its writer (pid %d) is still running; left alone", name, o.pid)
+        elif (why := writer_alive(o.pid, o.tmp)) is not None:
+            log.warning("openmsprof: %s: %s; left alone", name, why)
         else:
             try:
                 _window_files.save(o.rank_dir, o.tmp, describe(o), "offline_analyse")
