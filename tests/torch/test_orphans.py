@@ -23,6 +23,8 @@ from openmsprof.torch.profiler import _orphans, analysis
 from tests.torch.conftest import rank_dirs
 
 REPO = Path(__file__).resolve().parents[2]
+MSPROF_ANALYZE = Path(sys.executable).with_name("msprof-analyze")
+ADVISOR = ("Can not convert / to float",)  # its own sort of "/" cells (tests/torch/test_msprof_analyze.py)
 
 _TRAIN = textwrap.dedent("""
     import os, signal, sys
@@ -96,6 +98,11 @@ def test_killed_with_its_stopped_worker_offline_analyse_completes_the_windows(
         with open(d / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv", newline="") as f:
             assert [r["Step"] for r in csv.DictReader(f)] == [str(s) for s in rec["derived"]["steps"]]
     assert sorted(steps) == [0, 1]
+    if MSPROF_ANALYZE.exists():  # the real client reads an adopted dir
+        res = subprocess.run([str(MSPROF_ANALYZE), "advisor", "all", "-d", str(dirs[0]), "-o", str(tmp_path / "adv")],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        errors = [ln for ln in (res.stdout + res.stderr).splitlines() if "[ERROR]" in ln and ADVISOR[0] not in ln]
+        assert not errors and list((tmp_path / "adv").glob("mstt_advisor_*.html")), res.stdout + res.stderr
 
 
 def _gone(pid: int) -> bool:
