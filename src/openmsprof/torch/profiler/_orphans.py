@@ -48,9 +48,12 @@ def find(path: Path) -> list[Orphan]:
     places += [(d / "FRAMEWORK", d) for d in dirs if d.is_dir() and not d.is_symlink()]
     out = []
     for where, owner in places:
-        if not where.is_dir():
+        try:
+            names = sorted(where.iterdir()) if where.is_dir() and not where.is_symlink() else []
+        except OSError as exc:
+            log.warning("openmsprof: %s cannot be listed (%s); its temp traces are not adopted", escape(where), exc)
             continue
-        for p in sorted(where.iterdir()):
+        for p in names:
             m = TEMP_RE.match(p.name)
             if m and (owner is None or m["dir"] == owner.name):
                 out.append(Orphan(p, owner if owner is not None else path / m["dir"], int(m["pid"])))
