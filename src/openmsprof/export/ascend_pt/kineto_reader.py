@@ -40,13 +40,15 @@ class _NotKinetoLayout(Exception):
 
 
 class TraceReader:
-    """``chunks()`` yields lists of event dicts; ``base_ns`` is Kineto's baseTimeNanoseconds (or None)."""
+    """``chunks()`` yields lists of event dicts; ``base_ns`` is Kineto's baseTimeNanoseconds (or None),
+    ``header`` the document's other top-level fields read before the events."""
 
     def __init__(self, path: Path, block: int = BLOCK, start: int | None = None,
                  stop: int | None = None) -> None:
         self.path = path
         self.block = block
         self.base_ns: int | None = None
+        self.header: dict[str, Any] = {}
         #: byte range for a split read (``split_point``): ``stop`` ends the first half (header
         #: included), ``start`` begins the second half (events after the separator, then the end).
         self.start, self.stop = start, stop
@@ -80,6 +82,7 @@ class TraceReader:
         except orjson.JSONDecodeError as exc:
             raise RawDataError(f"{str(self.path)!r} is not valid JSON: {exc}") from None
         if isinstance(doc, dict):
+            self.header = {k: v for k, v in doc.items() if k != "traceEvents"}
             base = doc.get("baseTimeNanoseconds")
             self.base_ns = base if isinstance(base, int) and not isinstance(base, bool) else None
             events = doc.get("traceEvents", [])
@@ -108,7 +111,7 @@ class TraceReader:
                 m = _EVENTS_RE.search(buf)
                 if m is None or buf[:m.start()].lstrip()[:1] != b"{":
                     raise _NotKinetoLayout()
-                head = self._parse_obj(buf[:m.start()].rstrip().rstrip(b",") + b"}")
+                head = self.header = self._parse_obj(buf[:m.start()].rstrip().rstrip(b",") + b"}")
                 base = head.get("baseTimeNanoseconds")
                 self.base_ns = base if isinstance(base, int) and not isinstance(base, bool) else None
                 buf = buf[m.end():]

@@ -16,7 +16,8 @@ and those of a worker that died, are done by the training process itself (saving
 The worker's CPU time per window goes into the window's ``profiler_info_{rank}.json`` under
 ``openmsprof_overhead``.  At exit the training process closes the worker's stdin: the worker
 finishes the queued dirs and leaves.  If both are killed, the raw traces saved so far stay on
-disk and ``analyse(path)`` (or ``python -m openmsprof.torch.profiler.analysis``) completes them.
+disk and ``analyse(path)`` (or ``python -m openmsprof.torch.profiler.analysis``) completes them,
+adopting the temp traces of windows the worker had not saved (``_orphans``).
 """
 
 from __future__ import annotations

@@ -4,8 +4,10 @@ At a window end the training thread exports Kineto's raw trace to a temp file an
 window in a plain dict (``files``: config, start/end info, rank, backend, notes, metadata, torch
 version, the training thread's share).  ``save`` then makes the rank dir if missing, moves the
 trace into ``FRAMEWORK/`` and writes ``profiler_info_{rank}.json`` and ``profiler_metadata.json``.
-It runs in the analysis worker process (a ``tensorboard_trace_handler``'s windows) or on the
-training process's writer thread (other windows, and the fallback when no worker can).
+It runs in the analysis worker process (a ``tensorboard_trace_handler``'s windows), on the
+training process's writer thread (other windows, and the fallback when no worker can), or in offline
+``analyse`` for a window both processes left unsaved (``_orphans``; ``files`` then holds what the
+trace tells, and ``recovered`` says what was derived and what is missing).
 
 Saving is idempotent, so both may try the same window (the training process saves itself what a
 stalled worker has not confirmed): the party that moves the temp trace in writes the info files;
@@ -24,10 +26,11 @@ from openmsprof.config.errors import PathError
 from openmsprof.recorder import fs
 from openmsprof.torch.profiler import prof_dir
 
-__all__ = ["FRAMEWORK_TRACE", "OVERHEAD_KEY", "save"]
+__all__ = ["FRAMEWORK_TRACE", "OVERHEAD_KEY", "RECOVERED_KEY", "save"]
 
 FRAMEWORK_TRACE = "torch.kineto_trace.json"
 OVERHEAD_KEY = "openmsprof_overhead"
+RECOVERED_KEY = "openmsprof_recovered"
 
 
 def _ensure_dir(path: Path) -> None:
@@ -52,7 +55,7 @@ def _ensure_dir(path: Path) -> None:
 def save(path: Path, tmp: Path, files: dict[str, Any], where: str, made: bool = False) -> bool:
     """Save one window into the rank dir ``path`` (its parent is the output root) from the raw
     trace ``tmp``; ``where`` names the saver in ``openmsprof_overhead`` (``worker``,
-    ``writer_thread``); ``made``: the caller made the dir.  True if this call saved the window,
+    ``writer_thread``, ``offline_analyse``); ``made``: the caller made the dir.  True if this call saved the window,
     False if another party already had.
     Raises OSError / PathError (the caller logs)."""
     c0 = time.thread_time()
@@ -71,8 +74,10 @@ def save(path: Path, tmp: Path, files: dict[str, Any], where: str, made: bool = 
     notes = list(files.get("notes") or [])
     info = prof_dir.profiler_info(files["config"], files["start"], files["end"], rank, files["backend"], notes,
                                   files.get("torch_version"))
-    info[OVERHEAD_KEY] = {"window_end_training_thread_s": float(files.get("window_end_s", 0.0)),
-                          f"window_files_{where}_cpu_s": round(time.thread_time() - c0, 6)}
+    over = {"window_end_training_thread_s": float(files["window_end_s"])} if "window_end_s" in files else {}
+    info[OVERHEAD_KEY] = {**over, f"window_files_{where}_cpu_s": round(time.thread_time() - c0, 6)}
+    if files.get("recovered"):  # a window offline analyse adopted: what was derived, what is missing
+        info[RECOVERED_KEY] = files["recovered"]
     prof_dir.write_json(path / f"profiler_info_{rank}.json", info)
     prof_dir.write_json(path / "profiler_metadata.json", files["meta"])
     if notes:  # the window's log: each switch this machine could not honour, once

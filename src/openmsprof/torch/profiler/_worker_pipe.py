@@ -42,7 +42,8 @@ class Client:
         pkg_parent = str(Path(__file__).resolve().parents[3])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH", "")) if p)
-        self.proc = subprocess.Popen([sys.executable, "-c", f"import {MODULE} as w; w.main()"],
+        # the training process's pid in its argv: offline ``analyse`` leaves alone what it may still save
+        self.proc = subprocess.Popen([sys.executable, "-c", f"import {MODULE} as w; w.main()", str(os.getpid())],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True)
         assert self.proc.stdin is not None
         self.fd = self.proc.stdin.fileno()

@@ -1,5 +1,5 @@
-"""Offline parsing: ``analyse(profiler_path)`` for a rank dir or a folder of them.
-Also runnable as ``python -m openmsprof.torch.profiler.analysis PATH`` (offline; the trace handler's
+"""Offline parsing: ``analyse(profiler_path)`` for a rank dir or a folder of them; windows a killed
+run left only as temp traces are adopted first (``_orphans``).  Also runnable as ``python -m openmsprof.torch.profiler.analysis PATH`` (offline; the trace handler's
 windows are analysed by ``_analysis_worker``)."""
 
 from __future__ import annotations
@@ -32,11 +32,15 @@ def analyse_dir(rank_dir: Path, parallel: bool = True) -> Path:
 
 def analyse(profiler_path: str | os.PathLike[str], max_process_number: int | None = None,
             export_type: str | list[str] | None = None) -> list[Path]:
-    """Parse every ``*_ascend_pt`` dir under ``profiler_path``; bad dirs are reported and skipped."""
+    """Parse every ``*_ascend_pt`` dir under ``profiler_path``; bad dirs are reported and skipped.
+    Unsaved windows whose writer is gone are saved first (``_orphans.adopt``, one line each)."""
     path = resolve_output(os.fspath(profiler_path), "profiler_path")
     if not path.is_dir():
         raise PathError(f"profiler_path {os.fspath(profiler_path)!r} is not a directory")
+    from openmsprof.torch.profiler import _orphans
+
     done = []
+    _orphans.adopt(path)
     dirs = rank_dirs(path)
     if not dirs:
         raise PathError(f"no *_ascend_pt directory under {os.fspath(profiler_path)!r}")

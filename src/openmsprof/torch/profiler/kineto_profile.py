@@ -7,6 +7,8 @@ once, so a later crash still leaves analysable data).  Only Kineto itself runs o
 thread; the rank dir's creation and the window's file writes go to the ``_writer`` thread (public
 ``stop()``, ``on_trace_ready`` and the exports wait for it).  The PROF_ job exists only when something
 feeds it (msprof_tx markers, host_sys cpu/mem usage).  Failures are logged, never raised.
+What profiler_info says of a window is built in ``_window_info``; the torch-style exports of a
+saved window are ``_window_exports``.
 """
 
 from __future__ import annotations
@@ -19,61 +21,24 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import orjson
 
 from openmsprof.config.model import ProfileConfig
-from openmsprof.recorder import fs, jobdir, session
+from openmsprof.recorder import jobdir, session
 from openmsprof.recorder.clock import read_pair
 from openmsprof.sources import emit, host_sampler, markers  # noqa: F401  (register listeners)
-from openmsprof.torch.profiler import _analysis_worker, _enums, _window_files, _writer, prof_dir
+from openmsprof.torch.profiler import (
+    _window_exports,
+    _window_files,
+    _window_info,
+    _writer,
+    prof_dir,
+)
 from openmsprof.torch.profiler import mstx as _mstx
 from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
 
 log = logging.getLogger("openmsprof")
 FRAMEWORK_TRACE = _window_files.FRAMEWORK_TRACE
-_BACKEND_CPU = "CPU: no NPU or CUDA device; kernels are the leaf CPU operators that computed (aten ops without child ops)"
-
-
-def _torch_activities(activities: Any) -> tuple[list[str], list[Any], list[str]]:
-    """(names, torch activities, unsupported notes) for the requested activities."""
-    import torch.profiler as tp
-
-    names: list[str] = []
-    for act in activities if activities else ["CPU", "NPU"]:
-        name = _enums.activity_name(act)
-        if name is None:
-            log.warning("openmsprof: unknown profiler activity %r ignored", act)
-        elif name not in names:
-            names.append(name)
-    if not names:
-        names = ["CPU", "NPU"]
-    notes: list[str] = []
-    acts = [tp.ProfilerActivity.CPU]
-    if "NPU" in names:
-        if _enums.device_backend() == "CUDA":
-            acts.append(tp.ProfilerActivity.CUDA)
-        else:
-            notes.append("NPU activity: no NPU or CUDA here; device-side data are the leaf CPU operators")
-    return names, acts, notes
-
-
-def _files_landed() -> None:
-    """Wait until the windows ended so far are on disk (the writer thread's jobs, and the saves
-    handed to the analysis worker; those it has not confirmed in time are saved here)."""
-    _writer.flush()
-    _analysis_worker.wait_saved()
-
-
-_warned: set[str] = set()
-
-
-def _warn_once(note: str) -> None:
-    """Each switch this machine cannot honour is logged once per process (and is in every
-    window's profiler_info ``unsupported`` list)."""
-    if note not in _warned:
-        _warned.add(note)
-        log.warning("openmsprof: not supported here: %s", note)
 
 
 class _KinetoProfile:
@@ -108,10 +73,10 @@ class _KinetoProfile:
             log.warning("openmsprof: experimental_config must be _ExperimentalConfig; using defaults")
             experimental_config = None
         self.experimental_config = experimental_config or _ExperimentalConfig()
-        self.activity_names, self._torch_acts, self._notes = _torch_activities(activities)
+        self.activity_names, self._torch_acts, self._notes = _window_info.torch_activities(activities)
         self._notes += self.experimental_config.unsupported
         for note in self._notes:
-            _warn_once(note)
+            _window_info.warn_once(note)
         self._root: Path | None = None
         self._worker: str | None = None
         self._schedule_info: dict[str, int] | None = None
@@ -162,54 +127,11 @@ class _KinetoProfile:
 
     def export_chrome_trace(self, path: str | os.PathLike[str]) -> None:
         """Analyse the saved rank dir and write its trace_view.json to ``path``."""
-        try:
-            _files_landed()
-            target = Path(os.fspath(path))
-            analysed = self.prof_path is not None and (self.prof_path / "ASCEND_PROFILER_OUTPUT" / "analyse.done").exists()
-            if self.prof_path is None or not (analysed or (self.prof_path / "FRAMEWORK" / FRAMEWORK_TRACE).exists()):
-                if self._kineto is not None:
-                    self._kineto.export_chrome_trace(os.fspath(target))
-                return
-            from openmsprof.torch.profiler.analysis import analyse_dir
-
-            out = self.prof_path / "ASCEND_PROFILER_OUTPUT"  # already analysed (on_trace_ready):
-            if not ((out / "analyse.done").exists() and (out / "trace_view.json").exists()):
-                out = analyse_dir(self.prof_path, parallel=False)  # FRAMEWORK/ may be gone since
-            fs.make_dir(target.parent if str(target.parent) else Path("."))
-            fs.write_file_atomic(target, (out / "trace_view.json").read_bytes())
-        except Exception as exc:
-            log.warning("openmsprof: export_chrome_trace(%r) failed: %s", os.fspath(path), exc)
+        _window_exports.chrome_trace(self.prof_path, self._kineto, path)
 
     def export_stacks(self, path: str | os.PathLike[str], metric: str = "self_cpu_time_total") -> None:
-        """FlameGraph folded stacks (``outer;…;inner;op value_us``) of the last saved window
-        (needs with_stack).  ``self_npu_time_total`` counts device kernel time: on a CPU-only
-        machine the time of the CPU kernels (see FORMATS decision 1)."""
-        try:
-            if metric not in ("self_cpu_time_total", "self_npu_time_total", "self_cuda_time_total"):
-                raise ValueError(f"metric {metric!r} is not self_cpu_time_total or self_npu_time_total")
-            _files_landed()
-            if self.prof_path is None:
-                raise RuntimeError("no saved collection to export")
-            from openmsprof.export.ascend_pt import framework
-            from openmsprof.export.ascend_pt.writer import read_info
-
-            fw = framework.load(self.prof_path, read_info(self.prof_path)[0])
-            child, dev_self, _dev_total = fw.op_times()
-            value = dev_self if metric != "self_cpu_time_total" else np.maximum(fw.op_dur - child, 0)
-            lines = []
-            has = np.flatnonzero(fw.op_stack >= 0)
-            order = has[np.lexsort((has, -fw.op_dur[has], fw.op_ts[has], fw.op_tid[has]))]
-            for i in order.tolist():
-                us = int(value[i]) // 1000
-                if us > 0:
-                    text = fw.stacks[int(fw.op_stack[i])]
-                    frames = [f.replace(";", ",").replace(" ", "_") for f in reversed(text.split(";\r\n"))]
-                    lines.append(";".join([*frames, fw.op_name(i).replace(" ", "_")]) + f" {us}\n")
-            target = Path(os.fspath(path))
-            fs.make_dir(target.parent if str(target.parent) else Path("."))  # as export_chrome_trace
-            fs.write_file_atomic(target, "".join(lines))
-        except Exception as exc:
-            log.warning("openmsprof: export_stacks(%r) failed: %s", os.fspath(path), exc)
+        """FlameGraph folded stacks of the last saved window (``_window_exports.stacks``)."""
+        _window_exports.stacks(self.prof_path, path, metric)
 
     def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0) -> Any:
         return self._kineto.key_averages(group_by_input_shape, group_by_stack_n)
@@ -323,25 +245,20 @@ class _KinetoProfile:
 
     # -- info ------------------------------------------------------------------------------
     def _backend(self) -> str:
-        return "CUDA: kernels from Kineto CUPTI" if any(
-            a.name == "CUDA" for a in self._torch_acts) else _BACKEND_CPU
+        return _window_info.backend(any(a.name == "CUDA" for a in self._torch_acts))
 
     def _config_dict(self) -> dict[str, Any]:
-        return {"common_config": {
-            "activities": [f"ProfilerActivity.{a}" for a in self.activity_names],
-            "schedule": self._schedule_info, "record_shapes": self.record_shapes,
-            "profile_memory": self.profile_memory, "with_stack": self.with_stack,
-            "with_flops": self.with_flops, "with_modules": self.with_modules},
-            "experimental_config": self.experimental_config.to_dict()}
+        flags = {"record_shapes": self.record_shapes, "profile_memory": self.profile_memory,
+                 "with_stack": self.with_stack, "with_flops": self.with_flops, "with_modules": self.with_modules}
+        return _window_info.config_dict(self.activity_names, self._schedule_info, flags,
+                                        self.experimental_config.to_dict())
 
     def _start_info(self) -> dict[str, Any]:
-        return {"syscnt_enable": False, "freq": 1_000_000_000, "start_cnt": self._start_mono,
-                "start_monotonic": self._start_mono}
+        return _window_info.start_info(self._start_mono)
 
     @staticmethod
     def _end_info() -> dict[str, Any]:
-        pair = read_pair()
-        return {"collectionTimeEnd": pair.wall_ns, "MonotonicTimeEnd": pair.mono_ns}
+        return _window_info.end_info()
 
 
 class _Window:
