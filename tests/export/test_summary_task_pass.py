@@ -4,6 +4,7 @@ the separate producers, and tool-facing twins equal to the files rendered from m
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,37 @@ def test_fresh_db_copied_while_the_child_renders(job: Path) -> None:
     (fresh,) = job.glob("msprof_*.db")
     assert "\n".join(sqlite3.connect(fresh).iterdump()) == dump
     assert {p.name[:-len("_20260101000000.csv")]: p.read_bytes() for p in out.iterdir() if p.suffix == ".csv"} == rendered
+
+
+@pytest.mark.parametrize("fresh", [True, False])
+def test_merged_tables_from_the_db_are_made_in_the_meanwhile_step(job: Path, fresh: bool) -> None:
+    """op_statistic / fusion_op of the layout read the tool-facing db's task types: they are
+    rendered in the step run while the summary's child renders (fresh db or kept one), with
+    the bytes of a layout whose summary never runs that step."""
+    out = job / OUTPUT_DIR
+    export_tool_facing(job, ("summary",), summary=lambda twins, meanwhile: export_summary(job, twins=twins))
+    late = {p.name: p.read_bytes() for p in out.iterdir() if p.suffix == ".csv"}
+    assert any(n.startswith("op_statistic_") for n in late)
+    if fresh:
+        for db in job.glob("msprof_*.db"):
+            db.unlink()
+    seen: list[set[str]] = []
+
+    def summary(twins: Twins | None, meanwhile: Callable[[], None] | None) -> list[Path]:
+        def step() -> None:
+            assert meanwhile is not None
+            for p in out.glob("op_statistic_*.csv"):
+                p.unlink()
+            meanwhile()
+            seen.append({p.name for p in out.iterdir()})
+        return export_summary(job, twins=twins, meanwhile=step)
+
+    export_tool_facing(job, ("summary",), summary=summary)
+    assert len(seen) == 1 and any(n.startswith("op_statistic_") for n in seen[0])
+    now = {p.name: p.read_bytes() for p in out.iterdir() if p.suffix == ".csv"}
+    if fresh:  # a new stamp: compare without it
+        strip = lambda d: {k[:-len("_20260101000000.csv")]: v for k, v in d.items()}  # noqa: E731
+        assert sorted(strip(now)) == sorted(strip(late))
+        assert strip(now)["op_statistic"] == strip(late)["op_statistic"]
+    else:
+        assert now == late
