@@ -3,7 +3,10 @@
 1. Per call, sides interleaved round by round, median and min-max (ns, loop overhead removed):
    the pure-Python floor ``def floor(i): buf.append((perf_counter_ns(), i))`` (its list made
    before and freed after the timer), ``mstx.mark`` and push+pop on each backend with the
-   flusher running through the timed region, profiling off, nvtx and torch ``record_function``.
+   flusher running through the timed region, profiling off, nvtx and torch ``record_function``;
+   in wall time and in the CPU time of the whole process (all its threads, the flusher's too,
+   but not the time other work on a shared machine preempted it), with the ratio to the floor
+   of the medians and the median of the per-round ratios.
 2. Sustained: a child process marks flat out on 4 threads for ``--seconds`` s; the parent
    samples its RSS and the age of the newest record on disk every 0.1 s, then checks
    emitted = recorded + dropped per thread and times the import (records/s).
@@ -97,26 +100,36 @@ BACKEND_FNS = {
 BATCH = 8000  # calls per timed segment: below the fallback's per-thread list cap (8192)
 
 
-def batched(body: Callable[[int], None], n: int, between: Callable[[], None], per: int = BATCH) -> float:
-    """ns per call over ``n`` calls timed in segments of BATCH; ``between`` runs untimed
-    (frees what the segment allocated: the floor's list, the fallback's drained tuples)."""
-    total = 0
+def batched(body: Callable[[int], None], n: int, between: Callable[[], None], per: int = BATCH) -> tuple[float, float]:
+    """ns per call over ``n`` calls timed in segments of BATCH, as wall time and as the CPU time
+    of the whole process (every thread, the flusher's included; time the machine's other work
+    preempted this process is not in it); ``between`` runs untimed (frees what the segment
+    allocated: the floor's list, the fallback's drained lists)."""
+    total = cpu = 0
+    wall_ns, cpu_ns = time.perf_counter_ns, time.process_time_ns
     for _ in range(max(1, n // per)):
-        t0 = time.perf_counter_ns()
+        c0 = cpu_ns()
+        t0 = wall_ns()
         body(per)
-        total += time.perf_counter_ns() - t0
+        t1 = wall_ns()
+        cpu += cpu_ns() - c0
+        total += t1 - t0
         between()
-    return total / (max(1, n // per) * per)
+    calls = max(1, n // per) * per
+    return total / calls, cpu / calls
 
 
-def per_call(n: int, rounds: int, tmp: Path) -> dict[str, list[float]]:
+def per_call(n: int, rounds: int, tmp: Path) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Interleaved rounds; each side's session (flusher thread running) lives through its timed
-    segments."""
+    segments.  Returns wall ns and process-CPU ns per call, by side."""
     res: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
     backends = [b for b, f in BACKEND_FNS.items() if f is not None]
+    base = (0.0, 0.0)
 
-    def add(name: str, ns: float) -> None:
-        res.setdefault(name, []).append(ns)
+    def add(name: str, ns: tuple[float, float]) -> None:
+        res.setdefault(name, []).append(ns[0] - base[0])
+        cpu.setdefault(name, []).append(ns[1] - base[1])
 
     def nothing() -> None:
         pass
@@ -124,8 +137,8 @@ def per_call(n: int, rounds: int, tmp: Path) -> dict[str, list[float]]:
     for r in range(rounds):
         base = batched(loop, n, nothing)
         body, buf = make_floor()
-        add("floor", batched(body, n, buf.clear) - base)
-        add("off mark", batched(mark_body(mstx.mark), n, nothing) - base)
+        add("floor", batched(body, n, buf.clear))
+        add("off mark", batched(mark_body(mstx.mark), n, nothing))
         for b in backends:
             fns = BACKEND_FNS[b]
             assert fns is not None
@@ -134,13 +147,13 @@ def per_call(n: int, rounds: int, tmp: Path) -> dict[str, list[float]]:
             s = session.start(output=tmp / f"{b}{r}")
             # untimed between segments: the fallback's tuples drained, the native flusher let run
             drain = s.flusher.drain if b == "python" else (lambda: time.sleep(0.001))
-            add(f"{b} mark", batched(mark_body(mark), n, drain) - base)
-            add(f"{b} push+pop", batched(pushpop_body(push, pop), n // 2, drain, BATCH // 2) - base)
+            add(f"{b} mark", batched(mark_body(mark), n, drain))
+            add(f"{b} push+pop", batched(pushpop_body(push, pop), n // 2, drain, BATCH // 2))
             session.stop()
             if s.overhead["records_dropped"]:
                 print(f"  ({b} round {r}: {s.overhead['records_dropped']} records dropped, flusher "
                       f"starved by the load; {load()})")
-    return res
+    return res, cpu
 
 
 def peers(n: int) -> dict[str, float]:
@@ -292,8 +305,8 @@ def kills(backend: str, n: int, tmp: Path) -> list[float]:
     return [kill_once(tmp / f"kill_{backend}_{i}", backend, rng.uniform(0.2, 3.0)) for i in range(n)]
 
 
-def fmt(xs: list[float]) -> str:
-    return f"{statistics.median(xs):8.1f}  ({min(xs):.1f}-{max(xs):.1f})"
+def fmt(xs: list[float], digits: int = 1) -> str:
+    return f"{statistics.median(xs):8.{digits}f}  ({min(xs):.{digits}f}-{max(xs):.{digits}f})"
 
 
 def main() -> int:
@@ -307,15 +320,21 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         print(f"per call, ns (median (min-max) of {rounds} interleaved rounds of {n}); {load()}")
-        res = per_call(n, rounds, tmp)
+        res, cpu = per_call(n, rounds, tmp)
         for name, xs in res.items():
             print(f"  {name:44s} {fmt(xs)}")
         for name, ns in peers(n // 10).items():
             print(f"  {name:44s} {ns:8.1f}")
-        floor = statistics.median(res["floor"])
-        for b in backends:
-            print(f"  ratio {b} mark / floor: {statistics.median(res[f'{b} mark']) / floor:.2f}x; "
-                  f"push+pop / floor: {statistics.median(res[f'{b} push+pop']) / floor:.2f}x")
+        print(f"  the same calls in CPU time of the whole process (all threads; {load()}):")
+        for name, xs in cpu.items():
+            print(f"  {name:44s} {fmt(xs)}")
+        for label, by in (("wall", res), ("CPU", cpu)):
+            floor = statistics.median(by["floor"])
+            for b in backends:
+                paired = [m / f for m, f in zip(by[f"{b} mark"], by["floor"], strict=True)]
+                print(f"  ratio ({label}) {b} mark / floor: {statistics.median(by[f'{b} mark']) / floor:.2f}x "
+                      f"(per round {fmt(paired, 2).strip()}); push+pop / floor: "
+                      f"{statistics.median(by[f'{b} push+pop']) / floor:.2f}x")
         print(f"  off: {statistics.median(res['off mark']):.1f} ns ({load()})")
         for b in backends:
             s = sustained(b, args.seconds if not args.quick else 3.0, tmp)

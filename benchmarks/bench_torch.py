@@ -169,8 +169,8 @@ def per_step(steps: int, rounds: int, tmp: Path) -> None:
     print(f"    CPU per step (training process, all threads; load-robust): torch.profiler ms {_mm(base_cpu)}; "
           f"openmsprof + its worker ms {_mm(own)}; ratio of medians "
           f"{statistics.median(own) / statistics.median(base_cpu):.3f}")
-    print("    both sides save every window on the training thread (Kineto's JSON); ours also hands the "
-          "dir to its analysis worker process (SCHED_IDLE, nice 19), whose CPU competes with training on shared cores")
+    print("    both sides export every window's Kineto JSON on the training thread; ours then hands the window "
+          "(dir, trace move, info files, analysis) to its worker process (SCHED_IDLE, nice 19) in one pipe write")
 
 
 def step_outside_window(n: int) -> None:

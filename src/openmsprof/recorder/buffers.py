@@ -4,8 +4,9 @@ Each thread owns two lists, appended to with no lock (``list.append`` is atomic 
 
 - ``marks``: the marker hot path (:mod:`~openmsprof.recorder.pymarkers`) appends two ints per
   record, ``perf_counter_ns()`` then a code (``kind | a << 8 | b << 40``: kind, message and
-  domain string ids), so the flusher converts a whole run with one ``np.fromiter`` and no
-  per-record Python work.  It takes an even prefix: a record half-appended stays for next time.
+  domain string ids), so the flusher converts a run with ``np.fromiter`` (8 Ki ints a call) and
+  numpy column ops into a reused record array, with no per-record Python work.  It takes an
+  even prefix: a record half-appended stays for next time.
 - ``items``: tuples of the other kinds (first item = :class:`~openmsprof.recorder.records.Kind`)::
 
     (RANGE_START, ts, message, domain, range_id)    (RANGE_END, ts, range_id)

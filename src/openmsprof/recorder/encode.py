@@ -21,6 +21,8 @@ __all__ = ["Encoder"]
 
 _API_CODE = {lvl: i for i, lvl in enumerate(API_LEVEL_CODES)}
 _MASK32 = 0xFFFFFFFF
+#: Marker ints converted per ``np.fromiter`` call (64 KiB of int64: below malloc's mmap threshold).
+PIECE = 1 << 13
 
 
 class Encoder:
@@ -32,24 +34,43 @@ class Encoder:
     records: int
     bad_markers: int
 
-    def _encode_marks(self, flat: np.ndarray, tid: int) -> tuple[bytes, int]:
-        """MARK/PUSH/POP records from a thread's ``marks`` (ts, code pairs; see
-        :mod:`~openmsprof.recorder.pymarkers`), column-wise: the 32-byte record is four int64
-        words (kind | tid << 32, t0, t1, a | b << 32).  A code of an impossible kind is dropped
-        and counted (it cannot happen unless memory is corrupt)."""
-        ts, code = flat[0::2], flat[1::2]
-        kind = code & 0xFF
-        ok = (kind >= 1) & (kind <= 3)
-        if not ok.all():
+    def _encode_marks(self, marks: list[int], take: int, work: np.ndarray, tid: int) -> tuple[memoryview, int]:
+        """MARK/PUSH/POP records from the first ``take`` ints of a thread's ``marks`` (ts, code
+        pairs; see :mod:`~openmsprof.recorder.pymarkers`), column-wise, in ``work`` (int64, at
+        least ``3 * take``: the records' four words, kind | tid << 32, t0, t1, a | b << 32, in
+        its first ``2 * take``, the ints after them); returns a view of the records' bytes (no
+        copy) and their count.
+
+        The ints are converted :data:`PIECE` at a time, so ``np.fromiter``'s temporary stays
+        under malloc's mmap threshold and is reused from the heap instead of page-faulted in
+        every cycle (``work`` is reused by the caller for the same reason); the records are
+        then built with six numpy calls for the whole run (each may hand the GIL to a producer,
+        so their number is kept low).  Kinds are checked with one min and one max; a code of
+        an impossible kind (it cannot happen unless memory is corrupt) is dropped and counted
+        on a slower path."""
+        flat = work[2 * take:3 * take]
+        it = iter(marks)
+        for start in range(0, take, PIECE):
+            k = min(PIECE, take - start)
+            flat[start:start + k] = np.fromiter(it, dtype=np.int64, count=k)
+        pairs = flat.reshape(-1, 2)
+        n = len(pairs)
+        out = work[:4 * n].reshape(n, 4)
+        word0 = out[:, 0]
+        np.bitwise_and(pairs[:, 1], 0xFF, out=word0)
+        if n and (int(word0.min()) < 1 or int(word0.max()) > 3):
+            ok = (word0 >= 1) & (word0 <= 3)
             self.bad_markers += int(np.count_nonzero(~ok))
-            ts, code, kind = ts[ok], code[ok], kind[ok]
+            pairs = pairs[ok]  # a copy: flat may be overwritten by out from here
+            n = len(pairs)
+            out = work[:4 * n].reshape(n, 4)
+            word0 = out[:, 0]
+            np.bitwise_and(pairs[:, 1], 0xFF, out=word0)
         hi = (tid & _MASK32) << 32
-        out = np.empty((len(ts), 4), dtype="<i8")
-        out[:, 0] = kind | (hi - (1 << 64) if hi >= 1 << 63 else hi)
-        out[:, 1] = ts
-        out[:, 2] = ts
-        out[:, 3] = code >> 8
-        return out.tobytes(), len(ts)
+        np.bitwise_or(word0, hi - (1 << 64) if hi >= 1 << 63 else hi, out=word0)
+        out[:, 1:3] = pairs[:, :1]  # t0 = t1 = ts
+        np.right_shift(pairs[:, 1], 8, out=out[:, 3])
+        return out.data.cast("B"), n
 
     def _encode_each(self, chunk: list[tuple[Any, ...]], tid: int, dirs: list[DataDir],
                      drops: list[int]) -> None:

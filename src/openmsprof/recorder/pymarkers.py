@@ -85,9 +85,13 @@ def _code(kind: int, message: Any, domain: Any) -> int:
 
 
 def _slow(kind: int, message: Any, domain: Any, helped: bool = False) -> None:
-    """Miss, domain, first record of a thread, or a full list."""
-    marks = buffers.allot_marks()
-    if len(marks) >= _CAP2:
+    """Miss, domain, first record of a thread, or a full list (tested first: flat out, the
+    drop path is as hot as the record path)."""
+    try:
+        marks = _tls.marks
+    except AttributeError:
+        marks = buffers.allot_marks()
+    if len(marks) >= _CAP2:  # full, or FULL (over budget: _full tries for memory again)
         return _full(kind, message, domain) if not helped else _count(kind)
     if domain is not None:
         try:
@@ -130,22 +134,18 @@ def _count(kind: int) -> None:
 def mark(message: str, domain: str | None = None) -> None:
     """Instant marker."""
     if _on:
+        # one try around the whole hot path (free in 3.11 until something raises): no thread
+        # buffer yet, a full list, a domain, an uncached or unhashable message all go to _slow
         try:
             marks = _tls.marks
-        except AttributeError:
-            return _slow(1, message, domain)
-        if len(marks) < _CAP2:
-            if domain is None:
-                try:
-                    code = _MARK[message]
-                except (KeyError, TypeError):
-                    return _slow(1, message, None)
-            else:
-                return _slow(1, message, domain)
-            marks.append(_now())
-            marks.append(code)
-        else:
-            return _full(1, message, domain)
+            if len(marks) < _CAP2 and domain is None:
+                code = _MARK[message]
+                marks.append(_now())
+                marks.append(code)
+                return None
+        except (AttributeError, KeyError, TypeError):
+            pass
+        return _slow(1, message, domain)
     return None
 
 
@@ -154,20 +154,14 @@ def push(message: str, domain: str | None = None) -> None:
     if _on:
         try:
             marks = _tls.marks
-        except AttributeError:
-            return _slow(2, message, domain)
-        if len(marks) < _CAP2:
-            if domain is None:
-                try:
-                    code = _PUSH[message]
-                except (KeyError, TypeError):
-                    return _slow(2, message, None)
-            else:
-                return _slow(2, message, domain)
-            marks.append(_now())
-            marks.append(code)
-        else:
-            return _full(2, message, domain)
+            if len(marks) < _CAP2 and domain is None:
+                code = _PUSH[message]
+                marks.append(_now())
+                marks.append(code)
+                return None
+        except (AttributeError, KeyError, TypeError):
+            pass
+        return _slow(2, message, domain)
     return None
 
 
@@ -176,13 +170,13 @@ def pop() -> None:
     if _on:
         try:
             marks = _tls.marks
+            if len(marks) < _CAP2:
+                marks.append(_now())
+                marks.append(_POP)
+                return None
         except AttributeError:
-            return _slow(3, None, None)
-        if len(marks) < _CAP2:
-            marks.append(_now())
-            marks.append(_POP)
-        else:
-            return _full(3, None, None)
+            pass
+        return _slow(3, None, None)
     return None
 
 

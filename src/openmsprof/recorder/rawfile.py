@@ -82,7 +82,7 @@ class SliceWriter:
         self.size = len(header)
         self.total += len(header)
 
-    def write(self, data: bytes | bytearray) -> int:
+    def write(self, data: bytes | bytearray | memoryview) -> int:
         if not data:
             return 0
         if self.fd < 0 or (self.size + len(data) > self.slice_bytes and self.size > HEADER.size):

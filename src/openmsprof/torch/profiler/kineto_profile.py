@@ -26,13 +26,12 @@ from openmsprof.config.model import ProfileConfig
 from openmsprof.recorder import fs, jobdir, session
 from openmsprof.recorder.clock import read_pair
 from openmsprof.sources import emit, host_sampler, markers  # noqa: F401  (register listeners)
-from openmsprof.torch.profiler import _enums, _writer, prof_dir
+from openmsprof.torch.profiler import _analysis_worker, _enums, _window_files, _writer, prof_dir
 from openmsprof.torch.profiler import mstx as _mstx
 from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
 
 log = logging.getLogger("openmsprof")
-FRAMEWORK_TRACE = "torch.kineto_trace.json"
-overhead_key = "openmsprof_overhead"
+FRAMEWORK_TRACE = _window_files.FRAMEWORK_TRACE
 _BACKEND_CPU = "CPU: no NPU or CUDA device; kernels are the leaf CPU operators that computed (aten ops without child ops)"
 
 
@@ -57,6 +56,13 @@ def _torch_activities(activities: Any) -> tuple[list[str], list[Any], list[str]]
         else:
             notes.append("NPU activity: no NPU or CUDA here; device-side data are the leaf CPU operators")
     return names, acts, notes
+
+
+def _files_landed() -> None:
+    """Wait until the windows ended so far are on disk (the writer thread's jobs, and the saves
+    handed to the analysis worker; those it has not confirmed in time are saved here)."""
+    _writer.flush()
+    _analysis_worker.wait_saved()
 
 
 _warned: set[str] = set()
@@ -116,6 +122,8 @@ class _KinetoProfile:
         self._stop_t0 = 0.0
         self.prof_path: Path | None = None
         self._window: _Window | None = None
+        self._handed_off = False  # the last window's files went to another process
+        self._static_files: dict[str, Any] | None = None
         self._usage = [h for h in self.experimental_config.to_dict()["_host_sys"] if h in ("cpu", "mem")]
         self.saved: list[Path] = []
 
@@ -155,7 +163,7 @@ class _KinetoProfile:
     def export_chrome_trace(self, path: str | os.PathLike[str]) -> None:
         """Analyse the saved rank dir and write its trace_view.json to ``path``."""
         try:
-            _writer.flush()
+            _files_landed()
             target = Path(os.fspath(path))
             analysed = self.prof_path is not None and (self.prof_path / "ASCEND_PROFILER_OUTPUT" / "analyse.done").exists()
             if self.prof_path is None or not (analysed or (self.prof_path / "FRAMEWORK" / FRAMEWORK_TRACE).exists()):
@@ -179,7 +187,7 @@ class _KinetoProfile:
         try:
             if metric not in ("self_cpu_time_total", "self_npu_time_total", "self_cuda_time_total"):
                 raise ValueError(f"metric {metric!r} is not self_cpu_time_total or self_npu_time_total")
-            _writer.flush()
+            _files_landed()
             if self.prof_path is None:
                 raise RuntimeError("no saved collection to export")
             from openmsprof.export.ascend_pt import framework
@@ -282,8 +290,8 @@ class _KinetoProfile:
             if win is None:
                 return
         end = self._end_info()
-        # Into the rank dir when it exists, else beside it in the root: the writer thread makes
-        # the dir and moves the trace in, in one job (one thread wake per window end)
+        # Into the rank dir when it exists, else beside it in the root: whoever saves the window
+        # makes the dir and moves the trace in, in one job
         tmp = (win.path / "FRAMEWORK" if win.ok else win.root) / f".{win.path.name}.{os.getpid()}.kineto.tmp"
         try:
             self._kineto.export_chrome_trace(os.fspath(tmp))
@@ -291,8 +299,20 @@ class _KinetoProfile:
             log.warning("openmsprof: saving %s failed: %s", win.path, exc)
             return
         spent = time.perf_counter() - self._stop_t0 if self._stop_t0 else 0.0
-        _writer.submit(partial(win.save, tmp, self._config_dict(), self._start_info(), end, self._backend(),
-                               list(self._notes), dict(self._metadata), self.saved, spent))
+        if self._static_files is None:  # what every window of this profiler shares, built once
+            self._static_files = {"config": self._config_dict(), "backend": self._backend(),
+                                  "notes": list(self._notes), "torch_version": prof_dir.torch_version_text()}
+        files = {**self._static_files, "start": self._start_info(), "end": end, "rank": prof_dir.get_rank(),
+                 "meta": prof_dir.metadata(self._metadata), "window_end_s": round(spent, 6)}
+        fallback = partial(win.save, tmp, files, self.saved)
+        self._handed_off = self._hand_off(win.path, tmp, files, fallback)
+        if not self._handed_off:
+            _writer.submit(fallback)
+
+    def _hand_off(self, path: Path, tmp: Path, files: dict[str, Any], fallback: Any) -> bool:
+        """Give the window's file work to another process; False: the writer thread does it
+        (``profile`` with ``tensorboard_trace_handler`` hands it to the analysis worker)."""
+        return False
 
     def _delete(self) -> None:
         """Drop a window that never recorded (WARMUP → stop)."""
@@ -344,31 +364,17 @@ class _Window:
             log.warning("openmsprof: cannot create the profiling dir under %s (%s); the data of this "
                         "window will not be saved, training goes on", self.root, exc)
 
-    def save(self, tmp: Path, config: dict[str, Any], start: dict[str, Any], end: dict[str, Any],
-             backend: str, notes: list[str], user_meta: dict[str, Any], saved: list[Path],
-             window_end_s: float = 0.0) -> None:
+    def save(self, tmp: Path, files: dict[str, Any], saved: list[Path]) -> None:
         """Make the dir if not yet made, move the raw Kineto trace into place, then write
         profiler_info (with this window's ``openmsprof_overhead`` of the training process) and
-        the metadata."""
-        c0 = time.thread_time()
-        path = self.path
-        self.create()
-        if not self.ok:
+        the metadata (``_window_files.save``; a window the worker saved meanwhile is left as is)."""
+        if self.ok is False:
             Path(tmp).unlink(missing_ok=True)
             return
         try:
-            os.chmod(tmp, fs.FILE_MODE)
-            os.replace(tmp, path / "FRAMEWORK" / FRAMEWORK_TRACE)
-            rank = prof_dir.get_rank()
-            info = prof_dir.profiler_info(config, start, end, rank, backend, notes)
-            info[overhead_key] = {"window_end_training_thread_s": round(window_end_s, 6),
-                                  "window_files_writer_thread_cpu_s": round(time.thread_time() - c0, 6)}
-            prof_dir.write_json(path / f"profiler_info_{rank}.json", info)
-            prof_dir.write_json(path / "profiler_metadata.json", prof_dir.metadata(user_meta))
-            if notes:  # the window's log: each switch this machine could not honour, once
-                fs.make_dir(path / "logs")
-                fs.write_file_atomic(path / "logs" / "collection.log",
-                                     "".join(f"not supported here: {n}\n" for n in notes))
-            saved.append(path)
+            _window_files.save(self.path, tmp, files, "writer_thread", made=bool(self.ok))
+            self.ok = True
+            saved.append(self.path)
         except Exception as exc:
-            log.warning("openmsprof: saving %s failed: %s", path, exc)
+            log.warning("openmsprof: saving %s failed: %s; the data of this window are not saved, training "
+                        "goes on", self.path, exc)

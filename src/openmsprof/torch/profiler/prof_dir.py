@@ -130,20 +130,26 @@ def write_json(path: Path, obj: Any) -> None:
 
 
 def profiler_info(config: dict[str, Any], start: dict[str, Any], end: dict[str, Any], rank: int,
-                  backend: str, unsupported: list[str]) -> dict[str, Any]:
+                  backend: str, unsupported: list[str], torch_version: str | None = None) -> dict[str, Any]:
+    """``torch_version``: given by the training process when another process writes the file."""
     from openmsprof import __version__
 
-    try:
-        import torch
-
-        torch_version = str(torch.__version__)
-    except Exception:  # pragma: no cover
-        torch_version = "unknown"
+    if torch_version is None:
+        torch_version = torch_version_text()
     return {
         "config": config, "start_info": start, "end_info": end, "rank_id": rank,
         "torch_npu_version": "", "torch_version": torch_version, "cann_version": "",
         "openmsprof_version": __version__, "backend": backend, "unsupported": unsupported,
     }
+
+
+def torch_version_text() -> str:
+    try:
+        import torch
+
+        return str(torch.__version__)
+    except Exception:  # pragma: no cover
+        return "unknown"
 
 
 def metadata(user: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import logging
 import os
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from openmsprof.sources import markers
@@ -25,29 +26,31 @@ _RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 class _TraceHandler:
     """What ``tensorboard_trace_handler`` returns: where to write, and analysis on trace ready.
 
-    The analysis runs in the one background worker process (``_analysis_worker``), never on the
-    training thread; the window's dir is handed over by the writer thread once its files are
-    saved.  A sync handler's ``profile.stop()`` waits for the analyses; an async one does not."""
+    The window's files are saved and analysed in the one background worker process
+    (``_analysis_worker``; with ``analyse_flag=False`` only saved), never in the training process
+    while that worker runs.  A sync handler's ``profile.stop()`` waits for the analyses; an async
+    one (or one that does not analyse) only for the window's files."""
 
     def __init__(self, dir_name: Any, worker_name: Any, analyse_flag: Any, async_mode: Any) -> None:
         self.root = prof_dir.check_root(dir_name)
         self.worker = prof_dir.check_worker(worker_name)
         self.analyse_flag = analyse_flag if isinstance(analyse_flag, bool) else True
         self.async_mode = async_mode if isinstance(async_mode, bool) else False
-        if self.analyse_flag:
-            _writer.submit(_analysis_worker.prestart)  # it imports while the first window records
+        _writer.submit(_analysis_worker.prestart)  # it imports while the first window records
 
     def __call__(self, prof: _KinetoProfile) -> None:
         path = prof.prof_path
-        if path is None or not self.analyse_flag:
+        if path is None or not self.analyse_flag or prof._handed_off:  # the worker has it already
             return
         _writer.submit(partial(_analysis_worker.submit, path, not self.async_mode))
 
     def wait(self) -> None:
-        """``profile.stop()``: a sync handler's windows are analysed when stop returns."""
+        """``profile.stop()``: a sync handler's windows are analysed when stop returns, any
+        handler's windows are on disk."""
+        _writer.flush()
         if self.analyse_flag and not self.async_mode:
-            _writer.flush()
             _analysis_worker.wait(sync_only=True)
+        _analysis_worker.wait_saved(0.0)  # what the worker has not saved yet is saved here
 
 
 def tensorboard_trace_handler(dir_name: str | os.PathLike[str] | None = None, worker_name: str | None = None,
@@ -125,6 +128,13 @@ class profile(_KinetoProfile):
             return
         self._transit(prev, cur)
         self._enter_step()
+
+    def _hand_off(self, path: Path, tmp: Path, files: dict[str, Any], fallback: Any) -> bool:
+        """A ``tensorboard_trace_handler``'s window goes to the analysis worker in one pipe write."""
+        h = self.on_trace_ready
+        if not isinstance(h, _TraceHandler):
+            return False
+        return _analysis_worker.hand_off(path, tmp, files, h.analyse_flag, not h.async_mode, fallback, self.saved)
 
     def export_chrome_trace(self, path: str | os.PathLike[str]) -> None:
         if isinstance(self.on_trace_ready, _TraceHandler):

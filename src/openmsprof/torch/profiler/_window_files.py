@@ -1,0 +1,80 @@
+"""A window's files in its rank dir: the one routine that saves them, wherever it runs.
+
+At a window end the training thread exports Kineto's raw trace to a temp file and describes the
+window in a plain dict (``files``: config, start/end info, rank, backend, notes, metadata, torch
+version, the training thread's share).  ``save`` then makes the rank dir if missing, moves the
+trace into ``FRAMEWORK/`` and writes ``profiler_info_{rank}.json`` and ``profiler_metadata.json``.
+It runs in the analysis worker process (a ``tensorboard_trace_handler``'s windows) or on the
+training process's writer thread (other windows, and the fallback when no worker can).
+
+Saving is idempotent, so both may try the same window (the training process saves itself what a
+stalled worker has not confirmed): the party that moves the temp trace in writes the info files;
+a later one finds the trace in place and stops.  The training process never imports torch here.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+from openmsprof.config.errors import PathError
+from openmsprof.recorder import fs
+from openmsprof.torch.profiler import prof_dir
+
+__all__ = ["FRAMEWORK_TRACE", "OVERHEAD_KEY", "save"]
+
+FRAMEWORK_TRACE = "torch.kineto_trace.json"
+OVERHEAD_KEY = "openmsprof_overhead"
+
+
+def _ensure_dir(path: Path) -> None:
+    """Create the rank dir ``path`` with FRAMEWORK/ and logs/; one that another party created
+    (a directory of this user, not a link) is accepted."""
+    try:
+        prof_dir.create_at(path.parent, path)
+        return
+    except PathError:
+        pass
+    for d in (path, path / "FRAMEWORK", path / "logs"):
+        try:
+            os.mkdir(d, fs.DIR_MODE)
+            os.chmod(d, fs.DIR_MODE)
+        except FileExistsError:
+            pass
+        st = os.lstat(d)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            raise PathError(f"{str(d)!r} is not a directory of this user; refused")
+
+
+def save(path: Path, tmp: Path, files: dict[str, Any], where: str, made: bool = False) -> bool:
+    """Save one window into the rank dir ``path`` (its parent is the output root) from the raw
+    trace ``tmp``; ``where`` names the saver in ``openmsprof_overhead`` (``worker``,
+    ``writer_thread``); ``made``: the caller made the dir.  True if this call saved the window,
+    False if another party already had.
+    Raises OSError / PathError (the caller logs)."""
+    c0 = time.thread_time()
+    if not made:
+        _ensure_dir(path)
+    final = path / "FRAMEWORK" / FRAMEWORK_TRACE
+    rank = int(files["rank"])
+    try:
+        os.chmod(tmp, fs.FILE_MODE)
+        os.replace(tmp, final)
+    except FileNotFoundError:
+        if final.is_file() and (path / f"profiler_info_{rank}.json").is_file():
+            return False  # saved by the other party
+        if not final.is_file():
+            raise PathError(f"the raw trace of {str(path)!r} is gone ({str(tmp)!r})") from None
+    notes = list(files.get("notes") or [])
+    info = prof_dir.profiler_info(files["config"], files["start"], files["end"], rank, files["backend"], notes,
+                                  files.get("torch_version"))
+    info[OVERHEAD_KEY] = {"window_end_training_thread_s": float(files.get("window_end_s", 0.0)),
+                          f"window_files_{where}_cpu_s": round(time.thread_time() - c0, 6)}
+    prof_dir.write_json(path / f"profiler_info_{rank}.json", info)
+    prof_dir.write_json(path / "profiler_metadata.json", files["meta"])
+    if notes:  # the window's log: each switch this machine could not honour, once
+        fs.write_file_atomic(path / "logs" / "collection.log", "".join(f"not supported here: {n}\n" for n in notes))
+    return True

@@ -1,0 +1,133 @@
+"""A tensorboard_trace_handler's window files are saved by the analysis worker process from one pipe
+write: also with ``analyse_flag=False``, never blocking the training thread on a stalled worker
+(the pipe full), saved by the training process itself when the worker does not confirm them, and
+left on disk by the worker alone when the training run is SIGKILLed.  Saving is idempotent."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import orjson
+import pytest
+
+import openmsprof.torch.profiler as tp
+from openmsprof.config.errors import PathError
+from openmsprof.torch.profiler import _window_files
+from tests.torch.conftest import rank_dirs
+
+REPO = Path(__file__).resolve().parents[2]
+
+_TRAIN = textwrap.dedent("""
+    import os, sys, signal, time
+    import torch
+    import openmsprof.torch.profiler as tp
+    from openmsprof.torch.profiler import _analysis_worker
+
+    root, mode = sys.argv[1], sys.argv[2]
+    model = torch.nn.Linear(16, 16)
+    handler = tp.tensorboard_trace_handler(root, analyse_flag=(mode == "pipe_full"),
+                                           async_mode=True)
+    pid = _analysis_worker.start()
+    if mode == "pipe_full":
+        os.kill(pid, signal.SIGSTOP)
+    prof = tp.profile(activities=[tp.ProfilerActivity.CPU], on_trace_ready=handler,
+                      schedule=tp.schedule(wait=0, warmup=0, active=1, repeat=4))
+    if mode == "pipe_full":  # 4 windows of 200 kB lines: more than the pipe takes from a stopped worker
+        prof.add_metadata("blob", "x" * 200_000)
+    prof.start()
+    for _ in range(4):
+        model(torch.randn(4, 16)).sum().backward()
+        prof.step()
+    print("steps done", flush=True)  # a blocking pipe write would never get here
+    if mode == "killed_live":  # no stop(), no flush: the worker alone puts the raw windows on disk
+        end = time.monotonic() + 120
+        while sum(os.path.isfile(os.path.join(root, d, "profiler_info_0.json")) for d in os.listdir(root)) < 4:
+            assert time.monotonic() < end
+            time.sleep(0.02)
+        os.killpg(0, signal.SIGKILL)
+    if mode == "pipe_full":
+        os.kill(pid, signal.SIGCONT)
+    if mode == "no_analysis":  # however loaded the machine, the worker (SCHED_IDLE) gets to save them
+        _analysis_worker.wait_saved(120)
+    prof.stop()
+    print("saved", len(prof.saved), len(set(prof.saved)), flush=True)
+""")
+
+
+def _run(tmp_path: Path, mode: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    root = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-c", _TRAIN, str(root), mode], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "src")}, timeout=300, start_new_session=True)
+    return proc, root
+
+
+def _over(d: Path) -> dict:
+    return orjson.loads((d / "profiler_info_0.json").read_bytes())["openmsprof_overhead"]
+
+
+def test_without_analysis_the_worker_saves_the_windows(tmp_path: Path) -> None:
+    proc, root = _run(tmp_path, "no_analysis")
+    assert proc.returncode == 0, proc.stderr
+    assert "saved 4 4" in proc.stdout  # stop() waited for the saves; each dir listed once
+    dirs = rank_dirs(root)
+    assert len(dirs) == 4
+    for d in dirs:
+        assert (d / "FRAMEWORK" / "torch.kineto_trace.json").stat().st_size > 0
+        assert (d / "profiler_metadata.json").is_file()
+        assert "window_files_worker_cpu_s" in _over(d)  # not the training process's writer thread
+        assert not (d / "ASCEND_PROFILER_OUTPUT").exists()  # analyse_flag=False
+        assert not list(d.parent.glob(".*.kineto.tmp")) and not list((d / "FRAMEWORK").glob(".*.tmp"))
+
+
+def test_a_stopped_worker_with_a_full_pipe_never_blocks_the_training_thread(tmp_path: Path) -> None:
+    proc, root = _run(tmp_path, "pipe_full")
+    assert proc.returncode == 0, proc.stderr
+    assert "steps done" in proc.stdout and "saved 4 4" in proc.stdout
+    dirs = rank_dirs(root)
+    assert len(dirs) == 4
+    for d in dirs:  # the backlog reached the worker once it ran again
+        meta = orjson.loads((d / "profiler_metadata.json").read_bytes())
+        assert meta["blob"] == "x" * 200_000
+
+
+def test_killed_run_the_live_worker_saves_and_offline_analyse_completes(tmp_path: Path) -> None:
+    proc, root = _run(tmp_path, "killed_live")
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    dirs = rank_dirs(root)
+    assert len(dirs) == 4
+    for d in dirs:
+        assert "window_files_worker_cpu_s" in _over(d)
+    done = tp.analyse(root)
+    assert sorted(done) == sorted(d / "ASCEND_PROFILER_OUTPUT" for d in dirs)
+    assert all((d / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").stat().st_size > 0 for d in dirs)
+
+
+def _files() -> dict:
+    return {"config": {"common_config": {}}, "start": {"start_monotonic": 1}, "end": {"MonotonicTimeEnd": 2},
+            "rank": 0, "backend": "CPU", "notes": ["x"], "meta": {"k": "v"}, "torch_version": "t",
+            "window_end_s": 0.001}
+
+
+def test_save_is_idempotent_and_refuses_a_link(tmp_path: Path) -> None:
+    path = tmp_path / "h_1-abc_1_ascend_pt"
+    tmp = tmp_path / ".trace.tmp"
+    tmp.write_bytes(b"{}")
+    assert _window_files.save(path, tmp, _files(), "worker") is True
+    info = orjson.loads((path / "profiler_info_0.json").read_bytes())
+    assert info["torch_version"] == "t" and info["openmsprof_overhead"]["window_end_training_thread_s"] == 0.001
+    assert (path / "logs" / "collection.log").read_text() == "not supported here: x\n"
+    assert _window_files.save(path, tmp, _files(), "writer_thread") is False  # the other party finds it saved
+    assert "window_files_writer_thread_cpu_s" not in orjson.loads((path / "profiler_info_0.json").read_bytes())[
+        "openmsprof_overhead"]
+    (tmp_path / "elsewhere").mkdir()
+    link = tmp_path / "l_1-abc_1_ascend_pt"
+    link.symlink_to(tmp_path / "elsewhere")
+    tmp.write_bytes(b"{}")
+    with pytest.raises(PathError):
+        _window_files.save(link, tmp, _files(), "worker")
+    assert not list((tmp_path / "elsewhere").iterdir())
