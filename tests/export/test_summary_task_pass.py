@@ -46,7 +46,7 @@ def test_one_pass_writes_the_producers_bytes(job: Path, tmp_path: Path) -> None:
     old.mkdir()
     with open_job(job) as db:
         paths = write_task_tables(db, new)
-        for name in ("op_summary", "task_time"):
+        for name in ("op_summary", "task_time", "op_statistic"):
             for t in PRODUCERS[name](db):
                 write_table(old, t)
     assert sorted(p.name for ps in paths.values() for p in ps) == sorted(p.name for p in old.iterdir())
@@ -65,7 +65,7 @@ def test_twins_equal_the_layout_rendered_from_its_db(job: Path) -> None:
                        summary=lambda twins, meanwhile: used.append(twins) or export_summary(job, twins=twins))
     assert {p.name: p.read_bytes() for p in out.iterdir()} == rendered
     (twins,) = used
-    assert twins is not None and set(twins.written) == {"op_summary", "task_time"}  # written by the pass
+    assert twins is not None and set(twins.written) == {"op_summary", "task_time", "op_statistic"}  # by the pass
     ops = (job / "summary" / "op_summary_0.csv").read_text()
     assert ",AI_" not in ops and ",AI_VECTOR_CORE," in rendered[twins.written["op_summary"][0].name].decode()
     assert any(n.startswith("op_summary_") for n in rendered) and any(n.startswith("task_time_") for n in rendered)
@@ -120,9 +120,9 @@ def test_fresh_db_copied_while_the_child_renders(job: Path) -> None:
 
 @pytest.mark.parametrize("fresh", [True, False])
 def test_merged_tables_from_the_db_are_made_in_the_meanwhile_step(job: Path, fresh: bool) -> None:
-    """op_statistic / fusion_op of the layout read the tool-facing db's task types: they are
-    rendered in the step run while the summary's child renders (fresh db or kept one), with
-    the bytes of a layout whose summary never runs that step."""
+    """fusion_op of the layout reads the tool-facing db's task types: it is rendered in the step
+    run while the summary's child renders (fresh db or kept one); op_statistic is gathered by the
+    task pass instead (not by that step); same bytes as a layout whose summary never runs it."""
     out = job / OUTPUT_DIR
     export_tool_facing(job, ("summary",), summary=lambda twins, meanwhile: export_summary(job, twins=twins))
     late = {p.name: p.read_bytes() for p in out.iterdir() if p.suffix == ".csv"}
@@ -142,7 +142,7 @@ def test_merged_tables_from_the_db_are_made_in_the_meanwhile_step(job: Path, fre
         return export_summary(job, twins=twins, meanwhile=step)
 
     export_tool_facing(job, ("summary",), summary=summary)
-    assert len(seen) == 1 and any(n.startswith("op_statistic_") for n in seen[0])
+    assert len(seen) == 1 and not any(n.startswith("op_statistic_") for n in seen[0])
     now = {p.name: p.read_bytes() for p in out.iterdir() if p.suffix == ".csv"}
     if fresh:  # a new stamp: compare without it
         strip = lambda d: {k[:-len("_20260101000000.csv")]: v for k, v in d.items()}  # noqa: E731

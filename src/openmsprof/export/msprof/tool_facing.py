@@ -350,6 +350,8 @@ def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterabl
         if "summary" in parts:
             with JobDB(db_path, job) as db:
                 for name in FROM_DB:
+                    if name == "op_statistic" and twins is not None:
+                        continue  # the task pass gathers it (or leaves it to the loop below)
                     early[name] = [p for t in _merged_tables(db, stamp, [name])
                                    for p in _rename_slices(write_table(out, t, "csv"), stamp)]
     twins: Twins | None = None
