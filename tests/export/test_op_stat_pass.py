@@ -117,3 +117,29 @@ def test_twin_groups_apart_when_the_db_may_merge_them() -> None:
     (row_a, row_b) = op_stat_pass.twin_stats(groups, text, {(20, 10): "AI_VECTOR_CORE"}) or []
     assert (row_a.core_type, row_a.calls, row_a.total_ns, row_a.min_ns) == ("AI_CORE", 2, 8, 3)
     assert (row_b.core_type, row_b.total_ns) == ("AI_VECTOR_CORE", 5) and row_a.ratio + row_b.ratio == 100.0
+
+
+def test_too_many_groups_take_the_sql_route(tmp_path: Path, seen: dict[str, list[Any]],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past GROUPS_MAX head keys on a device the pass keeps no groups (bounded memory): the
+    job's op_statistic comes from SQL, the twin from the tool-facing db; same bytes."""
+    from openmsprof.export.msprof import summary_task_pass
+
+    job = _edge_job(tmp_path)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with open_job(job) as db:
+        before = [p.read_bytes() for p in write_task_tables(db, tmp_path / "a")["op_statistic"]]
+    monkeypatch.setattr(summary_task_pass, "GROUPS_MAX", 3)
+    with open_job(job) as db:
+        after = [p.read_bytes() for p in write_task_tables(db, tmp_path / "b")["op_statistic"]]
+    assert after == before and len(after) == 2
+    assert seen["job_stats"][0] is not None and len(seen["job_stats"]) == 1  # not called when over
+    out = job / OUTPUT_DIR
+    export_tool_facing(job, ("summary",))
+    rendered = {p.name: p.read_bytes() for p in out.iterdir()}
+    used: list[Twins | None] = []
+    export_tool_facing(job, ("summary",),
+                       summary=lambda twins, meanwhile: used.append(twins) or export_summary(job, twins=twins))
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == rendered
+    assert used[0] is not None and "op_statistic" not in used[0].written and seen["twin_stats"] == []

@@ -36,6 +36,8 @@ __all__ = ["TABLES", "Twins", "twin_types", "write_task_tables"]
 
 TABLES = ("op_summary", "task_time", "op_statistic")
 _CHUNK = 10_000
+#: op_statistic groups (head keys) gathered per device at most; past it the SQL route is taken
+GROUPS_MAX = 262_144
 
 
 @dataclass
@@ -77,14 +79,15 @@ def write_task_tables(db: JobDB, out_dir: Path, twins: Twins | None = None) -> d
     twin_sinks: list[LineSlices] = []
     paths: dict[str, list[Path]] = {}
     groups: op_stat_pass.Groups = {}
+    complete = True
     try:
         if twins is not None:
             twin_sinks = [LineSlices(twins.out_dir, "op_summary", twins.stamp, header),
                           LineSlices(twins.out_dir, "task_time", twins.stamp, H.TASK_TIME)]
         for dev in task_devices(db):
             sinks = [LineSlices(out_dir, "op_summary", dev, header), LineSlices(out_dir, "task_time", dev, H.TASK_TIME)]
-            _device_pass(db, dev, tensor, sinks, twin_sinks, twins.types if twins else None,
-                         groups.setdefault(dev, {}))
+            complete &= _device_pass(db, dev, tensor, sinks, twin_sinks, twins.types if twins else None,
+                                     groups.setdefault(dev, {}))
             for name, sink in zip(TABLES, sinks, strict=False):
                 paths.setdefault(name, []).extend(sink.finish())
             sinks = []
@@ -94,10 +97,10 @@ def write_task_tables(db: JobDB, out_dir: Path, twins: Twins | None = None) -> d
         for sink in sinks + twin_sinks:
             sink.abort()
         raise
-    stats = op_stat_pass.job_stats(groups, db.text)
+    stats = op_stat_pass.job_stats(groups, db.text) if complete else None
     tables = op_statistic(db) if stats is None else op_statistic_tables(stats)
     paths["op_statistic"] = [p for t in tables for p in write_table(out_dir, t, "csv")]
-    tw = op_stat_pass.twin_stats(groups, db.text, twins.types) if twins is not None else None
+    tw = op_stat_pass.twin_stats(groups, db.text, twins.types) if twins is not None and complete else None
     if twins is not None and tw:
         rows = [row for t in op_statistic_tables(tw) for row in t.rows]
         paths["tool_facing_op_statistic"] = write_table(
@@ -106,7 +109,9 @@ def write_task_tables(db: JobDB, out_dir: Path, twins: Twins | None = None) -> d
 
 
 def _device_pass(db: JobDB, dev: int, tensor: bool, sinks: list[LineSlices], twin_sinks: list[LineSlices],
-                 types: dict[tuple[Any, Any], str] | None, groups: dict[tuple[Any, ...], list[int]]) -> None:
+                 types: dict[tuple[Any, Any], str] | None, groups: dict[tuple[Any, ...], list[int]]) -> bool:
+    """One device's lines; ``groups`` gathers op_statistic's (returns False, ``groups`` emptied,
+    when there were more than :data:`GROUPS_MAX`: memory stays bounded, the caller uses SQL)."""
     c = lambda col: _c(db, col)  # noqa: E731
     # row[3:10]: the head key (what the string columns before the times depend on, with "has a
     # COMPUTE_TASK_INFO row"); row[10:21]: the tail key (opType again, the tensor columns, contextId)
@@ -156,6 +161,7 @@ def _device_pass(db: JobDB, dev: int, tensor: bool, sinks: list[LineSlices], twi
     tails_cpu = tails[True].get
     heads_get = heads.get
     group_get = groups.get
+    complete = True
     ops: list[str] = []
     times: list[str] = []
     twin_ops: list[str] = []
@@ -180,7 +186,13 @@ def _device_pass(db: JobDB, dev: int, tensor: bool, sinks: list[LineSlices], twi
             h = heads_get(hk) or head(hk)
             g = group_get(hk)
             if g is None:
-                groups[hk] = [1, d, d, d]
+                if not complete:
+                    pass
+                elif len(groups) < GROUPS_MAX:
+                    groups[hk] = [1, d, d, d]
+                else:
+                    complete = False
+                    groups.clear()
             else:
                 g[0] += 1
                 g[1] += d
@@ -211,6 +223,7 @@ def _device_pass(db: JobDB, dev: int, tensor: bool, sinks: list[LineSlices], twi
                     twin_times.append(f"{tth}{tid},{du},{st},{en}\n")
         _flush(sinks, twin_sinks, ops, times, twin_ops, twin_times)
         ops, times, twin_ops, twin_times = [], [], [], []
+    return complete
 
 
 def _flush(sinks: list[LineSlices], twin_sinks: list[LineSlices], *chunks: list[str]) -> None:
