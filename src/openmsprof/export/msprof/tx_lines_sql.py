@@ -45,11 +45,12 @@ def tx_lines(db: JobDB) -> Iterator[str] | None:
     kinds = dict(db.query("SELECT id, name FROM ENUM_MSTX_EVENT_TYPE")) if \
         "ENUM_MSTX_EVENT_TYPE" in db.tables else {}
     get = db.strings.get
-    heads = [(g, cat, kind, csv_fields([HOST, g >> 32, g & _MASK32, get(cat) or NA,
+    # streamed into the TEMP tables (one per distinct message at most: SQLite's pages, not a list)
+    heads = ((g, cat, kind, csv_fields([HOST, g >> 32, g & _MASK32, get(cat) or NA,
                                         kinds.get(kind, str(kind)), NA, NA]) + ",")
-             for g, cat, kind in db.query("SELECT DISTINCT globalTid, category, eventType FROM MSTX_EVENTS")]
-    tails = [(msg, dom, "," + csv_fields([NA, get(msg) or "", get(dom) or "default", NA, NA]) + "\n")
-             for msg, dom in db.query("SELECT DISTINCT message, domainId FROM MSTX_EVENTS")]
+             for g, cat, kind in db.conn.execute("SELECT DISTINCT globalTid, category, eventType FROM MSTX_EVENTS"))
+    tails = ((msg, dom, "," + csv_fields([NA, get(msg) or "", get(dom) or "default", NA, NA]) + "\n")
+             for msg, dom in db.conn.execute("SELECT DISTINCT message, domainId FROM MSTX_EVENTS"))
     for stmt in _SETUP:
         con.execute(stmt)
     con.executemany("INSERT INTO omsp_tx_head VALUES (?,?,?,?)", heads)
