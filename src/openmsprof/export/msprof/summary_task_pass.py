@@ -12,6 +12,7 @@ tool-facing db itself, :func:`twin_types`) and, in op_summary, the columns that 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -46,9 +47,17 @@ class Twins:
 
     out_dir: Path
     stamp: str
-    types: dict[tuple[Any, Any], str]
+    #: or how to read them from the job db (run by whoever renders first: the forked child)
+    types: dict[tuple[Any, Any], str] | Callable[[JobDB], dict[tuple[Any, Any], str]]
     #: filled by ``summary.write_summary``: the twins' paths by table name
     written: dict[str, list[Path]] = field(default_factory=dict)
+
+
+    def task_types(self, db: JobDB) -> dict[tuple[Any, Any], str]:
+        """:attr:`types`, read from the job db ``db`` on first use when given as a function."""
+        if callable(self.types):
+            self.types = self.types(db)
+        return self.types
 
 
 def twin_types(tool_db: JobDB) -> dict[tuple[Any, Any], str] | None:
@@ -78,6 +87,7 @@ def write_task_tables(db: JobDB, out_dir: Path, twins: Twins | None = None) -> d
     sinks: list[LineSlices] = []
     twin_sinks: list[LineSlices] = []
     paths: dict[str, list[Path]] = {}
+    types = twins.task_types(db) if twins is not None else None
     groups: op_stat_pass.Groups = {}
     complete = True
     try:
@@ -86,7 +96,7 @@ def write_task_tables(db: JobDB, out_dir: Path, twins: Twins | None = None) -> d
                           LineSlices(twins.out_dir, "task_time", twins.stamp, H.TASK_TIME)]
         for dev in task_devices(db):
             sinks = [LineSlices(out_dir, "op_summary", dev, header), LineSlices(out_dir, "task_time", dev, H.TASK_TIME)]
-            complete &= _device_pass(db, dev, tensor, sinks, twin_sinks, twins.types if twins else None,
+            complete &= _device_pass(db, dev, tensor, sinks, twin_sinks, types,
                                      groups.setdefault(dev, {}))
             for name, sink in zip(TABLES, sinks, strict=False):
                 paths.setdefault(name, []).extend(sink.finish())
@@ -100,7 +110,7 @@ def write_task_tables(db: JobDB, out_dir: Path, twins: Twins | None = None) -> d
     stats = op_stat_pass.job_stats(groups, db.text) if complete else None
     tables = op_statistic(db) if stats is None else op_statistic_tables(stats)
     paths["op_statistic"] = [p for t in tables for p in write_table(out_dir, t, "csv")]
-    tw = op_stat_pass.twin_stats(groups, db.text, twins.types) if twins is not None and complete else None
+    tw = op_stat_pass.twin_stats(groups, db.text, types) if types is not None and complete else None
     if twins is not None and tw:
         rows = [row for t in op_statistic_tables(tw) for row in t.rows]
         paths["tool_facing_op_statistic"] = write_table(

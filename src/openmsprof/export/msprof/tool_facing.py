@@ -358,9 +358,9 @@ def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterabl
     if summary is not None:
         # a fresh db is copied while the summary's forked child renders (the twins' task types
         # are those the copy will hold, read from the job's own db)
-        if fresh:
-            with open_job(job) as jdb:
-                types: dict[tuple[Any, Any], str] | None = tool_facing_db.engine_types(jdb.conn)
+        types: dict[tuple[Any, Any], str] | Callable[[JobDB], dict[tuple[Any, Any], str]] | None
+        if fresh:  # read from the job db by whoever renders first (the summary's forked child)
+            types = lambda jdb: tool_facing_db.engine_types(jdb.conn)  # noqa: E731
         else:
             with JobDB(db_path, job) as db:
                 types = twin_types(db)
