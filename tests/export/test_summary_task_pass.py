@@ -4,6 +4,7 @@ the separate producers, and tool-facing twins equal to the files rendered from m
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,7 @@ def test_one_pass_writes_the_producers_bytes(job: Path, tmp_path: Path) -> None:
     old.mkdir()
     with open_job(job) as db:
         paths = write_task_tables(db, new)
-        for name in ("op_summary", "task_time"):
+        for name in ("op_summary", "task_time", "op_statistic"):
             for t in PRODUCERS[name](db):
                 write_table(old, t)
     assert sorted(p.name for ps in paths.values() for p in ps) == sorted(p.name for p in old.iterdir())
@@ -64,7 +65,7 @@ def test_twins_equal_the_layout_rendered_from_its_db(job: Path) -> None:
                        summary=lambda twins, meanwhile: used.append(twins) or export_summary(job, twins=twins))
     assert {p.name: p.read_bytes() for p in out.iterdir()} == rendered
     (twins,) = used
-    assert twins is not None and set(twins.written) == {"op_summary", "task_time"}  # written by the pass
+    assert twins is not None and set(twins.written) == {"op_summary", "task_time", "op_statistic"}  # by the pass
     ops = (job / "summary" / "op_summary_0.csv").read_text()
     assert ",AI_" not in ops and ",AI_VECTOR_CORE," in rendered[twins.written["op_summary"][0].name].decode()
     assert any(n.startswith("op_summary_") for n in rendered) and any(n.startswith("task_time_") for n in rendered)
@@ -115,3 +116,37 @@ def test_fresh_db_copied_while_the_child_renders(job: Path) -> None:
     (fresh,) = job.glob("msprof_*.db")
     assert "\n".join(sqlite3.connect(fresh).iterdump()) == dump
     assert {p.name[:-len("_20260101000000.csv")]: p.read_bytes() for p in out.iterdir() if p.suffix == ".csv"} == rendered
+
+
+@pytest.mark.parametrize("fresh", [True, False])
+def test_merged_tables_from_the_db_are_made_in_the_meanwhile_step(job: Path, fresh: bool) -> None:
+    """fusion_op of the layout reads the tool-facing db's task types: it is rendered in the step
+    run while the summary's child renders (fresh db or kept one); op_statistic is gathered by the
+    task pass instead (not by that step); same bytes as a layout whose summary never runs it."""
+    out = job / OUTPUT_DIR
+    export_tool_facing(job, ("summary",), summary=lambda twins, meanwhile: export_summary(job, twins=twins))
+    late = {p.name: p.read_bytes() for p in out.iterdir() if p.suffix == ".csv"}
+    assert any(n.startswith("op_statistic_") for n in late)
+    if fresh:
+        for db in job.glob("msprof_*.db"):
+            db.unlink()
+    seen: list[set[str]] = []
+
+    def summary(twins: Twins | None, meanwhile: Callable[[], None] | None) -> list[Path]:
+        def step() -> None:
+            assert meanwhile is not None
+            for p in out.glob("op_statistic_*.csv"):
+                p.unlink()
+            meanwhile()
+            seen.append({p.name for p in out.iterdir()})
+        return export_summary(job, twins=twins, meanwhile=step)
+
+    export_tool_facing(job, ("summary",), summary=summary)
+    assert len(seen) == 1 and not any(n.startswith("op_statistic_") for n in seen[0])
+    now = {p.name: p.read_bytes() for p in out.iterdir() if p.suffix == ".csv"}
+    if fresh:  # a new stamp: compare without it
+        strip = lambda d: {k[:-len("_20260101000000.csv")]: v for k, v in d.items()}  # noqa: E731
+        assert sorted(strip(now)) == sorted(strip(late))
+        assert strip(now)["op_statistic"] == strip(late)["op_statistic"]
+    else:
+        assert now == late

@@ -120,6 +120,15 @@ class JobDB:
             self._fast = _apsw.Connection(str(self.path), flags=_apsw.SQLITE_OPEN_READONLY)
         return self._fast.execute(sql, params)  # type: ignore[no-any-return]
 
+    def scratch(self) -> Any:
+        """The apsw connection :meth:`stream` reads through (read-only on the db, its TEMP tables
+        writable: lookup tables a query joins), or None without apsw."""
+        if _apsw is None:
+            return None
+        if self._fast is None:
+            self._fast = _apsw.Connection(str(self.path), flags=_apsw.SQLITE_OPEN_READONLY)
+        return self._fast
+
     def __enter__(self) -> JobDB:
         return self
 

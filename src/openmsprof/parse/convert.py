@@ -73,8 +73,14 @@ class JobCounters:
             self.counts[key] = self.counts.get(key, 0) + n
 
 
-def _rows(*cols: Any) -> Iterator[Any]:
-    return zip(*[c.tolist() if isinstance(c, np.ndarray) else c for c in cols], strict=True)
+def _objmat(*cols: np.ndarray) -> np.ndarray:
+    """Columns of mixed types (ints and floats) as one (rows, columns) matrix of Python numbers:
+    bound ``ROWS_PER_STATEMENT`` rows per statement like :func:`_mat` (the values a statement
+    per row would bind: ``tolist`` makes exact Python ints and floats)."""
+    out = np.empty((len(cols[0]), len(cols)), dtype=object)
+    for j, c in enumerate(cols):
+        out[:, j] = c.tolist()
+    return out
 
 
 def _mat(*cols: np.ndarray) -> np.ndarray:
@@ -221,12 +227,12 @@ class DirConverter:
     def _counters(self, c: np.ndarray) -> list[Batch]:
         ts = c["ts"] + self.off
         series, sub, val = c["a"], c["b"], c["value"]
-        out: list[Batch] = [(self.sql_counter, _rows(ts, series, sub, val))]
+        out: list[Batch] = [(self.sql_counter, _objmat(ts, series, sub, val))]
         if self.dev >= 0:
             return out
         cpu = series == Series.SYS_CPU_PERCENT
         if cpu.any():
-            out.append((self.sql_cpu, _rows(ts[cpu], sub[cpu].astype(np.int64) - 1, val[cpu])))
+            out.append((self.sql_cpu, _objmat(ts[cpu], sub[cpu].astype(np.int64) - 1, val[cpu])))
         total, used = series == Series.SYS_MEM_TOTAL_KB, series == Series.SYS_MEM_USED_KB
         if used.any():
             # the latest total at or before each "used" sample (the sampler writes total first)
@@ -234,7 +240,7 @@ class DirConverter:
             np.maximum.accumulate(pos, out=pos)
             tot = np.where(pos >= 0, val[np.maximum(pos, 0)], self.last_total_kb)[used]
             pct = np.where(tot > 0, val[used] * 100.0 / np.where(tot > 0, tot, 1.0), 0.0)
-            out.append((self.sql_mem, _rows(ts[used], pct)))
+            out.append((self.sql_mem, _objmat(ts[used], pct)))
         if total.any():
             self.last_total_kb = float(val[total][-1])
         return out

@@ -89,7 +89,8 @@ class DbWriter:
 
     def prepare(self, batches: Iterable[tuple[str, Iterable[Any] | np.ndarray]]) -> Prepared:
         """Turn converter batches into Python parameter lists (may run in another thread);
-        an int64 matrix becomes ``ROWS_PER_STATEMENT`` rows per statement."""
+        a matrix (int64, or Python numbers of mixed types) becomes ``ROWS_PER_STATEMENT`` rows
+        per statement."""
         out: Prepared = []
         for sql, rows in batches:
             table = sql.split(" INTO ", 1)[1].split(None, 1)[0]

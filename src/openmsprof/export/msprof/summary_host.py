@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import INVALID, NA, id_or_na, ratio, us, us_avg
 from openmsprof.export.msprof import headers as H
+from openmsprof.export.msprof import tx_lines_sql
 from openmsprof.export.msprof.naming import HOST
 from openmsprof.export.msprof.step_points import step_points, training_points
 from openmsprof.export.msprof.tables import Num, Table, csv_fields
@@ -84,7 +85,16 @@ def msprof_tx(db: JobDB) -> Iterator[Table]:
 
 
 def _tx_lines(db: JobDB) -> Iterator[str]:
-    """:func:`_tx_rows` as CSV lines (string columns rendered once per id combination)."""
+    """:func:`_tx_rows` as CSV lines (string columns rendered once per id combination), rendered
+    by SQLite where it can (:mod:`tx_lines_sql`)."""
+    lines = tx_lines_sql.tx_lines(db)
+    if lines is not None:
+        yield from lines
+        return
+    yield from _tx_lines_py(db)
+
+
+def _tx_lines_py(db: JobDB) -> Iterator[str]:
     kinds = dict(db.query("SELECT id, name FROM ENUM_MSTX_EVENT_TYPE")) if \
         "ENUM_MSTX_EVENT_TYPE" in db.tables else {}
     sql = ("SELECT globalTid, category, eventType, startNs, endNs, message, domainId"

@@ -1,4 +1,4 @@
-"""op_summary and task_time of every device from ONE ordered task query per device, optionally
+"""op_summary, task_time and op_statistic of every device from ONE ordered task query per device, optionally
 with their tool-facing twins (``mindstudio_profiler_output/{name}_{ts}.csv``: the same rows with
 the task types of ``msprof_{ts}.db``) written in the same pass.
 
@@ -12,6 +12,7 @@ tool-facing db itself, :func:`twin_types`) and, in op_summary, the columns that 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -20,14 +21,24 @@ from typing import Any
 from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import NA, id_or_na, us
 from openmsprof.export.msprof import headers as H
+from openmsprof.export.msprof import op_stat_pass
 from openmsprof.export.msprof.op_cost_columns import cost_columns
-from openmsprof.export.msprof.summary_tasks import _c, _from, _has_info, task_devices
-from openmsprof.export.msprof.tables import LineSlices, csv_fields
+from openmsprof.export.msprof.summary_tasks import (
+    _c,
+    _from,
+    _has_info,
+    op_statistic,
+    op_statistic_tables,
+    task_devices,
+)
+from openmsprof.export.msprof.tables import LineSlices, Table, csv_fields, write_table
 
 __all__ = ["TABLES", "Twins", "twin_types", "write_task_tables"]
 
-TABLES = ("op_summary", "task_time")
+TABLES = ("op_summary", "task_time", "op_statistic")
 _CHUNK = 10_000
+#: op_statistic groups (head keys) gathered per device at most; past it the SQL route is taken
+GROUPS_MAX = 262_144
 
 
 @dataclass
@@ -36,9 +47,17 @@ class Twins:
 
     out_dir: Path
     stamp: str
-    types: dict[tuple[Any, Any], str]
+    #: or how to read them from the job db (run by whoever renders first: the forked child)
+    types: dict[tuple[Any, Any], str] | Callable[[JobDB], dict[tuple[Any, Any], str]]
     #: filled by ``summary.write_summary``: the twins' paths by table name
     written: dict[str, list[Path]] = field(default_factory=dict)
+
+
+    def task_types(self, db: JobDB) -> dict[tuple[Any, Any], str]:
+        """:attr:`types`, read from the job db ``db`` on first use when given as a function."""
+        if callable(self.types):
+            self.types = self.types(db)
+        return self.types
 
 
 def twin_types(tool_db: JobDB) -> dict[tuple[Any, Any], str] | None:
@@ -60,20 +79,26 @@ def twin_types(tool_db: JobDB) -> dict[tuple[Any, Any], str] | None:
 def write_task_tables(db: JobDB, out_dir: Path, twins: Twins | None = None) -> dict[str, list[Path]]:
     """Write op_summary_{dev}.csv and task_time_{dev}.csv of every device (and the twins, each
     one file over all devices, slices named as ``write_table`` names them); returns the paths
-    by table name (twins under ``tool_facing_{name}``)."""
+    by table name (twins under ``tool_facing_{name}``).  op_statistic (and its twin) come from
+    the same pass (:mod:`op_stat_pass`); where that cannot be sure of the SQL route's order, the
+    job's is queried here and the twin is left out (the caller renders it from its db)."""
     tensor = _has_info(db)
     header = H.OP_SUMMARY + (H.OP_SUMMARY_TENSOR + H.OP_SUMMARY_COST if tensor else [])
     sinks: list[LineSlices] = []
     twin_sinks: list[LineSlices] = []
     paths: dict[str, list[Path]] = {}
+    types = twins.task_types(db) if twins is not None else None
+    groups: op_stat_pass.Groups = {}
+    complete = True
     try:
         if twins is not None:
             twin_sinks = [LineSlices(twins.out_dir, "op_summary", twins.stamp, header),
                           LineSlices(twins.out_dir, "task_time", twins.stamp, H.TASK_TIME)]
         for dev in task_devices(db):
             sinks = [LineSlices(out_dir, "op_summary", dev, header), LineSlices(out_dir, "task_time", dev, H.TASK_TIME)]
-            _device_pass(db, dev, tensor, sinks, twin_sinks, twins.types if twins else None)
-            for name, sink in zip(TABLES, sinks, strict=True):
+            complete &= _device_pass(db, dev, tensor, sinks, twin_sinks, types,
+                                     groups.setdefault(dev, {}))
+            for name, sink in zip(TABLES, sinks, strict=False):
                 paths.setdefault(name, []).extend(sink.finish())
             sinks = []
         for name, sink in zip(TABLES, twin_sinks, strict=False):
@@ -82,11 +107,21 @@ def write_task_tables(db: JobDB, out_dir: Path, twins: Twins | None = None) -> d
         for sink in sinks + twin_sinks:
             sink.abort()
         raise
+    stats = op_stat_pass.job_stats(groups, db.text) if complete else None
+    tables = op_statistic(db) if stats is None else op_statistic_tables(stats)
+    paths["op_statistic"] = [p for t in tables for p in write_table(out_dir, t, "csv")]
+    tw = op_stat_pass.twin_stats(groups, db.text, types) if types is not None and complete else None
+    if twins is not None and tw:
+        rows = [row for t in op_statistic_tables(tw) for row in t.rows]
+        paths["tool_facing_op_statistic"] = write_table(
+            twins.out_dir, Table("op_statistic", twins.stamp, H.OP_STATISTIC, rows), "csv")
     return paths
 
 
 def _device_pass(db: JobDB, dev: int, tensor: bool, sinks: list[LineSlices], twin_sinks: list[LineSlices],
-                 types: dict[tuple[Any, Any], str] | None) -> None:
+                 types: dict[tuple[Any, Any], str] | None, groups: dict[tuple[Any, ...], list[int]]) -> bool:
+    """One device's lines; ``groups`` gathers op_statistic's (returns False, ``groups`` emptied,
+    when there were more than :data:`GROUPS_MAX`: memory stays bounded, the caller uses SQL)."""
     c = lambda col: _c(db, col)  # noqa: E731
     # row[3:10]: the head key (what the string columns before the times depend on, with "has a
     # COMPUTE_TASK_INFO row"); row[10:21]: the tail key (opType again, the tensor columns, contextId)
@@ -135,6 +170,8 @@ def _device_pass(db: JobDB, dev: int, tensor: bool, sinks: list[LineSlices], twi
     tails_job = tails[False].get
     tails_cpu = tails[True].get
     heads_get = heads.get
+    group_get = groups.get
+    complete = True
     ops: list[str] = []
     times: list[str] = []
     twin_ops: list[str] = []
@@ -157,6 +194,22 @@ def _device_pass(db: JobDB, dev: int, tensor: bool, sinks: list[LineSlices], twi
             tid = "" if task_id is None else task_id
             hk = row[3:10]
             h = heads_get(hk) or head(hk)
+            g = group_get(hk)
+            if g is None:
+                if not complete:
+                    pass
+                elif len(groups) < GROUPS_MAX:
+                    groups[hk] = [1, d, d, d]
+                else:
+                    complete = False
+                    groups.clear()
+            else:
+                g[0] += 1
+                g[1] += d
+                if d < g[2]:
+                    g[2] = d
+                if d > g[3]:
+                    g[3] = d
             (pre, post, tth), cpu = h[0], h[1]
             nums = f"{st},{du},{wt}"
             if tensor:
@@ -180,6 +233,7 @@ def _device_pass(db: JobDB, dev: int, tensor: bool, sinks: list[LineSlices], twi
                     twin_times.append(f"{tth}{tid},{du},{st},{en}\n")
         _flush(sinks, twin_sinks, ops, times, twin_ops, twin_times)
         ops, times, twin_ops, twin_times = [], [], [], []
+    return complete
 
 
 def _flush(sinks: list[LineSlices], twin_sinks: list[LineSlices], *chunks: list[str]) -> None:

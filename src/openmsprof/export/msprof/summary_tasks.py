@@ -212,7 +212,11 @@ def op_statistic_rows(db: JobDB) -> list[OpStat]:
 
 
 def op_statistic(db: JobDB) -> Iterator[Table]:
-    stats = op_statistic_rows(db)
+    return op_statistic_tables(op_statistic_rows(db))
+
+
+def op_statistic_tables(stats: list[OpStat]) -> Iterator[Table]:
+    """op_statistic_rows' rows as one table per device."""
     for dev in sorted({s.dev for s in stats}):
         rows = [[s.dev, s.op_type, s.core_type, s.calls, Num(us(s.total_ns)), Num(us(s.min_ns)),
                  Num(us_avg(s.total_ns, s.calls)), Num(us(s.max_ns)), Num(f"{s.ratio:.3f}")]

@@ -68,6 +68,9 @@ def _stamp() -> str:
 #: Summaries that read nothing the tool-facing db changes (the task types): a job's only such
 #: per-device CSV, just written by ``export summary``, is the merged file byte for byte.
 SAME_IN_BOTH = frozenset({"api_statistic", "msprof_tx", "step_trace", "host_cpu_usage", "host_mem_usage"})
+#: Merged tables rendered from the tool-facing db alone (its task types), never copied: the
+#: summary's ``meanwhile`` step renders them while its child runs the task pass.
+FROM_DB = ("op_statistic", "fusion_op")
 
 
 def _merged_tables(db: JobDB, stamp: str, names: list[str]) -> list[Table]:
@@ -315,7 +318,8 @@ def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterabl
     (those of :data:`SAME_IN_BOTH` are copied rather than rendered again).  ``summary``: writes
     ``JOB/summary/`` once the db is ready, given the twins to write in its task pass (op_summary
     and task_time of this layout, see :mod:`summary_task_pass`) and a step to run meanwhile (the
-    db's copy, while the summary's child renders; it must be run); its paths count as ``ready``."""
+    db's copy when fresh, then the merged tables of :data:`FROM_DB`, while the summary's child
+    renders; what it did not do is done afterwards); its paths count as ``ready``."""
     job = Path(job)
     with open_job(job):
         pass  # ensures sqlite/msprof.db is current
@@ -327,6 +331,7 @@ def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterabl
     stamp = _stamp() if db_path is None else db_path.name[len("msprof_"):-len(".db")]
 
     made: list[Path] = []
+    early: dict[str, list[Path]] = {}
 
     def write_db() -> None:
         made.append(tool_facing_db.write_db(job, stamp))
@@ -336,18 +341,31 @@ def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterabl
         db_path = job / f"msprof_{stamp}.db"
     else:
         tool_facing_db.remove_others(job, db_path)
+
+    def meanwhile() -> None:
+        """The db's copy when fresh, then the merged tables only the db gives (op_statistic,
+        fusion_op: they read its task types), while the summary's child renders."""
+        if fresh:
+            write_db()
+        if "summary" in parts:
+            with JobDB(db_path, job) as db:
+                for name in FROM_DB:
+                    if name == "op_statistic" and twins is not None:
+                        continue  # the task pass gathers it (or leaves it to the loop below)
+                    early[name] = [p for t in _merged_tables(db, stamp, [name])
+                                   for p in _rename_slices(write_table(out, t, "csv"), stamp)]
     twins: Twins | None = None
     if summary is not None:
         # a fresh db is copied while the summary's forked child renders (the twins' task types
         # are those the copy will hold, read from the job's own db)
-        if fresh:
-            with open_job(job) as jdb:
-                types: dict[tuple[Any, Any], str] | None = tool_facing_db.engine_types(jdb.conn)
+        types: dict[tuple[Any, Any], str] | Callable[[JobDB], dict[tuple[Any, Any], str]] | None
+        if fresh:  # read from the job db by whoever renders first (the summary's forked child)
+            types = lambda jdb: tool_facing_db.engine_types(jdb.conn)  # noqa: E731
         else:
             with JobDB(db_path, job) as db:
                 types = twin_types(db)
         twins = Twins(out, stamp, types) if types is not None and "summary" in parts else None
-        ready = [*ready, *summary(twins, write_db if fresh else None)]
+        ready = [*ready, *summary(twins, meanwhile)]
     if fresh and not made:  # no summary, or one that did not run the step
         write_db()
     analysis = job / ANALYZE_DIR / "communication_analyzer.db"
@@ -360,6 +378,8 @@ def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterabl
                 source = _ready_source(name, ready)
                 if twins is not None and name in twins.written:
                     written += _rename_slices(twins.written[name], stamp)
+                elif name in early:
+                    written += early[name]
                 elif source is not None:
                     written.append(_copy(source, out / summary_file(name, stamp, "csv")))
                 else:

@@ -16,6 +16,7 @@ info.json and the overhead figures it was made from are unchanged (``sqlite/tool
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sqlite3
@@ -24,7 +25,7 @@ from pathlib import Path
 import orjson
 
 from openmsprof._version import __version__
-from openmsprof.config.errors import ProfilingError
+from openmsprof.config.errors import ProfilingError, StorageError
 from openmsprof.config.files import read_json
 from openmsprof.export import classify, hostinfo, overhead
 from openmsprof.export.hccl_enums import ENUMS
@@ -143,17 +144,62 @@ def _classify_tasks(con: sqlite3.Connection) -> str:
     return ",".join(sorted(e for e in executors if e)) or "CPU"
 
 
+def _copy_db(src: Path, tmp: Path, final: Path) -> None:
+    """``src``'s bytes into the new private file ``tmp`` (the kernel's copy where it can: the job
+    db is complete and never rewritten in place, an import renames a new one over it; a db in
+    WAL mode goes through SQLite's backup instead).  A full disk raises :class:`StorageError`
+    naming ``final``; ``tmp`` is removed on any failure."""
+    fd = fs.open_new(tmp, append=False)
+    try:
+        with open(src, "rb") as f:
+            if os.pread(f.fileno(), 20, 0)[18:19] == b"\x02":  # WAL: the -wal file holds part of the data
+                os.close(fd)
+                fd = -1
+                _backup(src, tmp)
+                return
+            size, done = os.fstat(f.fileno()).st_size, 0
+            kernel_copy = getattr(os, "copy_file_range", None)  # Linux
+            try:
+                while kernel_copy is not None and done < size and (n := kernel_copy(f.fileno(), fd, size - done, done, done)):
+                    done += n
+            except OSError as exc:
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                    raise
+                done = 0  # no kernel copy between these file systems: read and write
+            if done < size:
+                f.seek(done)
+                os.lseek(fd, done, os.SEEK_SET)
+                while data := f.read(1 << 22):
+                    fs.write_all(fd, data)
+    except BaseException as exc:
+        if fd >= 0:
+            os.close(fd)
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise StorageError(fs.disk_full_message(final, "writing")) from None
+        raise
+    os.close(fd)
+
+
+def _backup(src: Path, tmp: Path) -> None:
+    source = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+    con = sqlite3.connect(tmp)
+    try:
+        source.backup(con)
+    finally:
+        con.close()
+        source.close()
+
+
 def write_db(job: Path, stamp: str) -> Path:
     """Write ``JOB/msprof_{stamp}.db`` from ``JOB/sqlite/msprof.db`` (imported already)."""
     src = job / "sqlite" / "msprof.db"
     final = job / f"msprof_{stamp}.db"
     tmp = job / f".msprof_{stamp}.db.{os.getpid()}.tmp"
     tmp.unlink(missing_ok=True)
-    os.close(fs.open_new(tmp, append=False))
-    source = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+    _copy_db(src, tmp, final)
     con = sqlite3.connect(tmp)
     try:
-        source.backup(con)
         # a private temporary file, renamed into place when complete: no journal, no syncs
         con.execute("PRAGMA journal_mode=OFF")
         con.execute("PRAGMA synchronous=OFF")
@@ -173,9 +219,11 @@ def write_db(job: Path, stamp: str) -> Path:
             devices = [d for (d,) in con.execute("SELECT DISTINCT deviceId FROM TASK")]
             if mhz > 0 and not con.execute("SELECT count(*) FROM AICORE_FREQ").fetchone()[0]:
                 con.executemany("INSERT INTO AICORE_FREQ VALUES (?,?,?)", [(d, start, mhz) for d in devices])
-    finally:
+    except BaseException:
         con.close()
-        source.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    con.close()
     os.replace(tmp, final)
     remove_others(job, final)
     return final
