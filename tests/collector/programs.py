@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,13 @@ print(json.dumps({"acl": doc, "pythonpath": os.environ.get("PYTHONPATH"),
                   "bootstrap_on_path": any("_bootstrap" in p for p in sys.path),
                   "user_sc": os.environ.get("USER_SC")}))
 """
+
+def sigint_as_at_a_terminal() -> None:
+    """``preexec_fn`` of a test that sends SIGINT: a process started in the background by a shell
+    without job control (as CI runners start jobs) inherits SIGINT *ignored*, and so would the
+    program under collect; a user at a terminal has it at its default."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 
 #: Marks every 20 ms for up to 30 s, printing "ready" after the first mark (stopped by a signal).
 LOOP = """\

@@ -76,7 +76,8 @@ def test_signal_forwarded_and_job_saved(tmp_path: Path, sig: int, code: int) -> 
     prog = P.write(tmp_path, "loop.py", P.LOOP)
     out = tmp_path / "out"
     proc = subprocess.Popen([PYTHON, "-m", "openmsprof", "collect", "--output", str(out), "-m", str(prog)],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=P.sigint_as_at_a_terminal)
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
         proc.send_signal(sig)  # sent to collect only: it must reach the program

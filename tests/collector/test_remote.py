@@ -226,7 +226,8 @@ def test_remote_ctrl_c_stops_program_and_saves_job(tmp_path: Path, sshd: Sshd, k
     prog = P.write(tmp_path / "src", "loop.py", P.LOOP)
     proc = subprocess.Popen([PYTHON, "-m", "openmsprof", "collect", "--config", str(key_ini), "--output",
                              str(tmp_path / "out"), "-m", str(prog)],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=P.sigint_as_at_a_terminal)
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "ready\n"  # streamed, not buffered
         proc.send_signal(signal.SIGINT)
