@@ -35,7 +35,7 @@ print(json.dumps({"acl": doc, "pythonpath": os.environ.get("PYTHONPATH"),
 
 def sigint_as_at_a_terminal() -> None:
     """``preexec_fn`` of a test that sends SIGINT: a process started in the background by a shell
-    without job control (as CI runners start jobs) inherits SIGINT *ignored*, and so would the
+    without job control (as CI runners may start jobs) inherits SIGINT *ignored*, and so would the
     program under collect; a user at a terminal has it at its default."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
