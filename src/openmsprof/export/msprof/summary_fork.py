@@ -23,8 +23,9 @@ from openmsprof.export.msprof.trace_fork import _die_with, kill_child
 #: The tables the child writes when no task pass is given (about half of the work of a
 #: task-heavy job); with CSV the child runs :mod:`summary_task_pass` instead.
 CHILD_TABLES = ("op_summary", "op_statistic", "api_statistic")
-#: The tables the child writes besides the task pass (balanced on a 350 k-task job).
-PASS_CHILD_TABLES: tuple[str, ...] = ()
+#: The tables the child writes after the task pass (balances the two sides of a 350 k-task job
+#: since the pass runs in C).
+PASS_CHILD_TABLES: tuple[str, ...] = ("acl_statistic",)
 #: Tasks (TASK's largest rowid) from which the child pays for itself.
 FORK_MIN_TASKS = 100_000
 _ERRORS: dict[str, type[Exception]] = {"StorageError": StorageError, "PathError": PathError}
