@@ -79,19 +79,39 @@ def test_render_stops_at_the_rows_it_leaves_to_python() -> None:
         return h
 
     groups: dict[object, list[int]] = {}
-    lists: tuple[list[str], ...] = ([], [], [], [])
-    ctx = (heads, head, {}, {}, None, groups, 10, False, True, *lists)
+    ctx = (heads, head, {}, {}, None, groups, 10, False, True)
     key = (None, 1, 2, 3, None, 4, 1)
     rows = [(2_000, 3_500, 7, *key, *[None] * 11), (5_000, 4_000, None, *key, *[None] * 11),
             (-1, 5, 8, *key, *[None] * 11), (6_000, 6_001, 9, *key, *[None] * 11)]
-    i, prev_end, complete = native.render(rows, 0, None, True, ctx)
+    i, prev_end, complete, ops, times, twin_ops, twin_times = native.render(rows, 0, None, True, ctx)
     assert (i, prev_end, complete) == (2, 5_000, True)
-    assert lists[0] == ["0,N/A,7,1,Conv,Conv,N/A,CPU,2.000,1.500,0.000\n",
-                        "0,N/A,,1,Conv,Conv,N/A,CPU,5.000,0.000,1.500\n"]
-    assert lists[1] == ["0,Conv,CPU,1,7,1.500,2.000,3.500\n", "0,Conv,CPU,1,,0.000,5.000,5.000\n"]
-    assert lists[2] == lists[0] and lists[3] == lists[1]
+    assert ops == (b"0,N/A,7,1,Conv,Conv,N/A,CPU,2.000,1.500,0.000\n"
+                   b"0,N/A,,1,Conv,Conv,N/A,CPU,5.000,0.000,1.500\n")
+    assert times == b"0,Conv,CPU,1,7,1.500,2.000,3.500\n0,Conv,CPU,1,,0.000,5.000,5.000\n"
+    assert (twin_ops, twin_times) == (ops, times)
     assert groups == {key: [2, 1_500, 0, 1_500]}
-    assert native.render(rows, 2, prev_end, True, ctx) == (2, 5_000, True)  # the negative start
+    assert native.render(rows, 2, prev_end, True, ctx) == (2, 5_000, True, b"", b"", b"", b"")  # negative start
     assert native.render(rows, 3, -1, True, ctx)[:2] == (4, 6_001)
     with pytest.raises(TypeError):
         native.render(rows, 0, None, True, ctx[:5])
+
+
+@pytest.mark.parametrize("max_rows", [1, 2, 3, 7, 100])
+def test_blocks_slice_as_lines_do(tmp_path: Path, max_rows: int) -> None:
+    """LineSlices.add_block (the native route's encoded chunks) cuts slices where add does,
+    a newline inside a quoted field included."""
+    from openmsprof.export.msprof.tables import LineSlices
+
+    lines = ['0,"a\nb",1\n', "0,b,2\n", '0,"x""\n""y",3\n', "0,é,4\n", "0,c,5\n"]
+    out = {}
+    for route in ("lines", "block"):
+        d = tmp_path / route
+        d.mkdir()
+        sink = LineSlices(d, "op_summary", 0, ["A", "B", "C"], max_rows)
+        for chunk in (lines[:2], lines[2:]):
+            if route == "lines":
+                sink.add(list(chunk))
+            else:
+                sink.add_block("".join(chunk).encode(), len(chunk))
+        out[route] = {p.name: p.read_bytes() for p in sink.finish()}
+    assert out["block"] == out["lines"] and len(out["lines"]) == -(-5 // max_rows)

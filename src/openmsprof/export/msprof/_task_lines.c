@@ -2,7 +2,7 @@
  * caches and op_statistic groups.  render() walks a chunk of rows from index i and stops at the
  * first row it leaves to the Python loop (a negative or non-integer time, a task id that is not
  * an integer, a wait that would overflow): the caller renders that row in Python and calls again.
- * Strings are built by the same rules as the Python f-strings:
+ * The lines come back as UTF-8 bytes (one block per output), built by the Python f-strings' rules:
  *   op line:   pre + tid + post + st "," du "," wt [+ tail] "\n"
  *   time line: tth + tid "," du "," st "," en "\n"
  * with every time >= 0 written as "{v // 1000}.{v % 1000:03d}".
@@ -12,56 +12,32 @@
 #include <string.h>
 
 typedef struct {
-    PyObject *s;   /* a str, or NULL: then the ASCII bytes a[0:n] */
-    const char *a;
-    Py_ssize_t n;
-} part;
+    char *p;
+    Py_ssize_t n, cap;
+} buf;
 
-static PyObject *join(const part *ps, int k) {
-    Py_ssize_t len = 0;
-    Py_UCS4 maxc = 127;
-    for (int j = 0; j < k; j++) {
-        if (ps[j].s != NULL) {
-            len += PyUnicode_GET_LENGTH(ps[j].s);
-            Py_UCS4 m = PyUnicode_MAX_CHAR_VALUE(ps[j].s);
-            if (m > maxc) maxc = m;
-        } else {
-            len += ps[j].n;
+static int put(buf *b, const char *p, Py_ssize_t n) {
+    if (b->n + n > b->cap) {
+        Py_ssize_t cap = b->cap ? b->cap : 1 << 16;
+        while (cap < b->n + n) cap *= 2;
+        char *q = PyMem_Realloc(b->p, (size_t)cap);
+        if (q == NULL) {
+            PyErr_NoMemory();
+            return -1;
         }
+        b->p = q;
+        b->cap = cap;
     }
-    PyObject *out = PyUnicode_New(len, maxc);
-    if (out == NULL) return NULL;
-    Py_ssize_t at = 0;
-    if (maxc == 127) {
-        Py_UCS1 *d = PyUnicode_1BYTE_DATA(out);
-        for (int j = 0; j < k; j++) {
-            if (ps[j].s != NULL) {
-                Py_ssize_t n = PyUnicode_GET_LENGTH(ps[j].s);
-                memcpy(d + at, PyUnicode_1BYTE_DATA(ps[j].s), (size_t)n);
-                at += n;
-            } else {
-                memcpy(d + at, ps[j].a, (size_t)ps[j].n);
-                at += ps[j].n;
-            }
-        }
-        return out;
-    }
-    int kind = PyUnicode_KIND(out);
-    void *data = PyUnicode_DATA(out);
-    for (int j = 0; j < k; j++) {
-        if (ps[j].s != NULL) {
-            Py_ssize_t n = PyUnicode_GET_LENGTH(ps[j].s);
-            if (PyUnicode_CopyCharacters(out, at, ps[j].s, 0, n) < 0) {
-                Py_DECREF(out);
-                return NULL;
-            }
-            at += n;
-        } else {
-            for (Py_ssize_t i = 0; i < ps[j].n; i++) PyUnicode_WRITE(kind, data, at + i, (Py_UCS4)(unsigned char)ps[j].a[i]);
-            at += ps[j].n;
-        }
-    }
-    return out;
+    memcpy(b->p + b->n, p, (size_t)n);
+    b->n += n;
+    return 0;
+}
+
+/* a str's UTF-8 bytes (cached in the str) */
+static int put_str(buf *b, PyObject *s) {
+    Py_ssize_t n;
+    const char *p = PyUnicode_AsUTF8AndSize(s, &n);
+    return p == NULL ? -1 : put(b, p, n);
 }
 
 /* v >= 0 as "{v // 1000}.{v % 1000:03d}" at buf; returns the length */
@@ -168,22 +144,14 @@ fail:
     return -1;
 }
 
-/* one side's lines (job or twin): appended to ops/times; 0 or -1 */
+/* one side's lines (job or twin), UTF-8: op line to ops, time line to times; 0 or -1 */
 static int emit(PyObject *pieces, PyObject *tl, const char *tid, int tidn, const char *nums, int numsn,
-                const char *tline, int tlinen, PyObject *ops, PyObject *times) {
-    part op[6] = {{PyTuple_GET_ITEM(pieces, 0), NULL, 0}, {NULL, tid, tidn}, {PyTuple_GET_ITEM(pieces, 1), NULL, 0},
-                  {NULL, nums, numsn}, {tl, NULL, 0}, {NULL, "\n", 1}};
-    PyObject *o = tl != NULL ? join(op, 6) : (op[4] = op[5], join(op, 5));
-    if (o == NULL) return -1;
-    int rc = PyList_Append(ops, o);
-    Py_DECREF(o);
-    if (rc < 0) return -1;
-    part tp[2] = {{PyTuple_GET_ITEM(pieces, 2), NULL, 0}, {NULL, tline, tlinen}};
-    PyObject *t = join(tp, 2);
-    if (t == NULL) return -1;
-    rc = PyList_Append(times, t);
-    Py_DECREF(t);
-    return rc;
+                const char *tline, int tlinen, buf *ops, buf *times) {
+    if (put_str(ops, PyTuple_GET_ITEM(pieces, 0)) < 0 || put(ops, tid, tidn) < 0
+        || put_str(ops, PyTuple_GET_ITEM(pieces, 1)) < 0 || put(ops, nums, numsn) < 0
+        || (tl != NULL && put_str(ops, tl) < 0) || put(ops, "\n", 1) < 0)
+        return -1;
+    return put_str(times, PyTuple_GET_ITEM(pieces, 2)) < 0 || put(times, tline, tlinen) < 0 ? -1 : 0;
 }
 
 static PyObject *render(PyObject *self, PyObject *args) {
@@ -192,13 +160,14 @@ static PyObject *render(PyObject *self, PyObject *args) {
     int complete;
     if (!PyArg_ParseTuple(args, "O!nOpO!", &PyList_Type, &rows, &i, &prev_obj, &complete, &PyTuple_Type, &ctx))
         return NULL;
-    PyObject *heads, *head, *tails_job, *tails_cpu, *tail, *groups, *ops, *times, *twin_ops, *twin_times;
+    PyObject *heads, *head, *tails_job, *tails_cpu, *tail, *groups;
     Py_ssize_t groups_max;
     int tensor, twin;
-    if (!PyArg_ParseTuple(ctx, "O!OO!O!OO!nppO!O!O!O!", &PyDict_Type, &heads, &head, &PyDict_Type, &tails_job,
-                          &PyDict_Type, &tails_cpu, &tail, &PyDict_Type, &groups, &groups_max, &tensor, &twin,
-                          &PyList_Type, &ops, &PyList_Type, &times, &PyList_Type, &twin_ops, &PyList_Type, &twin_times))
+    if (!PyArg_ParseTuple(ctx, "O!OO!O!OO!npp", &PyDict_Type, &heads, &head, &PyDict_Type, &tails_job,
+                          &PyDict_Type, &tails_cpu, &tail, &PyDict_Type, &groups, &groups_max, &tensor, &twin))
         return NULL;
+    buf out[4] = {{NULL, 0, 0}, {NULL, 0, 0}, {NULL, 0, 0}, {NULL, 0, 0}};  /* ops, times, twin ops, twin times */
+    PyObject *result = NULL;
     int has_prev = prev_obj != Py_None, of = 0;
     long long prev = 0;
     Py_ssize_t i0 = i;
@@ -247,7 +216,7 @@ static PyObject *render(PyObject *self, PyObject *args) {
         memcpy(tline + tlinen, en, enn); tlinen += enn; tline[tlinen++] = '\n';
 
         PyObject *hk = PyTuple_GetSlice(row, 3, 10), *h = NULL, *tk = NULL, *tl = NULL;
-        if (hk == NULL) return NULL;
+        if (hk == NULL) goto fail;
         h = PyDict_GetItemWithError(heads, hk);
         if (h != NULL) {
             Py_INCREF(h);
@@ -270,14 +239,14 @@ static PyObject *render(PyObject *self, PyObject *args) {
             tl = tail_of(is_cpu ? tails_cpu : tails_job, tail, cpu, tk);
             if (tl == NULL) goto error;
         }
-        if (emit(PyTuple_GET_ITEM(h, 0), tl, tid, tidn, nums, numsn, tline, tlinen, ops, times) < 0) goto error;
+        Py_ssize_t op_at = out[0].n, time_at = out[1].n;
+        if (emit(PyTuple_GET_ITEM(h, 0), tl, tid, tidn, nums, numsn, tline, tlinen, &out[0], &out[1]) < 0) goto error;
         if (twin) {
             int same = PyObject_IsTrue(PyTuple_GET_ITEM(h, 4));
             if (same < 0) goto error;
-            if (same) {
-                Py_ssize_t k = PyList_GET_SIZE(ops) - 1, m = PyList_GET_SIZE(times) - 1;
-                if (PyList_Append(twin_ops, PyList_GET_ITEM(ops, k)) < 0
-                    || PyList_Append(twin_times, PyList_GET_ITEM(times, m)) < 0) goto error;
+            if (same) {  /* the job's lines again */
+                Py_ssize_t on = out[0].n - op_at, tn = out[1].n - time_at;
+                if (put(&out[2], out[0].p + op_at, on) < 0 || put(&out[3], out[1].p + time_at, tn) < 0) goto error;
             } else {
                 PyObject *cpu2 = PyTuple_GET_ITEM(h, 3), *tl2 = NULL;
                 int is_cpu2 = PyObject_IsTrue(cpu2);
@@ -286,7 +255,7 @@ static PyObject *render(PyObject *self, PyObject *args) {
                     tl2 = tail_of(is_cpu2 ? tails_cpu : tails_job, tail, cpu2, tk);
                     if (tl2 == NULL) goto error;
                 }
-                int rc = emit(PyTuple_GET_ITEM(h, 2), tl2, tid, tidn, nums, numsn, tline, tlinen, twin_ops, twin_times);
+                int rc = emit(PyTuple_GET_ITEM(h, 2), tl2, tid, tidn, nums, numsn, tline, tlinen, &out[2], &out[3]);
                 Py_XDECREF(tl2);
                 if (rc < 0) goto error;
             }
@@ -301,7 +270,7 @@ static PyObject *render(PyObject *self, PyObject *args) {
         Py_XDECREF(h);
         Py_XDECREF(tk);
         Py_XDECREF(tl);
-        return NULL;
+        goto fail;
     }
 done:;
     PyObject *prev_out;
@@ -310,15 +279,21 @@ done:;
         Py_INCREF(prev_out);
     } else {
         prev_out = PyLong_FromLongLong(prev);  /* has_prev: a row was rendered */
-        if (prev_out == NULL) return NULL;
+        if (prev_out == NULL) goto fail;
     }
-    return Py_BuildValue("(nNO)", i, prev_out, complete ? Py_True : Py_False);
+    result = Py_BuildValue("(nNOy#y#y#y#)", i, prev_out, complete ? Py_True : Py_False,
+                           out[0].p ? out[0].p : "", out[0].n, out[1].p ? out[1].p : "", out[1].n,
+                           out[2].p ? out[2].p : "", out[2].n, out[3].p ? out[3].p : "", out[3].n);
+fail:
+    for (int k = 0; k < 4; k++) PyMem_Free(out[k].p);
+    return result;
 }
 
 static PyMethodDef methods[] = {
     {"render", render, METH_VARARGS,
-     "render(rows, i, prev_end, complete, ctx) -> (stop index, prev_end, complete): the task pass's "
-     "lines of rows[i:] up to the first row left to the Python loop."},
+     "render(rows, i, prev_end, complete, ctx) -> (stop index, prev_end, complete, op lines, time "
+     "lines, twin op lines, twin time lines): the task pass's lines of rows[i:] (UTF-8 bytes) up to "
+     "the first row left to the Python loop."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -189,13 +189,15 @@ def _device_pass(db: JobDB, dev: int, tensor: bool, sinks: list[LineSlices], twi
     prev_end: int | None = None
     cur = iter(db.stream(sql, (dev,)))  # apsw: about three times faster per row than sqlite3
     native = _native.render if _native is not None else None
-    ctx = (heads, head, tails[False], tails[True], tail, groups, GROUPS_MAX, tensor, twin,
-           ops, times, twin_ops, twin_times)
+    ctx = (heads, head, tails[False], tails[True], tail, groups, GROUPS_MAX, tensor, twin)
+    blocks: list[list[bytes]] = [[], [], [], []]  # with ``native``: the chunk's lines as UTF-8
     while rows := list(islice(cur, _CHUNK)):
         i = 0
         while i < len(rows):
             if native is not None:  # the same lines up to a row it leaves to the loop below
-                i, prev_end, complete = native(rows, i, prev_end, complete, ctx)
+                i, prev_end, complete, *out = native(rows, i, prev_end, complete, ctx)
+                for block, data in zip(blocks, out, strict=True):
+                    block.append(data)
                 todo, i = rows[i:i + 1], i + 1
             else:
                 todo, i = rows, len(rows)
@@ -251,9 +253,18 @@ def _device_pass(db: JobDB, dev: int, tensor: bool, sinks: list[LineSlices], twi
                         else:
                             twin_ops.append(f"{pre}{tid}{post}{nums}\n")
                         twin_times.append(f"{tth}{tid},{du},{st},{en}\n")
-        _flush(sinks, twin_sinks, ops, times, twin_ops, twin_times)
-        for lines in (ops, times, twin_ops, twin_times):
-            lines.clear()  # the same lists: ``ctx`` holds them
+            if native is not None and todo:
+                for block, lines in zip(blocks, (ops, times, twin_ops, twin_times), strict=True):
+                    block.append("".join(lines).encode())
+                    lines.clear()
+        if native is None:
+            _flush(sinks, twin_sinks, ops, times, twin_ops, twin_times)
+            ops, times, twin_ops, twin_times = [], [], [], []
+        else:
+            for sink, block in zip(sinks + twin_sinks, blocks, strict=False):
+                sink.add_block(b"".join(block), len(rows))
+            for block in blocks:
+                block.clear()
     return complete
 
 
