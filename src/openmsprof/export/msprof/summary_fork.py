@@ -28,7 +28,7 @@ CHILD_TABLES = ("op_summary", "op_statistic", "api_statistic")
 PASS_CHILD_TABLES: tuple[str, ...] = ("acl_statistic",)
 #: The tables a thread of the parent writes beside the parent's own (their SQL runs without the
 #: GIL, so the thread takes the child's core once the child is done).
-THREAD_TABLES: tuple[str, ...] = ("api_statistic",)
+THREAD_TABLES: tuple[str, ...] = ("api_statistic", "msprof_tx")
 #: Tasks (TASK's largest rowid) from which the child pays for itself.
 FORK_MIN_TASKS = 100_000
 _ERRORS: dict[str, type[Exception]] = {"StorageError": StorageError, "PathError": PathError}
