@@ -89,17 +89,3 @@ def test_thread_tables_written_beside_the_parent(tmp_path: Path, monkeypatch: py
         monkeypatch.setattr(summary_fork.TableThread, "_run", full)
         with pytest.raises(StorageError, match="disk full"):
             write_summary(db, tmp_path / "full", parallel=True)
-
-
-def test_reading_connections_map_the_db(tmp_path: Path) -> None:
-    """Both reading connections of a JobDB map the file (bounded by MMAP_BYTES); rows unchanged."""
-    from openmsprof.export import db as dbmod
-
-    job = make_job(tmp_path)
-    with open_job(job) as db:
-        assert db.conn.execute("PRAGMA mmap_size").fetchone()[0] == dbmod.MMAP_BYTES
-        sql = "SELECT * FROM TASK ORDER BY startNs, globalTaskId"
-        assert [tuple(r) for r in db.stream(sql)] == db.query(sql)
-        fast = db.scratch()
-        if fast is not None:
-            assert next(iter(fast.execute("PRAGMA mmap_size")))[0] == dbmod.MMAP_BYTES

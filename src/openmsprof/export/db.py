@@ -15,10 +15,6 @@ from openmsprof.config.files import read_regular
 from openmsprof.parse.jobinfo import sane_info
 
 DB_RELPATH = Path("sqlite") / "msprof.db"
-#: Bytes of a database a reading connection maps (``PRAGMA mmap_size``): pages are read in place
-#: instead of copied (about 4 % of a cold ``export summary``'s CPU); bounded, the mapped pages
-#: are the page cache's (they count in RSS while touched).
-MMAP_BYTES = 256 << 20
 
 _apsw: Any
 try:  # optional: apsw walks rows about twice as fast as sqlite3 (the timeline's hot queries)
@@ -97,7 +93,6 @@ class JobDB:
         try:
             self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
             self.conn.execute("PRAGMA query_only=1")
-            self.conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             names = self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
             self.tables = {r[0] for r in names}
         except sqlite3.DatabaseError as exc:
@@ -121,20 +116,18 @@ class JobDB:
         (its own read-only connection; about twice as fast per row), else through sqlite3."""
         if _apsw is None:
             return self.conn.execute(sql, params)
-        return self._apsw().execute(sql, params)  # type: ignore[no-any-return]
-
-    def _apsw(self) -> Any:
         if self._fast is None:
             self._fast = _apsw.Connection(str(self.path), flags=_apsw.SQLITE_OPEN_READONLY)
-            self._fast.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
-        return self._fast
+        return self._fast.execute(sql, params)  # type: ignore[no-any-return]
 
     def scratch(self) -> Any:
         """The apsw connection :meth:`stream` reads through (read-only on the db, its TEMP tables
         writable: lookup tables a query joins), or None without apsw."""
         if _apsw is None:
             return None
-        return self._apsw()
+        if self._fast is None:
+            self._fast = _apsw.Connection(str(self.path), flags=_apsw.SQLITE_OPEN_READONLY)
+        return self._fast
 
     def __enter__(self) -> JobDB:
         return self
