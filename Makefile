@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck bench clean
 
-$(STAMP): pyproject.toml setup.py src/openmsprof/recorder/_ring.c
+$(STAMP): pyproject.toml setup.py src/openmsprof/recorder/_ring.c src/openmsprof/export/msprof/_task_lines.c
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0

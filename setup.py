@@ -36,6 +36,9 @@ ext_modules = [] if os.environ.get("OPENMSPROF_NO_NATIVE") else [
     Extension("openmsprof.recorder._ring", ["src/openmsprof/recorder/_ring.c"],
               extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"],
               libraries=["pthread"], optional=True),
+    # the task pass's per-row loop (export summary); summary_task_pass.py is its fallback
+    Extension("openmsprof.export.msprof._task_lines", ["src/openmsprof/export/msprof/_task_lines.c"],
+              extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
 ]
 
 setup(ext_modules=ext_modules, cmdclass={"build_ext": OptionalBuildExt})

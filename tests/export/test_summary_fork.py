@@ -9,6 +9,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from openmsprof.export.db import JobDB, open_job
 from openmsprof.export.msprof import summary_fork
 from openmsprof.export.msprof.summary import write_summary
@@ -49,3 +51,41 @@ def test_killed_child_leaves_no_files_and_reports_failure(tmp_path: Path) -> Non
         os.kill(child.pid, signal.SIGKILL)
         assert child.finish() is None  # the caller writes the tables itself
     assert list(out.iterdir()) == []
+
+
+def test_thread_tables_written_beside_the_parent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """api_statistic is written by a thread of the parent while the child runs (its own
+    connection); the same files as the serial route, and the parent writes them itself when the
+    thread fails (a full disk in the thread is raised)."""
+    import threading
+
+    from openmsprof.config.errors import StorageError
+
+    job = make_job(tmp_path, iterations=20)
+    seen: list[str] = []
+    real_run = summary_fork.TableThread._run
+
+    def run(self: summary_fork.TableThread) -> None:
+        seen.append(threading.current_thread().name)
+        real_run(self)
+
+    monkeypatch.setattr(summary_fork.TableThread, "_run", run)
+    with open_job(job) as db:
+        serial = {p.name: p.read_bytes() for p in write_summary(db, tmp_path / "serial", parallel=False)}
+        threaded = {p.name: p.read_bytes() for p in write_summary(db, tmp_path / "threaded", parallel=True)}
+        assert seen == ["openmsprof-summary"] and "api_statistic_host.csv" in threaded
+        assert threaded == serial
+
+        def broken(self: summary_fork.TableThread) -> None:
+            self.error = RuntimeError("boom")
+
+        monkeypatch.setattr(summary_fork.TableThread, "_run", broken)
+        fallback = {p.name: p.read_bytes() for p in write_summary(db, tmp_path / "fallback", parallel=True)}
+        assert fallback == serial
+
+        def full(self: summary_fork.TableThread) -> None:
+            self.error = StorageError("disk full while writing api_statistic_host.csv")
+
+        monkeypatch.setattr(summary_fork.TableThread, "_run", full)
+        with pytest.raises(StorageError, match="disk full"):
+            write_summary(db, tmp_path / "full", parallel=True)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from openmsprof.parse import schema
+from openmsprof.parse.api_groups import ApiGroups
 from openmsprof.parse.pairing import PushPopPairer, RangePairer
 from openmsprof.parse.strings import LocalMap, StringIds
 from openmsprof.recorder.rawfile import COUNTER_DTYPE, GENERIC_DTYPE, TASKINFO_DTYPE
@@ -93,8 +94,10 @@ def _mat(*cols: np.ndarray) -> np.ndarray:
 
 class DirConverter:
     def __init__(self, device_id: int, pid: int, offset_ns: int, strings: StringIds,
-                 smap: LocalMap, job: JobCounters) -> None:
+                 smap: LocalMap, job: JobCounters, api_groups: ApiGroups | None = None) -> None:
         self.dev, self.pid, self.off = device_id, pid, offset_ns
+        #: acl_statistic's groups, gathered from the API rows written (:mod:`api_groups`)
+        self.api_groups = api_groups
         self.gpid = pid << 32
         self.s, self.smap, self.job = strings, smap, job
         self.pushes = PushPopPairer()
@@ -180,8 +183,11 @@ class DirConverter:
         if nz:
             conn[zero] = self.job.next_connection + np.arange(nz)
             self.job.next_connection += nz
-        return (self.sql_api, _mat(a["t0"] + self.off, a["t1"] + self.off, _API_TYPES[aux],
-                                    self._gtid(a["tid"]), conn, self.smap.map(a["a"])))
+        start, end, typ = a["t0"] + self.off, a["t1"] + self.off, _API_TYPES[aux]
+        gtid, name = self._gtid(a["tid"]), self.smap.map(a["a"])
+        if self.api_groups is not None:
+            self.api_groups.add(gtid, typ, name, start, end)
+        return (self.sql_api, _mat(start, end, typ, gtid, conn, name))
 
     def _tasks(self, chunk: np.ndarray, kind: np.ndarray) -> list[Batch]:
         ti = np.flatnonzero(kind == 7)

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from openmsprof.config.errors import PathError, RawDataError
-from openmsprof.parse import schema
+from openmsprof.parse import api_groups, schema
 from openmsprof.parse.convert import DirConverter, JobCounters
 from openmsprof.parse.jobinfo import DataDirInfo, JobInfo, device_names, find_jobs, is_job, read_job
 from openmsprof.parse.strings import LocalMap, StringIds
@@ -132,7 +132,7 @@ def import_job(job_dir: Path, *, progress: bool | None = None, output: Path | No
 
 def _produce(plan: list[tuple[DataDirInfo, LocalMap, list[Any]]], job: JobInfo, strings: StringIds,
              counters: JobCounters, report: ReadReport, writer: DbWriter, out: queue.Queue[Any],
-             stop: threading.Event, advance: Any) -> None:
+             stop: threading.Event, advance: Any, groups: api_groups.ApiGroups) -> None:
     """Worker thread: read and convert chunks, hand prepared batches to the writer thread."""
 
     def put(item: Any) -> None:
@@ -147,7 +147,7 @@ def _produce(plan: list[tuple[DataDirInfo, LocalMap, list[Any]]], job: JobInfo, 
         convs = []
         for d, local, slices in plan:
             off = d.offset_ns if d.offset_ns is not None else job.offset_ns
-            conv = DirConverter(d.device_id, job.pid, off, strings, local, counters)
+            conv = DirConverter(d.device_id, job.pid, off, strings, local, counters, groups)
             convs.append(conv)
             for _src, _dev, _n, path in slices:
                 try:
@@ -186,8 +186,10 @@ def _import_locked(job_dir: Path, sqlite_dir: Path, progress: bool | None, t_sta
     # reading/numpy/list building overlaps with SQLite, which runs without the GIL
     batches: queue.Queue[Any] = queue.Queue(maxsize=3)
     stop = threading.Event()
+    groups = api_groups.ApiGroups()
+    api_groups.forget(writer.final)
     worker = threading.Thread(target=_produce, name="openmsprof-import", daemon=True,
-                              args=(plan, job, strings, counters, report, writer, batches, stop, advance))
+                              args=(plan, job, strings, counters, report, writer, batches, stop, advance, groups))
     worker.start()
     try:
         while (item := batches.get()) is not None:
@@ -197,6 +199,8 @@ def _import_locked(job_dir: Path, sqlite_dir: Path, progress: bool | None, t_sta
         worker.join()
         _write_info(writer, job, strings)
         db = writer.commit()
+        if "CANN_API" not in writer.duplicates:  # else SQL's groups lack the dropped rows
+            api_groups.remember(db, groups)
     except BaseException:
         stop.set()
         worker.join()

@@ -76,17 +76,30 @@ def write_summary(db: JobDB, out_dir: Path, *, fmt: str = "csv", s2: bool = Fals
     gc_was_enabled = gc.isenabled()
     gc.disable()
     child = None
+    side: summary_fork.TableThread | None = None
+    threaded: list[str] = []
     try:
         if forked or (fork and task_pass is not None):
             child = summary_fork.SummaryChild.start(db, out_dir, fmt, {n: PRODUCERS[n] for n in forked},
                                                     task_pass)
+            threaded = [n for n in names if n in summary_fork.THREAD_TABLES and n not in forked and n not in in_pass]
+            if threaded:  # started after the fork: the child is forked from one thread
+                db.strings  # noqa: B018 - built here, read by the thread
+                side = summary_fork.TableThread(db, out_dir, fmt, {n: PRODUCERS[n] for n in threaded})
         if meanwhile is not None:
             meanwhile()
         if child is None and task_pass is not None:
             written.update(task_pass(db))
         for name in names:
-            if name not in forked and name not in in_pass:
+            if name not in forked and name not in in_pass and name not in threaded:
                 written[name] = [p for t in PRODUCERS[name](db) for p in write_table(out_dir, t, fmt)]
+        if side is not None:
+            running_side, side = side, None
+            by_thread = running_side.finish()
+            if by_thread is None:  # the thread failed: write its tables here
+                by_thread = {n: [p for t in PRODUCERS[n](db) for p in write_table(out_dir, t, fmt)]
+                             for n in threaded}
+            written.update(by_thread)
         if child is not None:
             running, child = child, None
             done = running.finish()
@@ -96,6 +109,8 @@ def write_summary(db: JobDB, out_dir: Path, *, fmt: str = "csv", s2: bool = Fals
                     done[name] = [p for t in PRODUCERS[name](db) for p in write_table(out_dir, t, fmt)]
             written.update(done)
     finally:
+        if side is not None:
+            side.thread.join()  # it writes its files whole or not at all
         if child is not None:
             child.cancel()
         if gc_was_enabled:

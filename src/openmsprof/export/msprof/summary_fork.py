@@ -23,8 +23,12 @@ from openmsprof.export.msprof.trace_fork import _die_with, kill_child
 #: The tables the child writes when no task pass is given (about half of the work of a
 #: task-heavy job); with CSV the child runs :mod:`summary_task_pass` instead.
 CHILD_TABLES = ("op_summary", "op_statistic", "api_statistic")
-#: The tables the child writes besides the task pass (balanced on a 350 k-task job).
-PASS_CHILD_TABLES: tuple[str, ...] = ()
+#: The tables the child writes after the task pass (balances the two sides of a 350 k-task job
+#: since the pass runs in C).
+PASS_CHILD_TABLES: tuple[str, ...] = ("acl_statistic",)
+#: The tables a thread of the parent writes beside the parent's own (their SQL runs without the
+#: GIL, so the thread takes the child's core once the child is done).
+THREAD_TABLES: tuple[str, ...] = ("api_statistic", "msprof_tx")
 #: Tasks (TASK's largest rowid) from which the child pays for itself.
 FORK_MIN_TASKS = 100_000
 _ERRORS: dict[str, type[Exception]] = {"StorageError": StorageError, "PathError": PathError}
@@ -113,3 +117,32 @@ def _child_main(db: JobDB, out_dir: Path, fmt: str, producers: dict[str, Produce
         os.write(fd, orjson.dumps(msg))
     finally:
         os._exit(status)
+
+
+class TableThread:
+    """A thread of this process writing ``producers``' tables through its own connection."""
+
+    def __init__(self, db: JobDB, out_dir: Path, fmt: str, producers: dict[str, Producer]) -> None:
+        self.paths: dict[str, list[Path]] = {}
+        self.error: BaseException | None = None
+        self._args = (db, out_dir, fmt, producers)
+        self.thread = threading.Thread(target=self._run, name="openmsprof-summary", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        db, out_dir, fmt, producers = self._args
+        try:
+            with JobDB(db.path, db.job) as own:
+                own._strings = db._strings  # read only, built already
+                for name, producer in producers.items():
+                    self.paths[name] = [p for t in producer(own) for p in write_table(out_dir, t, fmt)]
+        except BaseException as exc:  # the caller raises it, or writes the tables itself
+            self.error = exc
+
+    def finish(self) -> dict[str, list[Path]] | None:
+        """Wait; the written paths by table, or None when it failed otherwise than on a full
+        disk or a bad path (those are raised here)."""
+        self.thread.join()
+        if isinstance(self.error, (StorageError, PathError)):
+            raise self.error
+        return None if self.error is not None else self.paths

@@ -8,10 +8,15 @@ per distinct id combination, the µs columns once per row for all four files.  W
 changes is the Task Type text of tasks that have a COMPUTE_TASK_INFO row (read from the
 tool-facing db itself, :func:`twin_types`) and, in op_summary, the columns that decision 9 writes
 ``N/A`` for CPU tasks.
+
+The per-row loop runs in C (``_task_lines.c``, built by pip with the system compiler) up to the
+rows it leaves to the Python loop here (negative or non-integer times, non-integer task ids, a
+wait past 64 bits); without the extension the Python loop renders every row.  Same bytes.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import islice
@@ -36,6 +41,11 @@ from openmsprof.export.msprof.tables import LineSlices, Table, csv_fields, write
 __all__ = ["TABLES", "Twins", "twin_types", "write_task_tables"]
 
 TABLES = ("op_summary", "task_time", "op_statistic")
+_native: Any
+try:  # the per-row loop in C (built by pip with the system compiler); this module's loop otherwise
+    _native = importlib.import_module("openmsprof.export.msprof._task_lines")
+except ImportError:  # pragma: no cover - depends on the build
+    _native = None
 _CHUNK = 10_000
 #: op_statistic groups (head keys) gathered per device at most; past it the SQL route is taken
 GROUPS_MAX = 262_144
@@ -178,61 +188,83 @@ def _device_pass(db: JobDB, dev: int, tensor: bool, sinks: list[LineSlices], twi
     twin_times: list[str] = []
     prev_end: int | None = None
     cur = iter(db.stream(sql, (dev,)))  # apsw: about three times faster per row than sqlite3
+    native = _native.render if _native is not None else None
+    ctx = (heads, head, tails[False], tails[True], tail, groups, GROUPS_MAX, tensor, twin)
+    blocks: list[list[bytes]] = [[], [], [], []]  # with ``native``: the chunk's lines as UTF-8
     while rows := list(islice(cur, _CHUNK)):
-        for row in rows:
-            s, e, task_id = row[0], row[1], row[2]
-            if e < s:
-                e = s
-            d = e - s
-            wait = 0 if prev_end is None or s <= prev_end else s - prev_end
-            prev_end = e
-            if s < 0:
-                st, du, wt, en = us(s), us(d), us(wait), us(e)
+        i = 0
+        while i < len(rows):
+            if native is not None:  # the same lines up to a row it leaves to the loop below
+                i, prev_end, complete, *out = native(rows, i, prev_end, complete, ctx)
+                for block, data in zip(blocks, out, strict=True):
+                    block.append(data)
+                todo, i = rows[i:i + 1], i + 1
             else:
-                st, du, wt, en = (f"{s // 1000}.{s % 1000:03d}", f"{d // 1000}.{d % 1000:03d}",
-                                  f"{wait // 1000}.{wait % 1000:03d}", f"{e // 1000}.{e % 1000:03d}")
-            tid = "" if task_id is None else task_id
-            hk = row[3:10]
-            h = heads_get(hk) or head(hk)
-            g = group_get(hk)
-            if g is None:
-                if not complete:
-                    pass
-                elif len(groups) < GROUPS_MAX:
-                    groups[hk] = [1, d, d, d]
+                todo, i = rows, len(rows)
+            for row in todo:
+                s, e, task_id = row[0], row[1], row[2]
+                if e < s:
+                    e = s
+                d = e - s
+                wait = 0 if prev_end is None or s <= prev_end else s - prev_end
+                prev_end = e
+                if s < 0:
+                    st, du, wt, en = us(s), us(d), us(wait), us(e)
                 else:
-                    complete = False
-                    groups.clear()
-            else:
-                g[0] += 1
-                g[1] += d
-                if d < g[2]:
-                    g[2] = d
-                if d > g[3]:
-                    g[3] = d
-            (pre, post, tth), cpu = h[0], h[1]
-            nums = f"{st},{du},{wt}"
-            if tensor:
-                tk = row[10:21]
-                tl = (tails_cpu(tk) if cpu else tails_job(tk)) or tail(cpu, tk)
-                ops.append(f"{pre}{tid}{post}{nums}{tl}\n")
-            else:
-                ops.append(f"{pre}{tid}{post}{nums}\n")
-            times.append(f"{tth}{tid},{du},{st},{en}\n")
-            if twin:
-                if h[4]:
-                    twin_ops.append(ops[-1])
-                    twin_times.append(times[-1])
-                else:
-                    (pre, post, tth), cpu = h[2], h[3]
-                    if tensor:
-                        tl = (tails_cpu(tk) if cpu else tails_job(tk)) or tail(cpu, tk)
-                        twin_ops.append(f"{pre}{tid}{post}{nums}{tl}\n")
+                    st, du, wt, en = (f"{s // 1000}.{s % 1000:03d}", f"{d // 1000}.{d % 1000:03d}",
+                                      f"{wait // 1000}.{wait % 1000:03d}", f"{e // 1000}.{e % 1000:03d}")
+                tid = "" if task_id is None else task_id
+                hk = row[3:10]
+                h = heads_get(hk) or head(hk)
+                g = group_get(hk)
+                if g is None:
+                    if not complete:
+                        pass
+                    elif len(groups) < GROUPS_MAX:
+                        groups[hk] = [1, d, d, d]
                     else:
-                        twin_ops.append(f"{pre}{tid}{post}{nums}\n")
-                    twin_times.append(f"{tth}{tid},{du},{st},{en}\n")
-        _flush(sinks, twin_sinks, ops, times, twin_ops, twin_times)
-        ops, times, twin_ops, twin_times = [], [], [], []
+                        complete = False
+                        groups.clear()
+                else:
+                    g[0] += 1
+                    g[1] += d
+                    if d < g[2]:
+                        g[2] = d
+                    if d > g[3]:
+                        g[3] = d
+                (pre, post, tth), cpu = h[0], h[1]
+                nums = f"{st},{du},{wt}"
+                if tensor:
+                    tk = row[10:21]
+                    tl = (tails_cpu(tk) if cpu else tails_job(tk)) or tail(cpu, tk)
+                    ops.append(f"{pre}{tid}{post}{nums}{tl}\n")
+                else:
+                    ops.append(f"{pre}{tid}{post}{nums}\n")
+                times.append(f"{tth}{tid},{du},{st},{en}\n")
+                if twin:
+                    if h[4]:
+                        twin_ops.append(ops[-1])
+                        twin_times.append(times[-1])
+                    else:
+                        (pre, post, tth), cpu = h[2], h[3]
+                        if tensor:
+                            tl = (tails_cpu(tk) if cpu else tails_job(tk)) or tail(cpu, tk)
+                            twin_ops.append(f"{pre}{tid}{post}{nums}{tl}\n")
+                        else:
+                            twin_ops.append(f"{pre}{tid}{post}{nums}\n")
+                        twin_times.append(f"{tth}{tid},{du},{st},{en}\n")
+            if native is not None and todo:
+                for block, lines in zip(blocks, (ops, times, twin_ops, twin_times), strict=True):
+                    block.append("".join(lines).encode())
+                    lines.clear()
+        if native is None:
+            _flush(sinks, twin_sinks, ops, times, twin_ops, twin_times)
+            ops, times, twin_ops, twin_times = [], [], [], []
+        else:
+            for sink, block in zip(sinks + twin_sinks, blocks, strict=False):
+                sink.add_block(b"".join(block), len(rows))
+            for block in blocks:
+                block.clear()
     return complete
 
 

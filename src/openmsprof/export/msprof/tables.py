@@ -116,6 +116,20 @@ def _write_line_slices(out_dir: Path, table: Table, first: str, lines: Iterator[
         pending = [r for _, r in zip(range(_CHUNK), lines, strict=False)]
 
 
+def _line_end(data: bytes, lines: int) -> int:
+    """The offset just past the ``lines``-th CSV line of ``data`` (a newline inside a quoted
+    field does not end a line: an even number of quotes precedes a line's end)."""
+    at = quotes = 0
+    while lines:
+        nl = data.index(b"\n", at)
+        quotes += data.count(b'"', at, nl)
+        at = nl + 1
+        if quotes % 2 == 0:
+            lines -= 1
+            quotes = 0
+    return at
+
+
 class LineSlices:
     """A CSV table written from chunks of ready lines, sliced above ``max_rows`` data rows as
     :func:`write_csv` slices (same bytes); :meth:`finish` commits, :meth:`abort` drops."""
@@ -138,6 +152,20 @@ class LineSlices:
             lines = lines[len(take):]
             self.parts[-1].write("".join(take).encode())
             self.in_slice += len(take)
+
+    def add_block(self, data: bytes, lines: int) -> None:
+        """:meth:`add` for ``lines`` lines already joined and UTF-8 encoded (same bytes)."""
+        while lines:
+            if self.in_slice >= self.max_rows:
+                self.parts.append(OutFile(self.out_dir / summary_file(
+                    self.name, self.dev, "csv", len(self.parts) or None)))
+                self.parts[-1].write(self.header)
+                self.in_slice = 0
+            take = min(lines, self.max_rows - self.in_slice)
+            cut = len(data) if take == lines else _line_end(data, take)
+            self.parts[-1].write(data[:cut])
+            data, lines = data[cut:], lines - take
+            self.in_slice += take
 
     def finish(self) -> list[Path]:
         """Commit the slices (no rows: no file, and a former file of the name is removed)."""
