@@ -21,14 +21,15 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as exc:  # no compiler at all, broken toolchain
-            print(f"openmsprof: native recorder not built ({exc}); using the pure-Python recorder",
+            print(f"openmsprof: native code not built ({exc}); using the pure-Python fallbacks",
                   file=sys.stderr)
 
     def build_extension(self, ext: Extension) -> None:
         try:
             super().build_extension(ext)
         except Exception as exc:
-            print(f"openmsprof: native recorder not built ({exc}); using the pure-Python recorder",
+            what = "recorder" if ext.name.endswith("_ring") else "export task loop"
+            print(f"openmsprof: native {what} not built ({exc}); using its pure-Python fallback",
                   file=sys.stderr)
 
 
