@@ -65,3 +65,26 @@ def test_mish_vs_leakyrelu_op_statistics(tmp_path, models, loaded):
     assert not {"Mish", "Softplus", "Tanh"} & set(leaky)  # LeakyRelu is fused into Conv or cheap
     # Mish's activation ops take a visible share of the time: where the extra time goes
     assert mish_act / sum(mish.values()) > 0.05
+
+
+_EXIT_PROBE = """
+import atexit, runpy, sys, threading
+def harvester_alive():
+    return any(t.name == "openmsprof-ort-harvester" and t.is_alive() for t in threading.enumerate())
+# registered before openmsprof is imported, so it runs after openmsprof's own exit hook
+atexit.register(lambda: print("harvester alive at exit:", harvester_alive(), flush=True))
+sample, sys.argv = sys.argv[1], sys.argv[1:]
+runpy.run_path(sample, run_name="__main__")
+print("harvester alive after the sample:", harvester_alive(), flush=True)
+"""
+
+
+def test_the_harvester_thread_is_stopped_before_the_interpreter_finalizes(models):
+    """A daemon thread still inside ONNX Runtime (building or freeing a session) when the
+    interpreter finalizes is ended by pthread_exit inside C++ frames: the process aborted with
+    "terminate called without an active exception" (seen in the subscribe sample, rarely)."""
+    r = subprocess.run([sys.executable, "-c", _EXIT_PROBE, str(EXAMPLES / "acl_sample_subscribe.py"),
+                        str(models["resnet_leakyrelu"]), "3"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "harvester alive after the sample: True" in r.stdout  # it ran
+    assert "harvester alive at exit: False" in r.stdout, r.stdout[-500:]

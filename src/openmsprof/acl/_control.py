@@ -182,7 +182,11 @@ def finalize_all() -> None:
 
 def _at_exit() -> None:
     """Registered after the session module's own hook, so it runs first: harvest the ONNX
-    Runtime profiles of a run that never called finalize before the session stops."""
+    Runtime profiles of a run that never called finalize before the session stops.  The
+    harvester thread is stopped first: a daemon thread still inside ONNX Runtime once the
+    interpreter finalizes is ended by pthread_exit inside C++ frames, which aborts the process."""
+    if not _model.HARVESTER.stop():
+        _model.log.warning("openmsprof.acl: the harvester thread did not stop within 10 s at exit")
     try:
         if STATE.profiling_session() is not None:
             _refresh(stopping=True)

@@ -248,11 +248,26 @@ class Harvester:
         self.models: weakref.WeakValueDictionary[int, Model] = weakref.WeakValueDictionary()
         self.wake = threading.Event()
         self._thread: threading.Thread | None = None
+        self._stopping = False
 
     def ensure(self) -> None:
         if self._thread is None or not self._thread.is_alive():
+            self._stopping = False
             self._thread = threading.Thread(target=self._run, name="openmsprof-ort-harvester", daemon=True)
             self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stop the thread between two passes and wait for it (at exit: a daemon thread still
+        inside ONNX Runtime, building or freeing a session, when the process exits makes the
+        C++ runtime abort with "terminate called without an active exception").  Returns
+        whether it stopped."""
+        t = self._thread
+        if t is None or t is threading.current_thread():
+            return True
+        self._stopping = True
+        self.wake.set()
+        t.join(timeout)
+        return not t.is_alive()
 
     def due(self, r: ortt.ProfiledRunner) -> bool:
         """Whether ``r``'s running generation should be harvested now."""
@@ -269,6 +284,8 @@ class Harvester:
         while True:
             self.wake.wait(0.05)
             self.wake.clear()
+            if self._stopping:
+                return
             for m in list(self.models.values()):
                 try:
                     r = m.runner
@@ -291,7 +308,9 @@ def _yield_gil() -> None:
 
 
 def cleanup() -> None:
-    """At exit: end what is still profiling, free it, remove the profile directory."""
+    """At exit: stop the harvester thread, end what is still profiling, free it (on this
+    thread, before the interpreter finalizes), remove the profile directory."""
+    HARVESTER.stop()
     for m in list(HARVESTER.models.values()):
         r = m.runner
         if r is not None:
