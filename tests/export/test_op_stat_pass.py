@@ -18,6 +18,7 @@ from openmsprof.export.msprof.summary_tasks import op_statistic
 from openmsprof.export.msprof.tables import write_table
 from openmsprof.export.msprof.tool_facing import OUTPUT_DIR, export_tool_facing
 from tests.export.dbfactory import PID, START_NS, Builder, make_job
+from tests.export.twins import layout_from_db_and_from_twins
 
 
 def _edge_job(root: Path, *, tie: bool = False) -> Path:
@@ -86,17 +87,8 @@ def test_job_op_statistic_equals_the_sql_route(tmp_path: Path, tie: bool, seen: 
 def test_twin_op_statistic_equals_the_tool_facing_db_route(tmp_path: Path, tie: bool,
                                                            seen: dict[str, list[Any]]) -> None:
     job = _edge_job(tmp_path, tie=tie)
-    out = job / OUTPUT_DIR
-    export_tool_facing(job, ("summary",))  # no summary given: every merged table from the db
-    rendered = {p.name: p.read_bytes() for p in out.iterdir()}
-    for p in out.iterdir():
-        p.unlink()
-    used: list[Twins | None] = []
-    export_tool_facing(job, ("summary",),
-                       summary=lambda twins, meanwhile: used.append(twins) or export_summary(job, twins=twins))
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == rendered
-    (twins,) = used
-    assert twins is not None
+    rendered, written, twins = layout_from_db_and_from_twins(job)
+    assert written == rendered
     (stats,) = seen["twin_stats"]
     # the pass's twin unless it cannot be sure (the tie of the job db is one group in the tool db)
     assert ("op_statistic" in twins.written) == (stats is not None) and (tie or stats is not None)

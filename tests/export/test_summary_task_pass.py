@@ -16,6 +16,7 @@ from openmsprof.export.msprof.tables import write_table
 from openmsprof.export.msprof.tool_facing import OUTPUT_DIR, export_tool_facing
 from tests.export.dbfactory import START_NS, Builder, make_job
 from tests.export.realjob import make_real_job
+from tests.export.twins import layout_from_db_and_from_twins
 
 
 def _two_device_job(root: Path) -> Path:
@@ -55,17 +56,9 @@ def test_one_pass_writes_the_producers_bytes(job: Path, tmp_path: Path) -> None:
 
 
 def test_twins_equal_the_layout_rendered_from_its_db(job: Path) -> None:
-    out = job / OUTPUT_DIR
-    export_tool_facing(job, ("summary",))
-    rendered = {p.name: p.read_bytes() for p in out.iterdir()}
-    for p in out.iterdir():
-        p.unlink()
-    used: list[Twins | None] = []
-    export_tool_facing(job, ("summary",),
-                       summary=lambda twins, meanwhile: used.append(twins) or export_summary(job, twins=twins))
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == rendered
-    (twins,) = used
-    assert twins is not None and set(twins.written) == {"op_summary", "task_time", "op_statistic"}  # by the pass
+    rendered, written, twins = layout_from_db_and_from_twins(job)
+    assert written == rendered
+    assert set(twins.written) == {"op_summary", "task_time", "op_statistic"}  # by the pass
     ops = (job / "summary" / "op_summary_0.csv").read_text()
     assert ",AI_" not in ops and ",AI_VECTOR_CORE," in rendered[twins.written["op_summary"][0].name].decode()
     assert any(n.startswith("op_summary_") for n in rendered) and any(n.startswith("task_time_") for n in rendered)

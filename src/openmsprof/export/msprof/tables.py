@@ -141,14 +141,18 @@ class LineSlices:
         self.parts: list[OutFile] = [] if parts is None else parts
         self.in_slice = max_rows
 
+    def _room(self) -> int:
+        """Rows the current slice still takes (a full one is followed by a new slice)."""
+        if self.in_slice >= self.max_rows:
+            self.parts.append(OutFile(self.out_dir / summary_file(
+                self.name, self.dev, "csv", len(self.parts) or None)))
+            self.parts[-1].write(self.header)
+            self.in_slice = 0
+        return self.max_rows - self.in_slice
+
     def add(self, lines: list[str]) -> None:
         while lines:
-            if self.in_slice >= self.max_rows:
-                self.parts.append(OutFile(self.out_dir / summary_file(
-                    self.name, self.dev, "csv", len(self.parts) or None)))
-                self.parts[-1].write(self.header)
-                self.in_slice = 0
-            take = lines[: self.max_rows - self.in_slice]
+            take = lines[: self._room()]
             lines = lines[len(take):]
             self.parts[-1].write("".join(take).encode())
             self.in_slice += len(take)
@@ -156,12 +160,7 @@ class LineSlices:
     def add_block(self, data: bytes, lines: int) -> None:
         """:meth:`add` for ``lines`` lines already joined and UTF-8 encoded (same bytes)."""
         while lines:
-            if self.in_slice >= self.max_rows:
-                self.parts.append(OutFile(self.out_dir / summary_file(
-                    self.name, self.dev, "csv", len(self.parts) or None)))
-                self.parts[-1].write(self.header)
-                self.in_slice = 0
-            take = min(lines, self.max_rows - self.in_slice)
+            take = min(lines, self._room())
             cut = len(data) if take == lines else _line_end(data, take)
             self.parts[-1].write(data[:cut])
             data, lines = data[cut:], lines - take
