@@ -15,11 +15,6 @@ from openmsprof.recorder.encode import Encoder
 from openmsprof.recorder.records import Kind
 
 
-class _Enc(Encoder):
-    def __init__(self) -> None:
-        self.bad_markers = 0
-
-
 def _decode(data: memoryview) -> np.ndarray:
     return np.frombuffer(bytes(data), dtype=rawfile.GENERIC_DTYPE)
 
@@ -33,8 +28,8 @@ def test_pairs_across_pieces_become_records_and_a_half_pair_is_left() -> None:
     marks: list[int] = [x for pair in zip(ts, codes, strict=True) for x in pair]
     marks.append(42)  # a record whose producer was interrupted between its two appends
     work = np.full(3 * 2 * n + 20, -1, dtype="<i8")
-    data, count, used = _Enc()._encode_marks(marks, len(marks) & ~1, work, tid=0xFFFF_FFF0)
-    assert count == n and len(data) == 32 * n and used == 2 * n
+    data, count, used, dropped = Encoder()._encode_marks(marks, len(marks) & ~1, work, tid=0xFFFF_FFF0)
+    assert count == n and len(data) == 32 * n and used == 2 * n and dropped == 0
     recs = _decode(data)
     assert recs["kind"].tolist() == kinds
     assert set(recs["tid"].tolist()) == {0xFFFF_FFF0}  # a tid over 2**31: its word stays exact
@@ -51,11 +46,11 @@ def test_impossible_kinds_are_dropped_and_counted_in_any_piece() -> None:
     t0 = time.perf_counter_ns() - n - 10
     for i in range(n):
         marks += [t0 + i, (0 if i == 0 else 9 if i in bad else 2) | i << 8]
-    enc = _Enc()
+    enc = Encoder()
     enc.ts_lo = t0 - 10**9
-    data, count, used = enc._encode_marks(marks, len(marks), np.empty(6 * n, dtype="<i8"), tid=7)
+    data, count, used, dropped = enc._encode_marks(marks, len(marks), np.empty(6 * n, dtype="<i8"), tid=7)
     recs = _decode(data)
-    assert enc.bad_markers == len(bad) and count == n - len(bad) == len(recs) and used == 2 * n
+    assert dropped == len(bad) and count == n - len(bad) == len(recs) and used == 2 * n
     good = [i for i in range(n) if i not in bad]
     assert recs["t0"].tolist() == [t0 + i for i in good]
     assert recs["a"].tolist() == good and set(recs["kind"].tolist()) == {Kind.PUSH}
@@ -75,11 +70,11 @@ def test_a_record_half_appended_mid_run_costs_that_record_only(where: int) -> No
     marks = _pairs(n)
     marks.insert(2 * where, marks[2 * where] - 1)  # the interrupted call's timestamp
     take = len(marks) & ~1  # odd length: the last int waits (it is a complete record's ts here)
-    enc = _Enc()
+    enc = Encoder()
     enc.ts_lo = marks[0] - 10**9
-    data, count, used = enc._encode_marks(marks, take, np.empty(3 * take, dtype="<i8"), tid=3)
+    data, count, used, dropped = enc._encode_marks(marks, take, np.empty(3 * take, dtype="<i8"), tid=3)
     recs = _decode(data)
-    assert enc.bad_markers == 1
+    assert dropped == 1
     assert used == take - 1, "the last pair's timestamp is left for the next drain"
     assert recs["a"].tolist() == list(range(n - 1)) and count == n - 1
     assert set(recs["kind"].tolist()) == {Kind.MARK}
@@ -88,12 +83,12 @@ def test_a_record_half_appended_mid_run_costs_that_record_only(where: int) -> No
 
 
 def test_a_lone_timestamp_at_the_end_waits_and_a_lone_code_is_dropped() -> None:
-    enc = _Enc()
+    enc = Encoder()
     marks = _pairs(4)
     enc.ts_lo = marks[0] - 10**9
     marks.insert(4, 99)  # a stray int that is neither: counted, skipped
-    data, count, used = enc._encode_marks(marks, 8, np.empty(24, dtype="<i8"), tid=3)
-    assert count == 3 and enc.bad_markers == 1 and used == 7
+    data, count, used, dropped = enc._encode_marks(marks, 8, np.empty(24, dtype="<i8"), tid=3)
+    assert count == 3 and dropped == 1 and used == 7
     assert _decode(data)["a"].tolist() == [0, 1, 2]
 
 

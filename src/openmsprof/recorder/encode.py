@@ -33,17 +33,18 @@ class Encoder:
     device_dir: Callable[[int], DataDir]
     mstx_source: str
     records: int
-    bad_markers: int
     #: the earliest timestamp a marker of this session can carry (0: no lower bound)
     ts_lo: int = 0
 
-    def _encode_marks(self, marks: list[int], take: int, work: np.ndarray, tid: int) -> tuple[memoryview, int, int]:
+    def _encode_marks(self, marks: list[int], take: int, work: np.ndarray,
+                      tid: int) -> tuple[memoryview, int, int, int]:
         """MARK/PUSH/POP records from the first ``take`` ints of a thread's ``marks`` (ts, code
         pairs; see :mod:`~openmsprof.recorder.pymarkers`), column-wise, in ``work`` (int64, at
         least ``3 * take``: the records' four words, kind | tid << 32, t0, t1, a | b << 32, in
         its first ``2 * take``, the ints after them); returns a view of the records' bytes (no
-        copy), their count, and how many ints were used (``take``, or ``take - 1`` when the
-        run ends on the first half of a record: the caller leaves that int in the list).
+        copy), their count, how many ints were used (``take``, or ``take - 1`` when the run
+        ends on the first half of a record: the caller leaves that int in the list) and how many
+        records were dropped as impossible.
 
         The ints are converted :data:`PIECE` at a time, so ``np.fromiter``'s temporary stays
         under malloc's mmap threshold and is reused from the heap instead of page-faulted in
@@ -58,7 +59,7 @@ class Encoder:
         for start in range(0, take, PIECE):
             k = min(PIECE, take - start)
             flat[start:start + k] = np.fromiter(it, dtype=np.int64, count=k)
-        used = take
+        used, bad = take, 0
         pairs = flat.reshape(-1, 2)
         n = len(pairs)
         out = work[:4 * n].reshape(n, 4)
@@ -66,7 +67,7 @@ class Encoder:
         np.bitwise_and(pairs[:, 1], 0xFF, out=word0)
         if n and (int(word0.min()) < 1 or int(word0.max()) > 3 or int(pairs[:, 0].min()) < self.ts_lo
                   or int(pairs[:, 0].max()) > time.perf_counter_ns()):
-            pairs, used = self._resync_marks(flat.tolist())  # a copy: flat may be overwritten by out
+            pairs, used, bad = self._resync_marks(flat.tolist())  # a copy: flat may be overwritten by out
             n = len(pairs)
             out = work[:4 * n].reshape(n, 4)
             word0 = out[:, 0]
@@ -75,14 +76,15 @@ class Encoder:
         np.bitwise_or(word0, hi - (1 << 64) if hi >= 1 << 63 else hi, out=word0)
         out[:, 1:3] = pairs[:, :1]  # t0 = t1 = ts
         np.right_shift(pairs[:, 1], 8, out=out[:, 3])
-        return out.data.cast("B"), n, used
+        return out.data.cast("B"), n, used, bad
 
-    def _resync_marks(self, ints: list[int]) -> tuple[np.ndarray, int]:
-        """The valid (ts, code) pairs of a run with impossible ones, and the ints used.  A pair
+    def _resync_marks(self, ints: list[int]) -> tuple[np.ndarray, int, int]:
+        """The valid (ts, code) pairs of a run with impossible ones, the ints used, and the
+        records skipped.  A pair
         is valid when its code's kind is 1-3 and its timestamp lies between :attr:`ts_lo` and
         now.  At an invalid pair, the pair after it valid means one bad record (skipped whole);
         else the pair one int later valid means a lone int (a record half-appended: skipped, and
-        the run realigned).  Each skip counts one record in :attr:`bad_markers`.  A lone int
+        the run realigned).  Each skip counts one record.  A lone int
         left at the end is not used: its second half is still in the producer's list."""
         lo, hi = self.ts_lo, time.perf_counter_ns()
 
@@ -90,18 +92,18 @@ class Encoder:
             return lo <= ints[j] <= hi and 1 <= ints[j + 1] & 0xFF <= 3
 
         good: list[int] = []
-        i, end = 0, len(ints)
+        i, end, bad = 0, len(ints), 0
         while i + 1 < end:
             if ok(i):
                 good += ints[i:i + 2]
                 i += 2
                 continue
-            self.bad_markers += 1
+            bad += 1
             if i + 3 < end:
                 i += 2 if ok(i + 2) or not ok(i + 1) else 1
             else:  # the run's end: a last int that is a timestamp may be a record's first half
                 i += 1 if lo <= ints[i + 1] <= hi else 2
-        return np.array(good, dtype=np.int64).reshape(-1, 2), i
+        return np.array(good, dtype=np.int64).reshape(-1, 2), i, bad
 
     def _encode_each(self, chunk: list[tuple[Any, ...]], tid: int, dirs: list[DataDir],
                      drops: list[int]) -> None:

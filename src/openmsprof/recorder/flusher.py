@@ -117,8 +117,6 @@ class Flusher(Encoder):
         self._spare: list[np.ndarray] = []
         self.cycle_seconds = 0.0
         self._most = 0  # most records one thread had buffered at the last drain
-        #: marker pairs that cannot be records (dropped; counted per thread as kind "invalid")
-        self.bad_markers = 0
         #: no marker of this session can be older (the pymarkers are enabled after this)
         self.ts_lo = max(0, time.perf_counter_ns() - 10**10)
 
@@ -201,11 +199,9 @@ class Flusher(Encoder):
                 out = self._spare.pop()
             except IndexError:
                 out = np.empty(6 * CHUNK, dtype="<i8")  # records, then the ints they come from
-            bad = self.bad_markers
-            data, n, used = self._encode_marks(marks, take, out, buf.tid)
+            data, n, used, bad = self._encode_marks(marks, take, out, buf.tid)
             del marks[:used]
-            if self.bad_markers != bad:  # impossible pairs: counted for the thread as "invalid"
-                buf.drops[0] += self.bad_markers - bad
+            buf.drops[0] += bad  # impossible pairs: counted for the thread as kind "invalid"
             pairs -= take
             self._queue.append((buf.tid, buf.name, data, n, out))
             done += n
