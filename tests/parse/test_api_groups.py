@@ -73,6 +73,18 @@ def test_groups_only_for_the_file_they_were_gathered_for(tmp_path: Path) -> None
     api_groups.forget(db_path)
 
 
+def test_only_the_latest_imports_groups_are_kept(tmp_path: Path) -> None:
+    """A process importing many jobs keeps one set of groups (memory stays bounded)."""
+    first, second = (make_job(tmp_path / n) / "sqlite" / "msprof.db" for n in ("a", "b"))
+    for db_path, value in ((first, 10), (second, 11)):
+        groups = ApiGroups()
+        groups.add(*(np.array([v]) for v in (1, 20000, 3, value, 20)))
+        api_groups.remember(db_path, groups)
+    assert api_groups.lookup(first) is None
+    assert api_groups.lookup(second) == {(1, 20000, 3): [1, 9, 9, 9]}
+    api_groups.forget(second)
+
+
 def test_groups_give_up_where_sql_could_differ(monkeypatch: pytest.MonkeyPatch) -> None:
     huge = ApiGroups()
     huge.add(*(np.array([v]) for v in (1, 2, 3, 1 << 62, (1 << 62) + 5)))

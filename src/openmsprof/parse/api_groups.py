@@ -3,8 +3,8 @@
 The importer adds every CANN_API chunk it writes to an :class:`ApiGroups`: per (globalTid, type,
 name) the count, sum, max and min of ``MAX(endNs - startNs, 0)`` — integers, so their order of
 addition does not matter.  Once the database is in place, :func:`remember` keeps the groups for
-this process (a forked export child inherits them) keyed by the file's identity; :func:`lookup`
-hands them out only while the file is that one.  Nothing is kept when a value could make SQL
+this process (a forked export child inherits them), those of the latest import only, keyed by
+the file's identity; :func:`lookup` hands them out only while the file is that one.  Nothing is kept when a value could make SQL
 compute differently (a time past 2^62, a chunk sum past 64 bits), past :data:`MAX_GROUPS`
 groups (memory stays bounded), or when the writer dropped a duplicate API row.
 """
@@ -88,7 +88,7 @@ def _identity(path: Path) -> tuple[int, int, int] | None:
 def remember(db: Path, groups: ApiGroups) -> None:
     """Keep ``groups`` for the database file ``db`` just written (nothing when they gave up)."""
     key = _identity(db)
-    _KEPT.pop(str(db), None)
+    _KEPT.clear()  # only the latest import's: a process importing many jobs keeps one set
     if groups.ok and key is not None:
         _KEPT[str(db)] = (key, groups.groups)
 
