@@ -218,11 +218,9 @@ def _device_pass(db: JobDB, dev: int, tensor: bool, sinks: list[LineSlices], twi
                 h = heads_get(hk) or head(hk)
                 g = group_get(hk)
                 if g is None:
-                    if not complete:
-                        pass
-                    elif len(groups) < GROUPS_MAX:
+                    if complete and len(groups) < GROUPS_MAX:
                         groups[hk] = [1, d, d, d]
-                    else:
+                    elif complete:
                         complete = False
                         groups.clear()
                 else:
