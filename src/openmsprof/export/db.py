@@ -114,11 +114,10 @@ class JobDB:
     def stream(self, sql: str, params: tuple[Any, ...] = ()) -> Iterable[tuple[Any, ...]]:
         """The rows of a long read-only query, one tuple each, through apsw when it is installed
         (its own read-only connection; about twice as fast per row), else through sqlite3."""
-        if _apsw is None:
+        fast = self.scratch()
+        if fast is None:
             return self.conn.execute(sql, params)
-        if self._fast is None:
-            self._fast = _apsw.Connection(str(self.path), flags=_apsw.SQLITE_OPEN_READONLY)
-        return self._fast.execute(sql, params)  # type: ignore[no-any-return]
+        return fast.execute(sql, params)  # type: ignore[no-any-return]
 
     def scratch(self) -> Any:
         """The apsw connection :meth:`stream` reads through (read-only on the db, its TEMP tables
