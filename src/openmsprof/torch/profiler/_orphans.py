@@ -25,8 +25,9 @@ from openmsprof.torch.profiler import _window_files, _window_info
 __all__ = ["TEMP_RE", "Orphan", "adopt", "describe", "find", "writer_alive"]
 
 log = logging.getLogger("openmsprof")
-#: ``.{rank dir name}.{writer pid}.kineto.tmp`` (``_KinetoProfile._finalize``).
-TEMP_RE = re.compile(r"^\.(?P<dir>.+_\d+-[a-z0-9]{6}_\d{17}_ascend_pt)\.(?P<pid>\d+)\.kineto\.tmp$")
+#: ``_window_files.temp_trace_name``: ``.{rank dir name}.{writer pid}.kineto.tmp``.
+TEMP_RE = re.compile(r"^\.(?P<dir>.+_\d+-[a-z0-9]{6}_\d{17}_ascend_pt)\.(?P<pid>\d+)"
+                     + re.escape(_window_files.TEMP_SUFFIX) + "$")
 _STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 MISSING = ["config.common_config.schedule", "config.experimental_config", "start_info.start_cnt",
            "start_info.start_monotonic", "end_info.MonotonicTimeEnd", "torch_version", "unsupported",

@@ -26,11 +26,18 @@ from openmsprof.config.errors import PathError
 from openmsprof.recorder import fs
 from openmsprof.torch.profiler import prof_dir
 
-__all__ = ["FRAMEWORK_TRACE", "OVERHEAD_KEY", "RECOVERED_KEY", "save"]
+__all__ = ["FRAMEWORK_TRACE", "OVERHEAD_KEY", "RECOVERED_KEY", "TEMP_SUFFIX", "save", "temp_trace_name"]
 
 FRAMEWORK_TRACE = "torch.kineto_trace.json"
 OVERHEAD_KEY = "openmsprof_overhead"
 RECOVERED_KEY = "openmsprof_recovered"
+#: A window's Kineto trace is exported to ``.{rank dir name}.{writer pid}`` + this, then saved.
+TEMP_SUFFIX = ".kineto.tmp"
+
+
+def temp_trace_name(rank_dir_name: str, pid: int) -> str:
+    """The temp trace a window end exports (offline ``analyse`` adopts those a killed run left)."""
+    return f".{rank_dir_name}.{pid}{TEMP_SUFFIX}"
 
 
 def _ensure_dir(path: Path) -> None:

@@ -214,7 +214,7 @@ class _KinetoProfile:
         end = self._end_info()
         # Into the rank dir when it exists, else beside it in the root: whoever saves the window
         # makes the dir and moves the trace in, in one job
-        tmp = (win.path / "FRAMEWORK" if win.ok else win.root) / f".{win.path.name}.{os.getpid()}.kineto.tmp"
+        tmp = (win.path / "FRAMEWORK" if win.ok else win.root) / _window_files.temp_trace_name(win.path.name, os.getpid())
         try:
             self._kineto.export_chrome_trace(os.fspath(tmp))
         except Exception as exc:
