@@ -28,7 +28,8 @@ class OptionalBuildExt(build_ext):
         try:
             super().build_extension(ext)
         except Exception as exc:
-            what = "recorder" if ext.name.endswith("_ring") else "export task loop"
+            what = {"_ring": "recorder", "_task_lines": "export task loop",
+                    "_bulk_insert": "import writer"}.get(ext.name.rsplit(".", 1)[-1], ext.name)
             print(f"openmsprof: native {what} not built ({exc}); using its pure-Python fallback",
                   file=sys.stderr)
 
@@ -40,6 +41,11 @@ ext_modules = [] if os.environ.get("OPENMSPROF_NO_NATIVE") else [
     # the task pass's per-row loop (export summary); summary_task_pass.py is its fallback
     Extension("openmsprof.export.msprof._task_lines", ["src/openmsprof/export/msprof/_task_lines.c"],
               extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
+    # the import's bulk inserts through the SQLite Python's sqlite3 has loaded; parse/writer.py's
+    # executemany is its fallback
+    Extension("openmsprof.parse._bulk_insert", ["src/openmsprof/parse/_bulk_insert.c"],
+              extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"],
+              libraries=["dl"], optional=True),
 ]
 
 setup(ext_modules=ext_modules, cmdclass={"build_ext": OptionalBuildExt})

@@ -16,7 +16,8 @@ from pathlib import Path
 from openmsprof.config.errors import PathError, StorageError
 from openmsprof.config.files import escape, open_regular, read_regular
 
-__all__ = ["DIR_MODE", "FILE_MODE", "FREE_SPACE_FLOOR", "Reserve", "cache_root", "check_writable", "disk_full_message", "escape",
+__all__ = ["DIR_MODE", "FILE_MODE", "FREE_SPACE_FLOOR", "Reserve", "cache_root", "check_writable", "copy_fd",
+           "copy_file_atomic", "disk_full_message", "escape",
            "free_bytes", "make_dir", "open_dir_fd", "open_new", "open_regular", "read_regular",
            "same_dir", "write_all", "write_file_at", "write_file_atomic", "write_stream_atomic"]
 
@@ -135,6 +136,44 @@ def write_stream_atomic(path: Path, parts: Iterable[bytes | bytearray | memoryvi
         raise
     os.close(fd)
     os.replace(tmp, path)
+
+
+def copy_fd(src: int, dst: int) -> None:
+    """``src``'s bytes into the new, empty file ``dst``: the kernel's copy where it can (Linux
+    ``copy_file_range``, no pass through Python), else read and write.  A full disk raises
+    :class:`StorageError`."""
+    size, done = os.fstat(src).st_size, 0
+    kernel_copy = getattr(os, "copy_file_range", None)
+    try:
+        while kernel_copy is not None and done < size and (n := kernel_copy(src, dst, size - done, done, done)):
+            done += n
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise StorageError(f"disk full while writing profiling data: {exc.strerror}") from None
+        done = 0  # no kernel copy between these file systems: read and write
+    os.lseek(dst, done, os.SEEK_SET)
+    while data := os.pread(src, 1 << 22, done):
+        write_all(dst, data)
+        done += len(data)
+
+
+def copy_file_atomic(source: Path, target: Path) -> None:
+    """``source``'s bytes as ``target`` through a private temp file renamed into place (see
+    :func:`write_stream_atomic`), copied by the kernel where it can."""
+    if target.is_symlink():
+        raise PathError(f"file {str(target)!r} is a symbolic link; refused")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    fd = open_new(tmp, append=False)
+    try:
+        with open(source, "rb") as f:
+            copy_fd(f.fileno(), fd)
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    os.replace(tmp, target)
 
 
 def write_file_at(dir_fd: int, name: str, data: bytes | str) -> None:

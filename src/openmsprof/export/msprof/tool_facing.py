@@ -101,13 +101,8 @@ def _ready_source(name: str, ready: Iterable[Path]) -> Path | None:
 
 
 def _copy(source: Path, target: Path) -> Path:
-    """``source``'s bytes as ``target`` (atomically, private mode)."""
-    def chunks() -> Iterator[bytes]:
-        with open(source, "rb") as f:
-            while data := f.read(1 << 22):
-                yield data
-
-    fs.write_stream_atomic(target, chunks())
+    """``source``'s bytes as ``target`` (atomically, private mode, by the kernel where it can)."""
+    fs.copy_file_atomic(source, target)
     return target
 
 

@@ -157,25 +157,13 @@ def _copy_db(src: Path, tmp: Path, final: Path) -> None:
                 fd = -1
                 _backup(src, tmp)
                 return
-            size, done = os.fstat(f.fileno()).st_size, 0
-            kernel_copy = getattr(os, "copy_file_range", None)  # Linux
-            try:
-                while kernel_copy is not None and done < size and (n := kernel_copy(f.fileno(), fd, size - done, done, done)):
-                    done += n
-            except OSError as exc:
-                if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-                    raise
-                done = 0  # no kernel copy between these file systems: read and write
-            if done < size:
-                f.seek(done)
-                os.lseek(fd, done, os.SEEK_SET)
-                while data := f.read(1 << 22):
-                    fs.write_all(fd, data)
+            fs.copy_fd(f.fileno(), fd)
     except BaseException as exc:
         if fd >= 0:
             os.close(fd)
         tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        if isinstance(exc, StorageError) or (isinstance(exc, OSError)
+                                             and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)):
             raise StorageError(fs.disk_full_message(final, "writing")) from None
         raise
     os.close(fd)
