@@ -1,8 +1,10 @@
-"""Build of the optional native recorder core (``openmsprof.recorder._ring``).
+"""Build of the optional native code: the recorder core (``openmsprof.recorder._ring``), the
+export task loop (``openmsprof.export.msprof._task_lines``) and the import writer
+(``openmsprof.parse._bulk_insert``).
 
-``pip install`` compiles it with the system C compiler.  Without a compiler (or with
-``OPENMSPROF_NO_NATIVE=1``) the build is skipped with a warning and openmsprof runs on its
-pure-Python recorder, which passes the same functional tests.
+``pip install`` compiles them with the system C compiler.  Without a compiler (or with
+``OPENMSPROF_NO_NATIVE=1``) the build is skipped with a warning and openmsprof runs on the
+pure-Python fallbacks, which pass the same functional tests.
 """
 
 from __future__ import annotations
