@@ -10,7 +10,7 @@ import errno
 import os
 import shutil
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from openmsprof.config.errors import PathError, StorageError
@@ -37,6 +37,7 @@ SPACE_CHECK_BYTES = 2 * 1024 * 1024
 #: Space held back during a session for its end records (end_info, overhead, .done markers).
 RESERVE_BYTES = 1024 * 1024
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def cache_root() -> Path:
@@ -112,14 +113,14 @@ def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
         try:
             n = os.write(fd, view)
         except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            if exc.errno in _DISK_FULL:
                 raise StorageError(f"disk full while writing profiling data: {exc.strerror}") from None
             raise
         view = view[n:]
 
 
-def write_stream_atomic(path: Path, parts: Iterable[bytes | bytearray | memoryview]) -> None:
-    """Write ``parts`` to ``path`` through a private temp file renamed into place; a crash or a
+def _replace_atomic(path: Path, fill: Callable[[int], None]) -> None:
+    """Create ``path`` by ``fill(fd)`` on a private temp file renamed into place; a crash or a
     full disk leaves the old file or the new one, never a partial one (the temp file is removed)."""
     if path.is_symlink():
         raise PathError(f"file {str(path)!r} is a symbolic link; refused")
@@ -127,15 +128,24 @@ def write_stream_atomic(path: Path, parts: Iterable[bytes | bytearray | memoryvi
     tmp.unlink(missing_ok=True)
     fd = open_new(tmp, append=False)
     try:
-        for part in parts:
-            if part:
-                write_all(fd, part)
+        fill(fd)
     except BaseException:
         os.close(fd)
         tmp.unlink(missing_ok=True)
         raise
     os.close(fd)
     os.replace(tmp, path)
+
+
+def write_stream_atomic(path: Path, parts: Iterable[bytes | bytearray | memoryview]) -> None:
+    """Write ``parts`` to ``path`` atomically (see :func:`_replace_atomic`)."""
+
+    def fill(fd: int) -> None:
+        for part in parts:
+            if part:
+                write_all(fd, part)
+
+    _replace_atomic(path, fill)
 
 
 def copy_fd(src: int, dst: int) -> None:
@@ -148,7 +158,7 @@ def copy_fd(src: int, dst: int) -> None:
         while kernel_copy is not None and done < size and (n := kernel_copy(src, dst, size - done, done, done)):
             done += n
     except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        if exc.errno in _DISK_FULL:
             raise StorageError(f"disk full while writing profiling data: {exc.strerror}") from None
         done = 0  # no kernel copy between these file systems: read and write
     os.lseek(dst, done, os.SEEK_SET)
@@ -158,22 +168,14 @@ def copy_fd(src: int, dst: int) -> None:
 
 
 def copy_file_atomic(source: Path, target: Path) -> None:
-    """``source``'s bytes as ``target`` through a private temp file renamed into place (see
-    :func:`write_stream_atomic`), copied by the kernel where it can."""
-    if target.is_symlink():
-        raise PathError(f"file {str(target)!r} is a symbolic link; refused")
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
-    fd = open_new(tmp, append=False)
-    try:
+    """``source``'s bytes as ``target``, atomically (see :func:`_replace_atomic`), copied by the
+    kernel where it can."""
+
+    def fill(fd: int) -> None:
         with open(source, "rb") as f:
             copy_fd(f.fileno(), fd)
-    except BaseException:
-        os.close(fd)
-        tmp.unlink(missing_ok=True)
-        raise
-    os.close(fd)
-    os.replace(tmp, target)
+
+    _replace_atomic(target, fill)
 
 
 def write_file_at(dir_fd: int, name: str, data: bytes | str) -> None:
