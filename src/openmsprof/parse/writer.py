@@ -48,6 +48,8 @@ def _load_native() -> Any:
 
 
 _native: Any = _load_native()
+#: what either connection raises for a database error
+_DB_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, *((_native.Error,) if _native is not None else ()))
 
 
 class ImportLock:
@@ -91,14 +93,13 @@ class DbWriter:
         self.native = _native.Conn(str(self.tmp)) if _native is not None else None
         self.con: Any = self.native if self.native is not None else sqlite3.connect(
             self.tmp, isolation_level=None, check_same_thread=False)
-        self._errors: tuple[type[Exception], ...] = (sqlite3.Error, *((_native.Error,) if _native else ()))
         try:
             for pragma in ("journal_mode=OFF", "synchronous=OFF", "locking_mode=EXCLUSIVE",
                            f"cache_size=-{CACHE_KIB}", "temp_store=FILE"):
                 self.con.execute(f"PRAGMA {pragma}")
             for stmt in schema.create_statements():
                 self.con.execute(stmt)
-        except self._errors as exc:
+        except _DB_ERRORS as exc:
             self._fail(exc)
         self.rows: dict[str, int] = {}
         self._multi_sql: dict[str, str] = {}
@@ -154,7 +155,7 @@ class DbWriter:
                 if done != n:
                     self.duplicates[table] = self.duplicates.get(table, 0) + n - done
             con.execute("COMMIT")
-        except self._errors as exc:
+        except _DB_ERRORS as exc:
             self._fail(exc)
 
     def _fail(self, exc: Exception) -> NoReturn:
@@ -171,7 +172,7 @@ class DbWriter:
             for stmt in schema.INDEXES:
                 self.con.execute(stmt)
             self.con.close()
-        except self._errors as exc:
+        except _DB_ERRORS as exc:
             self._fail(exc)
         os.chmod(self.tmp, fs.FILE_MODE)
         os.replace(self.tmp, self.final)
@@ -180,6 +181,6 @@ class DbWriter:
     def abort(self) -> None:
         try:
             self.con.close()
-        except self._errors:
+        except _DB_ERRORS:
             pass
         self.tmp.unlink(missing_ok=True)

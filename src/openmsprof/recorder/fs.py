@@ -106,6 +106,12 @@ def open_new(path: Path, append: bool = True, dir_fd: int | None = None) -> int:
     return fd
 
 
+def _raise_if_disk_full(exc: OSError) -> None:
+    """A write's full disk (or quota, or file size limit) as :class:`StorageError`."""
+    if exc.errno in _DISK_FULL:
+        raise StorageError(f"disk full while writing profiling data: {exc.strerror}") from None
+
+
 def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
     """Write everything or raise; ENOSPC/EDQUOT become :class:`StorageError`."""
     view = memoryview(data)
@@ -113,8 +119,7 @@ def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
         try:
             n = os.write(fd, view)
         except OSError as exc:
-            if exc.errno in _DISK_FULL:
-                raise StorageError(f"disk full while writing profiling data: {exc.strerror}") from None
+            _raise_if_disk_full(exc)
             raise
         view = view[n:]
 
@@ -158,8 +163,7 @@ def copy_fd(src: int, dst: int) -> None:
         while kernel_copy is not None and done < size and (n := kernel_copy(src, dst, size - done, done, done)):
             done += n
     except OSError as exc:
-        if exc.errno in _DISK_FULL:
-            raise StorageError(f"disk full while writing profiling data: {exc.strerror}") from None
+        _raise_if_disk_full(exc)
         done = 0  # no kernel copy between these file systems: read and write
     os.lseek(dst, done, os.SEEK_SET)
     while data := os.pread(src, 1 << 22, done):

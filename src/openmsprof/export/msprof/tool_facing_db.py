@@ -16,7 +16,6 @@ info.json and the overhead figures it was made from are unchanged (``sqlite/tool
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 import sqlite3
@@ -162,8 +161,7 @@ def _copy_db(src: Path, tmp: Path, final: Path) -> None:
         if fd >= 0:
             os.close(fd)
         tmp.unlink(missing_ok=True)
-        if isinstance(exc, StorageError) or (isinstance(exc, OSError)
-                                             and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)):
+        if isinstance(exc, StorageError):  # fs.copy_fd's full disk, named as this file's
             raise StorageError(fs.disk_full_message(final, "writing")) from None
         raise
     os.close(fd)
