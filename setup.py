@@ -43,7 +43,7 @@ ext_modules = [] if os.environ.get("OPENMSPROF_NO_NATIVE") else [
     # the task pass's per-row loop (export summary); summary_task_pass.py is its fallback
     Extension("openmsprof.export.msprof._task_lines", ["src/openmsprof/export/msprof/_task_lines.c"],
               extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
-    # the import's bulk inserts through the SQLite Python's sqlite3 has loaded; parse/writer.py's
+    # the import's bulk inserts through the SQLite Python's sqlite3 has loaded; parse/db_builder.py's
     # executemany is its fallback
     Extension("openmsprof.parse._bulk_insert", ["src/openmsprof/parse/_bulk_insert.c"],
               extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"],

@@ -328,7 +328,7 @@ def bench_steady(paths: dict[str, Path], rounds: int, block_s: float) -> None:
     big = Path(tempfile.mkdtemp()) / "cnn_10ms.onnx"
     import onnx
 
-    from openmsprof.models import resnet_like
+    from openmsprof.demo.models import resnet_like
 
     onnx.save(resnet_like("mish", channels=32, blocks=3, size=64), big)
     for name, path in (("tiny_mlp", paths["tiny_mlp"]), ("small CNN (resnet_mish)", paths["resnet_mish"]),

@@ -41,13 +41,13 @@ import onnx
 from openmsprof.analysis import advisor
 from openmsprof.analysis.report_html import build_html
 from openmsprof.cli.cmd_demo import profile_model
-from openmsprof.export.db import open_job
+from openmsprof.demo.models import resnet_like
+from openmsprof.export.jobdb import open_job
 from openmsprof.export.msprof.roofline import ceilings
-from openmsprof.export.msprof.summary import write_summary
-from openmsprof.models import resnet_like
+from openmsprof.export.msprof.summary_export import write_summary
+from openmsprof.machine import peaks
 from openmsprof.parse.costmodel import op_cost
 from openmsprof.parse.importer import ensure_imported
-from openmsprof.recorder import peaks
 
 
 def load() -> str:
@@ -203,7 +203,7 @@ def bench_torch_rank(root: Path, iterations: int, repeat: int) -> None:
     by the torch analysis ``repeat`` times; each time the share of writing kernels.db from the
     kernel columns, then `openmsprof analyze -dir RANK` the first time after it (a cache hit)."""
     from openmsprof.export.ascend_pt import kernel_job
-    from openmsprof.export.ascend_pt.writer import export
+    from openmsprof.export.ascend_pt.rank_analyse import export
 
     subprocess.run([sys.executable, "-c", TORCH_WORK, str(root / "tw"), str(iterations)],
                    check=True, env=ENV)

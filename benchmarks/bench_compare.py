@@ -23,9 +23,9 @@ import onnx
 from openmsprof.analysis.compare import compare_jobs
 from openmsprof.analysis.stats import mann_whitney_u
 from openmsprof.cli.cmd_demo import profile_model
-from openmsprof.export.db import open_job
+from openmsprof.demo.models import resnet_like
+from openmsprof.export.jobdb import open_job
 from openmsprof.export.msprof.show import sections
-from openmsprof.models import resnet_like
 from openmsprof.parse.importer import ensure_imported
 
 

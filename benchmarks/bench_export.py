@@ -61,8 +61,8 @@ def _counts(db_path: Path, limit: int | None = None) -> tuple[int, int, int]:
 
 def child_ours(db_path: Path, out: Path, mode: str) -> dict[str, float]:
     """``mode``: "2" the device pass forked, "1" one process, "s" one process without apsw."""
-    from openmsprof.export import db as dbmod
-    from openmsprof.export.db import JobDB
+    from openmsprof.export import jobdb as dbmod
+    from openmsprof.export.jobdb import JobDB
     from openmsprof.export.msprof.timeline import write_timeline
 
     if mode == "s":
@@ -120,7 +120,7 @@ def child_naive(db_path: Path, out: Path, limit: int) -> dict[str, float]:
 
 
 def child_stats(db_path: Path) -> dict[str, float]:
-    from openmsprof.export.db import JobDB
+    from openmsprof.export.jobdb import JobDB
     from openmsprof.export.msprof.summary_host import api_statistic_rows
     from openmsprof.export.msprof.summary_tasks import op_statistic_rows
 

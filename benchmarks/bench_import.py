@@ -21,8 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
+from openmsprof.fileio import fs
 from openmsprof.parse import schema
-from openmsprof.recorder import fs, jobdir
+from openmsprof.recorder import jobdir
 from openmsprof.recorder.clock import read_pair
 from openmsprof.recorder.rawfile import GENERIC_DTYPE, SliceWriter, StringTable
 from openmsprof.recorder.records import RECORDS_MAGIC, Kind, Series

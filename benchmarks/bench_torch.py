@@ -56,7 +56,7 @@ def import_cost(repeats: int) -> None:
     code = ("import sys, time; import torch; t0 = time.perf_counter(); import openmsprof.torch.profiler as tp; "
             "t1 = time.perf_counter(); from openmsprof.torch.profiler import _analysis_worker as w; "
             "t2 = time.perf_counter(); w.start(); t3 = time.perf_counter(); "
-            "print(t1 - t0, t3 - t2, 'openmsprof.export.ascend_pt.writer' in sys.modules, 'numpy' in sys.modules)")
+            "print(t1 - t0, t3 - t2, 'openmsprof.export.ascend_pt.rank_analyse' in sys.modules, 'numpy' in sys.modules)")
     after, start, alone = [], [], []
     heavy = ""
     for _ in range(repeats):
@@ -240,7 +240,7 @@ def _analyse_in_child(rank_dir: Path, parallel: bool) -> tuple[float, float, flo
     """(wall s, peak RSS growth MiB, trace_view MiB) of the analysis in a fresh interpreter
     (``export`` directly, so that the figure does not include importing torch)."""
     code = ("import sys, time; from pathlib import Path; "
-            "from openmsprof.export.ascend_pt.writer import export; "
+            "from openmsprof.export.ascend_pt.rank_analyse import export; "
             "hwm = lambda: int(open('/proc/self/status').read().split('VmHWM:')[1].split()[0]); "
             "r0 = hwm(); "
             "t0 = time.perf_counter(); out = export(Path(sys.argv[1]), parallel=sys.argv[2] == '1').output; "

@@ -20,7 +20,7 @@ import orjson
 
 import openmsprof.torch.profiler as tp
 import torch
-from openmsprof.export.ascend_pt.writer import export
+from openmsprof.export.ascend_pt.rank_analyse import export
 
 
 def _record(root: Path, steps: int) -> Path:

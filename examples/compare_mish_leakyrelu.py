@@ -21,7 +21,7 @@ from rich.console import Console
 from openmsprof.analysis.compare import compare_jobs
 from openmsprof.analysis.render import render_rich
 from openmsprof.cli.cmd_demo import profile_model
-from openmsprof.models import resnet_like
+from openmsprof.demo.models import resnet_like
 
 
 def main() -> int:

@@ -1,11 +1,11 @@
-"""The example models live in the package (``openmsprof.models``) so the demo can use them;
+"""The example models live in the package (``openmsprof.demo.models``) so the demo can use them;
 this shim keeps ``import models`` working for the examples, tests and benchmarks."""
 
 from __future__ import annotations
 
 import sys
 
-from openmsprof.models import resnet_like, save_all, tiny_mlp
+from openmsprof.demo.models import resnet_like, save_all, tiny_mlp
 
 __all__ = ["resnet_like", "save_all", "tiny_mlp"]
 

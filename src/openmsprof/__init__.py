@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from openmsprof import mstx
 from openmsprof._version import __version__
-from openmsprof.api import profile, start, stop
 from openmsprof.config import (
     ConfigError,
     PathError,
@@ -25,6 +24,7 @@ from openmsprof.config import (
     StorageError,
 )
 from openmsprof.load import load
+from openmsprof.profile_api import profile, start, stop
 from openmsprof.recorder.session import Session
 
 __all__ = [

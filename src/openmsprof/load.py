@@ -61,14 +61,15 @@ class LoadedJob:
     # -- summaries ------------------------------------------------------------------------
     def _export_db(self) -> Any:
         if self._db is None:
-            from openmsprof.export.db import JobDB
+            from openmsprof.export.jobdb import JobDB
 
             self._db = JobDB(self.db_path, self.path)
         return self._db
 
     def _tables(self, names: list[str] | None = None) -> Iterator[Any]:
         try:
-            from openmsprof.export.msprof import roofline, summary
+            from openmsprof.export.msprof import roofline
+            from openmsprof.export.msprof import summary_export as summary
         except ImportError:  # export layer absent: summaries unavailable, raw tables still are
             return iter(())
         if names == [ROOFLINE]:  # the roofline view: modelled cost against the job's peaks

@@ -12,7 +12,7 @@ import onnx
 import openmsprof
 from openmsprof import acl
 from openmsprof.cli.cmd_demo import profile_model
-from openmsprof.models import resnet_like, tiny_mlp
+from openmsprof.demo.models import resnet_like, tiny_mlp
 from openmsprof.recorder import session
 from openmsprof.sources import emit
 

@@ -9,7 +9,7 @@ import onnx
 import pytest
 
 from openmsprof.cli.cmd_demo import profile_model
-from openmsprof.models import resnet_like
+from openmsprof.demo.models import resnet_like
 
 EXECUTES = 20
 

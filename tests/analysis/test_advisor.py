@@ -10,7 +10,7 @@ import pytest
 from openmsprof.analysis import advisor
 from openmsprof.analysis.findings import WARNING, Finding
 from openmsprof.config.errors import ConfigError, ProfilingError
-from openmsprof.export.db import DB_RELPATH
+from openmsprof.export.jobdb import DB_RELPATH
 from tests.analysis import advisor_jobs as J
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from openmsprof.analysis import stats
 from openmsprof.analysis.compare import API, DEVICE_TIME, OP, OP_TYPE, OVERALL, compare_jobs
-from openmsprof.export.db import open_job
+from openmsprof.export.jobdb import open_job
 from openmsprof.export.msprof.summary_tasks import op_statistic_rows
 from tests.analysis.conftest import EXECUTES
 

@@ -18,7 +18,7 @@ from openmsprof.analysis.compare import DEVICE_TIME, OVERALL, compare_jobs
 from openmsprof.analysis.patterns import load_patterns
 from openmsprof.cli.cmd_demo import profile_model
 from openmsprof.config.errors import ConfigError
-from openmsprof.models import resnet_like, tiny_mlp
+from openmsprof.demo.models import resnet_like, tiny_mlp
 from openmsprof.sources import emit
 
 from .pattern_models import all_patterns, near_misses

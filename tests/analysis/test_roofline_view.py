@@ -12,7 +12,7 @@ import pytest
 
 import openmsprof
 from openmsprof.cli.main import main
-from openmsprof.export.msprof.summary import export_summary
+from openmsprof.export.msprof.summary_export import export_summary
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The seed pair on torch CPU: the ResNet-like CNN of ``openmsprof.models.resnet_like`` with Mish
+"""The seed pair on torch CPU: the ResNet-like CNN of ``openmsprof.demo.models.resnet_like`` with Mish
 written by hand (``x * tanh(softplus(x))``, as users write it: aten::softplus → aten::tanh →
 aten::mul), with ``F.mish`` (one aten op) and with LeakyReLU; profiled through
 ``openmsprof.torch.profiler`` with shapes, a schedule of several active steps and the

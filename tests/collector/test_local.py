@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from openmsprof.cli.main import main
-from openmsprof.collector import options
+from openmsprof.collector import collect_switches as options
 from tests.collector import programs as P
 from tests.collector.conftest import PYTHON, run_cli
 

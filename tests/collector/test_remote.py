@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from openmsprof.collector import board, remote
-from openmsprof.collector.options import build_config
+from openmsprof.collector.collect_switches import build_config
 from openmsprof.collector.ssh import SSHError
 from tests.collector import programs as P
 from tests.collector.conftest import PYTHON, PasswordUser, Sshd, free_port, run_cli, write_ini

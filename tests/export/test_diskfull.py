@@ -12,8 +12,8 @@ import pytest
 
 from openmsprof.cli.main import main
 from openmsprof.config.errors import StorageError
-from openmsprof.export.db import JobDB
-from openmsprof.export.msprof.summary import write_summary
+from openmsprof.export.jobdb import JobDB
+from openmsprof.export.msprof.summary_export import write_summary
 from openmsprof.export.msprof.timeline import write_timeline
 from tests.export.dbfactory import make_big_db
 from tests.tmpfs import mount_tmpfs

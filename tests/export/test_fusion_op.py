@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 
 from openmsprof.export.msprof.fusion_op import HEADER
-from openmsprof.export.msprof.summary import export_summary
+from openmsprof.export.msprof.summary_export import export_summary
 
 ROW = {"model": "__inference_step_7", "name": "dense/Relu", "type": "_FusedMatMul",
        "original": ["dense/MatMul", "dense/BiasAdd", "dense/Relu"], "input_bytes": 2048,

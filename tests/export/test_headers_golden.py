@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from openmsprof.export.msprof import headers as H
-from openmsprof.export.msprof.summary import export_summary
+from openmsprof.export.msprof.summary_export import export_summary
 
 GOLDEN = orjson.loads((Path(__file__).parent / "golden" / "headers.json").read_bytes())
 #: shared/ sits beside the repository (CI clones main next to it)

@@ -13,7 +13,7 @@ import pytest
 
 from openmsprof.export.ascend_pt import kernel_csv
 from openmsprof.export.ascend_pt.kernel_job import ensure_kernel_db
-from openmsprof.export.db import open_job
+from openmsprof.export.jobdb import open_job
 
 from .test_kernel_job import ROWS, _rank
 

@@ -10,7 +10,7 @@ import pytest
 
 from openmsprof.config.errors import RawDataError
 from openmsprof.export.ascend_pt.kernel_job import ensure_kernel_db, rank_dirs_under
-from openmsprof.export.db import find_jobs, open_job
+from openmsprof.export.jobdb import find_jobs, open_job
 
 HEADER = ("Step Id,Device_id,Name,Type,Accelerator Core,Start Time(us),Duration(us),Wait Time(us),"
           "Block Num,Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,"

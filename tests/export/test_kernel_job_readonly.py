@@ -17,7 +17,7 @@ import pytest
 
 from openmsprof.analysis import advisor
 from openmsprof.export.ascend_pt.kernel_job import KERNEL_DB, ensure_kernel_db, user_cache_db
-from openmsprof.export.db import open_job
+from openmsprof.export.jobdb import open_job
 
 from .test_kernel_job import ROWS, _rank
 

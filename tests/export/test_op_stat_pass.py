@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from openmsprof.export.db import open_job
+from openmsprof.export.jobdb import open_job
 from openmsprof.export.msprof import op_stat_pass
-from openmsprof.export.msprof.summary import export_summary
+from openmsprof.export.msprof.msprof_analyze_layout import OUTPUT_DIR, export_tool_facing
+from openmsprof.export.msprof.summary_export import export_summary
 from openmsprof.export.msprof.summary_task_pass import Twins, write_task_tables
 from openmsprof.export.msprof.summary_tasks import op_statistic
 from openmsprof.export.msprof.tables import write_table
-from openmsprof.export.msprof.tool_facing import OUTPUT_DIR, export_tool_facing
 from tests.export.dbfactory import PID, START_NS, Builder, make_job
 from tests.export.twins import layout_from_db_and_from_twins
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 from rich.console import Console
 
-from openmsprof.export.db import open_job
+from openmsprof.export.jobdb import open_job
 from openmsprof.export.msprof.show import render_rich, render_text, sections
 from tests.export.dbfactory import BASE_NS, Builder
 

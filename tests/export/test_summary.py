@@ -12,7 +12,7 @@ import pytest
 
 from openmsprof.config.errors import ConfigError
 from openmsprof.export.fmt import us, us_avg
-from openmsprof.export.msprof.summary import export_summary
+from openmsprof.export.msprof.summary_export import export_summary
 from openmsprof.export.msprof.tables import Num, Table, write_csv
 from tests.export.dbfactory import BASE_NS, PID, Builder
 

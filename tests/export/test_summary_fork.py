@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from openmsprof.export.db import JobDB, open_job
+from openmsprof.export.jobdb import JobDB, open_job
 from openmsprof.export.msprof import summary_fork
-from openmsprof.export.msprof.summary import write_summary
+from openmsprof.export.msprof.summary_export import write_summary
 from openmsprof.export.msprof.tables import Table
 from tests.export.dbfactory import make_job
 

@@ -8,7 +8,7 @@ import csv
 import io
 from pathlib import Path
 
-from openmsprof.export.db import open_job
+from openmsprof.export.jobdb import open_job
 from openmsprof.export.msprof import summary_host, summary_tasks
 from openmsprof.export.msprof.tables import Table, csv_fields, write_csv
 from tests.export.dbfactory import START_NS, Builder, write_info

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from openmsprof.export.db import open_job
-from openmsprof.export.msprof.summary import PRODUCERS, export_summary
+from openmsprof.export.jobdb import open_job
+from openmsprof.export.msprof.msprof_analyze_layout import OUTPUT_DIR, export_tool_facing
+from openmsprof.export.msprof.summary_export import PRODUCERS, export_summary
 from openmsprof.export.msprof.summary_task_pass import Twins, write_task_tables
 from openmsprof.export.msprof.tables import write_table
-from openmsprof.export.msprof.tool_facing import OUTPUT_DIR, export_tool_facing
 from tests.export.dbfactory import START_NS, Builder, make_job
 from tests.export.realjob import make_real_job
 from tests.export.twins import layout_from_db_and_from_twins
@@ -65,7 +65,7 @@ def test_twins_equal_the_layout_rendered_from_its_db(job: Path) -> None:
 
 
 def test_twins_written_by_the_forked_child(job: Path, tmp_path: Path) -> None:
-    from openmsprof.export.msprof.summary import write_summary
+    from openmsprof.export.msprof.summary_export import write_summary
 
     out: dict[bool, dict[str, bytes]] = {}
     for parallel in (False, True):
@@ -82,8 +82,8 @@ def test_twins_written_by_the_forked_child(job: Path, tmp_path: Path) -> None:
 def test_fresh_db_copied_while_the_child_renders(job: Path) -> None:
     """No current msprof_{ts}.db: the twins' types come from the job db (engine_types) and the
     copy runs as the summary's ``meanwhile``; files and db are those of the plain route."""
-    from openmsprof.export.db import JobDB
-    from openmsprof.export.msprof import tool_facing_db
+    from openmsprof.export.jobdb import JobDB
+    from openmsprof.export.msprof import msprof_analyze_db as tool_facing_db
     from openmsprof.export.msprof.summary_task_pass import twin_types
 
     out = job / OUTPUT_DIR

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from openmsprof.export.db import open_job
+from openmsprof.export.jobdb import open_job
+from openmsprof.export.msprof import msprof_analyze_db as tool_facing_db
 from openmsprof.export.msprof import summary_task_pass as tp
-from openmsprof.export.msprof import tool_facing_db
 from tests.export.dbfactory import START_NS, Builder, make_job
 
 native = pytest.importorskip("openmsprof.export.msprof._task_lines",

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from openmsprof.config.errors import ConfigError, ProfilingError, RawDataError
-from openmsprof.export.db import JobDB
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof.timeline import export_timeline
 from tests.export.dbfactory import BASE_NS, PID, Builder, make_job
 from tests.export.trace_checks import flows_outside_x, load_events, overlapping_tracks

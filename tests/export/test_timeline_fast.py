@@ -18,8 +18,8 @@ import orjson
 import pytest
 
 from openmsprof.config.errors import RawDataError, StorageError
-from openmsprof.export import db as dbmod
-from openmsprof.export.db import JobDB
+from openmsprof.export import jobdb as dbmod
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof import trace_passes
 from openmsprof.export.msprof.timeline import write_timeline
 from openmsprof.export.msprof.trace_fork import DeviceChild

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from openmsprof.export.db import open_job
+from openmsprof.export.jobdb import open_job
 from openmsprof.export.msprof.summary_host import _tx_lines, _tx_lines_py
 from openmsprof.export.msprof.tx_lines_sql import tx_lines
 from tests.export.dbfactory import PID, START_NS, Builder, make_job

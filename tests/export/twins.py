@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from openmsprof.export.msprof.summary import export_summary
+from openmsprof.export.msprof.msprof_analyze_layout import OUTPUT_DIR, export_tool_facing
+from openmsprof.export.msprof.summary_export import export_summary
 from openmsprof.export.msprof.summary_task_pass import Twins
-from openmsprof.export.msprof.tool_facing import OUTPUT_DIR, export_tool_facing
 
 
 def layout_from_db_and_from_twins(job: Path) -> tuple[dict[str, bytes], dict[str, bytes], Twins]:

@@ -272,7 +272,7 @@ def fuzz_configs(n: int, seed: int, timeout: float, work: Path) -> list[dict[str
                 load_acl_json(path)
             elif which == 1:
                 from openmsprof.config.errors import ConfigError
-                from openmsprof.recorder import fs
+                from openmsprof.fileio import fs
 
                 try:
                     raw = json.loads(fs.read_regular(path, "profiler_config.json", 1 << 20, ConfigError))

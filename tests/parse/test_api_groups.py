@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from openmsprof.export.db import open_job
+from openmsprof.export.jobdb import open_job
 from openmsprof.export.msprof.summary_host import acl_groups, acl_statistic
 from openmsprof.parse import api_groups
 from openmsprof.parse.api_groups import ApiGroups

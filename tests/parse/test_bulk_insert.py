@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from openmsprof.cli.main import main
-from openmsprof.parse import writer
+from openmsprof.parse import db_builder as writer
 from openmsprof.parse.importer import import_job
 from tests.tmpfs import mount_tmpfs
 

@@ -11,8 +11,8 @@ import numpy as np
 
 from openmsprof.parse import schema
 from openmsprof.parse.convert import DirConverter, JobCounters
+from openmsprof.parse.db_builder import ROWS_PER_STATEMENT, DbWriter
 from openmsprof.parse.strings import LocalMap, StringIds
-from openmsprof.parse.writer import ROWS_PER_STATEMENT, DbWriter
 from openmsprof.recorder.rawfile import COUNTER_DTYPE, GENERIC_DTYPE
 from openmsprof.recorder.records import Series
 

@@ -1,4 +1,4 @@
-"""openmsprof.sources.tf_graphs on real TensorFlow graphs: a session's post-grappler partition
+"""openmsprof.tensorflow.tf_graphs on real TensorFlow graphs: a session's post-grappler partition
 graph gives op shapes and the ops grappler fused."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 import tensorflow as tf
-from openmsprof.sources.tf_graph_collect import SessionGraphs
-from openmsprof.sources.tf_graphs import analyse
+from openmsprof.tensorflow.tf_graph_collect import SessionGraphs
+from openmsprof.tensorflow.tf_graphs import analyse
 
 tf1 = tf.compat.v1
 

@@ -16,7 +16,7 @@ import openmsprof.torch.profiler as tp
 from openmsprof.config.errors import RawDataError
 from openmsprof.export.ascend_pt import kineto_reader, split_read, text, trace_split
 from openmsprof.export.ascend_pt.columns import Columns
-from openmsprof.export.ascend_pt.writer import export
+from openmsprof.export.ascend_pt.rank_analyse import export
 from tests.torch.conftest import Trainer, rank_dirs, read_csv
 
 OUT = "ASCEND_PROFILER_OUTPUT"

@@ -45,7 +45,7 @@ _TRAIN = textwrap.dedent("""
                 flush=True)
             os.kill(pid, signal.SIGCONT)
     print("children", len(children), "worker", pid, flush=True)
-    print("analysis imported here", "openmsprof.export.ascend_pt.writer" in sys.modules, flush=True)
+    print("analysis imported here", "openmsprof.export.ascend_pt.rank_analyse" in sys.modules, flush=True)
     if mode == "killed":  # the stopped worker saved none: what stop() and exit do saves them here
         _analysis_worker.wait_saved(0.5)
         os.killpg(0, signal.SIGKILL)  # the run and its worker die together
@@ -144,7 +144,7 @@ _NO_WORKER = textwrap.dedent("""
         for _ in range(3):
             model(torch.randn(2, 8)).sum().backward()
             prof.step()
-    print("analysed in process", "openmsprof.export.ascend_pt.writer" in sys.modules)
+    print("analysed in process", "openmsprof.export.ascend_pt.rank_analyse" in sys.modules)
 """)
 
 

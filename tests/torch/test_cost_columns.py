@@ -11,11 +11,11 @@ import orjson
 import pytest
 
 import openmsprof.torch.profiler as tp
-from openmsprof.export.ascend_pt import db as torch_db
-from openmsprof.export.ascend_pt.writer import export
+from openmsprof.export.ascend_pt import torch_db
+from openmsprof.export.ascend_pt.rank_analyse import export
 from openmsprof.export.msprof.op_cost_columns import COST_COLUMNS
+from openmsprof.machine import peaks as P
 from openmsprof.parse.costmodel import op_cost, roofline
-from openmsprof.recorder import peaks as P
 from tests.torch.conftest import rank_dirs, read_csv
 
 torch = pytest.importorskip("torch")

@@ -12,9 +12,9 @@ import pytest
 
 import openmsprof.torch.profiler as tp
 from openmsprof.config.errors import RawDataError
-from openmsprof.config.files import MAX_JSON_DEPTH, check_depth, read_json
 from openmsprof.export.ascend_pt.communication import group_of
-from openmsprof.export.ascend_pt.writer import export
+from openmsprof.export.ascend_pt.rank_analyse import export
+from openmsprof.fileio.read_guard import MAX_JSON_DEPTH, check_depth, read_json
 from tests.torch.conftest import Trainer, rank_dirs
 
 pytestmark = pytest.mark.timeout(120)

@@ -13,7 +13,7 @@ import openmsprof.torch.profiler as tp
 from openmsprof.analysis import advisor
 from openmsprof.export.ascend_pt import kernel_job
 from openmsprof.export.ascend_pt.kernel_job import KERNEL_DB, ensure_kernel_db
-from openmsprof.export.ascend_pt.writer import export
+from openmsprof.export.ascend_pt.rank_analyse import export
 from tests.export.test_kernel_csv import _content
 from tests.torch.conftest import rank_dirs
 

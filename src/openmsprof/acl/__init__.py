@@ -11,9 +11,9 @@ tasks, msproftx stamps, step info and the subscription pipe.  ``acl.init(path)``
 from __future__ import annotations
 
 from openmsprof.acl import mdl, prof, rt, util
+from openmsprof.acl._acl_session import config_for_init, finalize_all, start_json
 from openmsprof.acl._codes import *  # noqa: F403  (pyACL constants at top level, as the seeds use them)
 from openmsprof.acl._codes import ACL_ERROR_REPEAT_INITIALIZE, ACL_ERROR_UNINITIALIZE, ACL_SUCCESS
-from openmsprof.acl._control import config_for_init, finalize_all, start_json
 from openmsprof.acl._data import (
     create_data_buffer,
     destroy_data_buffer,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from openmsprof.acl import _control
+from openmsprof.acl import _acl_session as _control
 from openmsprof.acl._codes import (
     ACL_ERROR_INVALID_PARAM,
     ACL_ERROR_PROF_ALREADY_RUN,

@@ -18,8 +18,8 @@ from openmsprof.analysis import rules_time as T
 from openmsprof.analysis.findings import Finding, severity_rank
 from openmsprof.analysis.rules_patterns import patterns, use_peaks
 from openmsprof.config.errors import ConfigError
-from openmsprof.export.db import JobDB, find_jobs, open_job
-from openmsprof.recorder.peaks import load_peaks
+from openmsprof.export.jobdb import JobDB, find_jobs, open_job
+from openmsprof.machine.peaks import load_peaks
 
 Rule = Callable[[JobDB], list[Finding]]
 #: Rules in report order.

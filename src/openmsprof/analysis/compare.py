@@ -18,7 +18,7 @@ import numpy as np
 from openmsprof.analysis.samples import Agg, JobSamples, load_samples
 from openmsprof.analysis.stats import Test, judge
 from openmsprof.config.errors import ConfigError, PathError
-from openmsprof.export.db import find_jobs, open_job
+from openmsprof.export.jobdb import find_jobs, open_job
 
 OVERALL, OP_TYPE, OP, API = "overall", "op_type", "op", "api"
 DEVICE_TIME, API_TIME = "Total device time", "Total API time"

@@ -8,7 +8,7 @@ import numpy as np
 
 from openmsprof.analysis.patterns import TaskColumns, unique_rows
 from openmsprof.analysis.rules_patterns import _columns
-from openmsprof.export.db import JobDB
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof.roofline import Ceilings, OpRoof
 from openmsprof.parse.costmodel import op_cost
 

@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from openmsprof.analysis.patterns import I64, Match, TaskColumns, _mask, unique_rows
-from openmsprof.export.db import JobDB
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof.roofline import Ceilings
 from openmsprof.parse.costmodel import op_cost
 

@@ -22,7 +22,7 @@ import numpy.typing as npt
 import orjson
 
 from openmsprof.config.errors import ConfigError
-from openmsprof.export.db import JobDB
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof import summary_tasks as tasks
 
 __all__ = [

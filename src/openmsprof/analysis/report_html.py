@@ -19,10 +19,10 @@ from openmsprof.analysis import job_views as V
 from openmsprof.analysis.charts import bar_chart, roofline_svg, series_svg, waterfall_svg
 from openmsprof.analysis.patterns import TaskColumns
 from openmsprof.analysis.rules_patterns import job_ceilings
-from openmsprof.export.db import JobDB, open_job
 from openmsprof.export.fmt import us, us_avg
+from openmsprof.export.jobdb import JobDB, open_job
 from openmsprof.export.msprof import summary_host as host
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 __all__ = ["CSP", "bar_chart", "build_html", "write_html"]
 

@@ -12,8 +12,8 @@ import orjson
 
 from openmsprof.analysis import job_views
 from openmsprof.analysis.findings import INFO, WARNING, EventRef, Finding, ms, pct
-from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import us, us_avg
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof import summary_host as host
 
 #: An op type above this share of device time is reported; above HOT_SHARE it is a warning.

@@ -14,7 +14,7 @@ import numpy as np
 from openmsprof.analysis import patterns as PT
 from openmsprof.analysis.findings import CRITICAL, INFO, WARNING, EventRef, Finding, pct
 from openmsprof.analysis.pattern_gain import price
-from openmsprof.export.db import JobDB
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof.roofline import Ceilings, ceilings, job_peaks
 
 __all__ = ["CRITICAL_SHARE", "WARNING_SHARE", "job_ceilings", "patterns", "use_peaks"]

@@ -16,8 +16,8 @@ from openmsprof.analysis import job_views
 from openmsprof.analysis.findings import INFO, WARNING, EventRef, Finding, ms, pct
 from openmsprof.analysis.patterns import TaskColumns
 from openmsprof.analysis.samples import _iteration_keys
-from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import us
+from openmsprof.export.jobdb import JobDB
 
 #: Idle time above this share of the device span is a warning.
 GAP_WARN_PCT = 20.0

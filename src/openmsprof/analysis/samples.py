@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from openmsprof.config.errors import RawDataError
-from openmsprof.export.db import JobDB
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof import summary_host as host
 from openmsprof.export.msprof import summary_tasks as tasks
 

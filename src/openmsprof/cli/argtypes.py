@@ -8,7 +8,7 @@ import math
 import os
 from collections.abc import Callable
 
-from openmsprof.config.files import escape
+from openmsprof.fileio.read_guard import escape
 
 __all__ = ["bounded_int", "finite_float", "input_dir"]
 

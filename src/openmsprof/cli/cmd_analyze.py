@@ -12,7 +12,7 @@ from openmsprof.analysis.report_html import write_html
 from openmsprof.cli.argtypes import input_dir
 from openmsprof.config.errors import ConfigError, PathError
 from openmsprof.config.paths import resolve_output
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -18,7 +18,7 @@ from openmsprof.analysis.render import FORMATS, render_rich, render_text
 from openmsprof.cli.argtypes import input_dir
 from openmsprof.config.errors import ConfigError, PathError
 from openmsprof.config.paths import resolve_output
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 REGRESSION_EXIT = 3
 

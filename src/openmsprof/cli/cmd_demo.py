@@ -1,6 +1,6 @@
 """``openmsprof demo``: profile a bundled ONNX model end to end and print the statistics.
 
-Builds the ResNet-like Mish CNN of :mod:`openmsprof.models`, runs it through the pyACL facade
+Builds the ResNet-like Mish CNN of :mod:`openmsprof.demo.models`, runs it through the pyACL facade
 with ``acl.prof`` API + task-time profiling, markers and host sampling, then imports the job,
 exports the timeline and summaries, and shows the op statistics — the whole msprof workflow in
 one command.
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     import onnx
 
     from openmsprof.cli.main import main as cli_main
-    from openmsprof.models import resnet_like
+    from openmsprof.demo.models import resnet_like
 
     output = Path(args.output).absolute()
     with tempfile.TemporaryDirectory(prefix="openmsprof_demo_") as tmp:

@@ -10,14 +10,14 @@ from pathlib import Path
 from openmsprof.cli import oneline
 from openmsprof.cli.argtypes import finite_float, input_dir
 from openmsprof.config.errors import ConfigError, ProfilingError
-from openmsprof.export.db import find_jobs
-from openmsprof.export.msprof.summary import FORMATS, export_summary
-from openmsprof.export.msprof.timeline import export_timeline
-from openmsprof.export.msprof.tool_facing import (
+from openmsprof.export.jobdb import find_jobs
+from openmsprof.export.msprof.msprof_analyze_layout import (
     export_summary_and_layout,
     export_tool_facing,
     prepare_db,
 )
+from openmsprof.export.msprof.summary_export import FORMATS, export_summary
+from openmsprof.export.msprof.timeline import export_timeline
 
 
 def _add_dir(p: argparse.ArgumentParser) -> None:

@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.table import Table
 
 from openmsprof.config.paths import resolve_output
-from openmsprof.recorder import fs, peaks
+from openmsprof.fileio import fs
+from openmsprof.machine import peaks
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

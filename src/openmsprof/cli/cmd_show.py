@@ -11,7 +11,7 @@ from rich.console import Console
 from openmsprof.cli import oneline
 from openmsprof.cli.argtypes import bounded_int, input_dir
 from openmsprof.config.errors import ConfigError
-from openmsprof.export.db import find_jobs, open_job
+from openmsprof.export.jobdb import find_jobs, open_job
 from openmsprof.export.msprof.show import (
     render_rich,
     render_text,

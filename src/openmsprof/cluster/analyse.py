@@ -22,7 +22,7 @@ from openmsprof.cluster import opstats, runner, sqlviews, views_comm, views_step
 from openmsprof.cluster.discover import discover
 from openmsprof.cluster.store import restore_small
 from openmsprof.config.errors import ConfigError
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 __all__ = ["MODES", "ClusterRun", "run_cluster"]
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from openmsprof.cluster.sqlviews import has
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 __all__ = ["EXACT_LIMIT", "compute_op_frames", "rank_gaps", "rank_op_stats"]
 

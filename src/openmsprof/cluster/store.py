@@ -29,7 +29,7 @@ from openmsprof.cluster.rank_pt import (
     read_step_trace,
     stream_kernels,
 )
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 __all__ = ["SMALL_TABLES", "cached_partial", "parse_rank", "rank_store", "restore_small", "source_key"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 
-from openmsprof.collector.options import config_from_dict
+from openmsprof.collector.collect_switches import config_from_dict
 from openmsprof.recorder import session
 
 #: Optional instrumentation modules enabled when present (API spans of instrumented libraries).
@@ -32,7 +32,7 @@ def start_from_spec(spec: str) -> session.Session | None:
     config = config_from_dict(data)
     if not config.switch:
         return None
-    import openmsprof.api  # noqa: F401  (registers the markers / emit / host sampler sources)
+    import openmsprof.profile_api  # noqa: F401  (registers the markers / emit / host sampler sources)
 
     for name in AUTO_INSTRUMENT:
         _instrument(name)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from openmsprof.config.errors import ConfigError
-from openmsprof.config.files import read_regular
+from openmsprof.fileio.read_guard import read_regular
 
 SSH_KEYS = ("ip", "username", "pwd", "port", "key_file", "known_hosts", "timeout")
 REMOTE_KEYS = ("python", "workdir")

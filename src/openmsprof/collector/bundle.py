@@ -27,7 +27,7 @@ from pathlib import Path
 
 from openmsprof._version import __version__
 from openmsprof.config.errors import ProfilingError
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 __all__ = ["PROBE", "BoardPython", "bundle_bytes", "needed", "parse_probe", "plan"]
 

@@ -7,7 +7,8 @@ import sys
 from typing import Any
 
 from openmsprof.collector import argv as collect_argv
-from openmsprof.collector import local, options, program
+from openmsprof.collector import collect_switches as options
+from openmsprof.collector import local, program
 from openmsprof.config import cli_flags
 from openmsprof.config.errors import ProfilingError
 from openmsprof.config.model import ProfileConfig

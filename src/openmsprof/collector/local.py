@@ -19,11 +19,11 @@ from pathlib import Path
 
 import orjson
 
-from openmsprof.collector import options
+from openmsprof.collector import collect_switches as options
 from openmsprof.config.errors import PathError
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.paths import resolve_output
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 FORWARDED = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 _SI_KERNEL = 0x80  # si_code of a signal raised by the kernel (e.g. the terminal's Ctrl-C)

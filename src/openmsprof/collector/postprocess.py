@@ -1,7 +1,7 @@
 """``--all``: import each collected job into ``JOB/sqlite/msprof.db`` and export its timeline
 (``JOB/timeline/``) and summary (``JOB/summary/``) through the importer/exporter functions
 (``openmsprof.parse.importer``, ``openmsprof.export.msprof.timeline.export_timeline``,
-``openmsprof.export.msprof.summary.export_summary``)."""
+``openmsprof.export.msprof.summary_export.export_summary``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from openmsprof.config.errors import ProfilingError
+from openmsprof.export.msprof.msprof_analyze_layout import OUTPUT_DIR, export_summary_and_layout
 from openmsprof.export.msprof.timeline import export_timeline
-from openmsprof.export.msprof.tool_facing import OUTPUT_DIR, export_summary_and_layout
 from openmsprof.parse.importer import ensure_imported
 
 

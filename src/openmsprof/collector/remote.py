@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 
 from openmsprof.collector import board as board_mod
 from openmsprof.collector import bundle, local
-from openmsprof.collector.options import dump_config
+from openmsprof.collector.collect_switches import dump_config
 from openmsprof.collector.sftpcopy import (
     CopyReport,
     OnFile,

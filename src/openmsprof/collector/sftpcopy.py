@@ -1,6 +1,6 @@
 """SFTP transfers: upload a program or project folder; bring ``PROF_*`` job directories back.
 
-Local files are written through :mod:`openmsprof.recorder.fs` (0750 dirs, 0640 files, no
+Local files are written through :mod:`openmsprof.fileio.fs` (0750 dirs, 0640 files, no
 symlink followed, never overwriting).  A remote job directory that disappears while it is being
 copied is reported, the files already copied are kept, and the other jobs are still copied.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 CHUNK = 1 << 15  # paramiko serves prefetched data fastest in 32 KiB reads (as SFTPClient.getfo)
 #: Folders never uploaded with a project.

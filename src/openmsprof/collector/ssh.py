@@ -13,7 +13,7 @@ from typing import Any
 
 from openmsprof.collector.board import Board
 from openmsprof.config.errors import ProfilingError
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 
 class SSHError(ProfilingError):

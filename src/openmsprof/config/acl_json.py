@@ -15,11 +15,11 @@ from typing import Any
 import orjson
 
 from openmsprof.config.errors import ConfigError, ConfigPathError, PathError
-from openmsprof.config.files import read_regular
 from openmsprof.config.model import ProfileConfig
-from openmsprof.config.options import parse_options, to_options
 from openmsprof.config.paths import check_path_text, find_symlink
+from openmsprof.config.profiler_options import parse_options, to_options
 from openmsprof.config.validate import bad
+from openmsprof.fileio.read_guard import read_regular
 
 #: acl.json files larger than this are refused (a config file, not data).
 MAX_ACL_JSON_BYTES = 10 * 1024 * 1024

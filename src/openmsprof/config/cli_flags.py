@@ -13,7 +13,7 @@ from typing import Any
 
 from openmsprof.config.capabilities import check
 from openmsprof.config.model import ProfileConfig
-from openmsprof.config.options import parse_options
+from openmsprof.config.profiler_options import parse_options
 from openmsprof.config.validate import validate
 
 #: option key (acl.json spelling) → (help text, bare flag value or None when a value is required)

@@ -18,7 +18,7 @@ import orjson
 from openmsprof.config.capabilities import check
 from openmsprof.config.errors import ConfigError
 from openmsprof.config.model import ProfileConfig
-from openmsprof.config.options import parse_options, to_options
+from openmsprof.config.profiler_options import parse_options, to_options
 from openmsprof.config.validate import bad, validate
 
 ENV_MODE = "PROFILING_MODE"

@@ -3,9 +3,9 @@
 Naming and layout rules: docs/formats.md ("Exports").
 """
 
-from openmsprof.export.db import JobDB, find_jobs, open_job
+from openmsprof.export.jobdb import JobDB, find_jobs, open_job
 from openmsprof.export.msprof.show import render_rich, render_text, sections
-from openmsprof.export.msprof.summary import export_summary, iter_tables, write_summary
+from openmsprof.export.msprof.summary_export import export_summary, iter_tables, write_summary
 from openmsprof.export.msprof.tables import Table
 from openmsprof.export.msprof.timeline import export_timeline, write_timeline
 

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from openmsprof.config.errors import PathError, StorageError
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 
 class OutFile:

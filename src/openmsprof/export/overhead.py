@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from openmsprof.config.errors import ProfilingError
-from openmsprof.config.files import read_json
+from openmsprof.fileio.read_guard import read_json
 
 __all__ = ["FILE", "KEY", "PROCESS", "merge", "read", "read_job", "trace_events"]
 

@@ -3,7 +3,7 @@
  * The SQLite used is the one Python's sqlite3 module has already loaded (dlopen with RTLD_NOLOAD),
  * so the same library writes the file whichever path runs, and no SQLite header or -dev package
  * is needed to build this.  Without it (a Python whose sqlite3 is linked statically, another
- * platform) the module does not import and parse/writer.py binds through the sqlite3 module.
+ * platform) the module does not import and parse/db_builder.py binds through the sqlite3 module.
  *
  *   Conn(path)                        a connection (read-write, created if missing)
  *   Conn.execute(sql)                 statements without results (pragmas, schema, BEGIN/COMMIT)

@@ -20,12 +20,12 @@ from typing import Any
 import orjson
 
 from openmsprof.config.errors import PathError, RawDataError
+from openmsprof.fileio import fs
 from openmsprof.parse import api_groups, schema
 from openmsprof.parse.convert import DirConverter, JobCounters
+from openmsprof.parse.db_builder import DB_NAME, DbWriter, ImportLock
 from openmsprof.parse.jobinfo import DataDirInfo, JobInfo, device_names, find_jobs, is_job, read_job
 from openmsprof.parse.strings import LocalMap, StringIds
-from openmsprof.parse.writer import DB_NAME, DbWriter, ImportLock
-from openmsprof.recorder import fs
 from openmsprof.recorder.rawfile import ReadReport, iter_record_chunks, list_slices, read_strings
 
 __all__ = ["ImportResult", "ensure_imported", "find_jobs", "import_job"]

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from openmsprof.config.errors import RawDataError
-from openmsprof.config.files import escape, read_regular
+from openmsprof.fileio.read_guard import escape, read_regular
 
 _MAX_JSON = 16 * 1024 * 1024
 _DEVICE_RE = re.compile(r"^device_(\d+)$")

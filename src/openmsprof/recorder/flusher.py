@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from openmsprof.recorder import buffers, fs, threads
+from openmsprof.fileio import fs
+from openmsprof.recorder import buffers, threads
 from openmsprof.recorder.encode import Encoder
 from openmsprof.recorder.rawfile import SliceWriter, StringTable
 from openmsprof.recorder.records import (

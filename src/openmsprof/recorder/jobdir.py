@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from openmsprof.config.errors import PathError, SessionError
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 from openmsprof.recorder.clock import ClockPair, local_stamp
 
 PLATFORM_VERSION = "CPU"

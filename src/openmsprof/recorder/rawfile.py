@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from openmsprof.config.errors import RawDataError
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 from openmsprof.recorder.records import (
     FORMAT_VERSION,
     HEADER,

@@ -28,7 +28,9 @@ from openmsprof.config.errors import (
 )
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.paths import resolve_output
-from openmsprof.recorder import buffers, core, fs, jobdir, peaks, peaks_child, pymarkers
+from openmsprof.fileio import fs
+from openmsprof.machine import peaks, peaks_child
+from openmsprof.recorder import buffers, core, jobdir, pymarkers
 from openmsprof.recorder.clock import ClockPair, read_pair
 from openmsprof.recorder.flusher import DataDir, Flusher
 

@@ -10,5 +10,5 @@
   ``open().as_default()``);
 * every mode also follows ``PROFILING_MODE=true`` + ``PROFILING_OPTIONS``.
 
-The data is TensorFlow's own trace (:mod:`openmsprof.sources.tf_trace`).
+The data is TensorFlow's own trace (:mod:`openmsprof.tensorflow.tf_trace`).
 """

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from openmsprof.tensorflow import _control
+from openmsprof.tensorflow import _tf_window as _control
 
 __all__ = ["NPU_OPTIMIZER", "install", "take_npu_optimizer"]
 

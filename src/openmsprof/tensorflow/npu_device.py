@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from openmsprof.config.model import ProfileConfig
-from openmsprof.sources.tf_graph_collect import graph_collection
-from openmsprof.tensorflow import _control
+from openmsprof.tensorflow import _tf_window as _control
 from openmsprof.tensorflow._profiling_config import ProfilingConfig
+from openmsprof.tensorflow.tf_graph_collect import graph_collection
 
 __all__ = ["NpuDevice", "ProfilingConfig", "close", "global_options", "open"]
 

@@ -8,7 +8,7 @@ sample) and ``synchronize()``.
 
 from __future__ import annotations
 
-from openmsprof.torch.profiler.mstx import mstx
+from openmsprof.torch.profiler.npu_mstx import mstx
 
 __all__ = ["mstx", "synchronize"]
 

@@ -20,7 +20,7 @@ import orjson
 
 from openmsprof.export.ascend_pt.communication import TRANSPORT, CommOp, Group
 from openmsprof.export.ascend_pt.text import ts_text
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 LARGE_PACKET_MB = 1.0
 _MB = 1024.0 * 1024.0

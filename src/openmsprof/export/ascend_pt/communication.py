@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from openmsprof.config.errors import ProfilingError
-from openmsprof.config.files import read_json
 from openmsprof.export.ascend_pt.framework import COMM_PREFIXES, Framework
+from openmsprof.fileio.read_guard import read_json
 
 P2P_TYPES = ("send", "receive", "batchsendrecv")
 HCCL_TYPES = {"all_reduce": "allReduce", "allreduce": "allReduce", "broadcast": "broadcast",

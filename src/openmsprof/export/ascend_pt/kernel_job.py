@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 
 from openmsprof.config.errors import PathError, RawDataError
-from openmsprof.config.files import open_regular
 from openmsprof.export.ascend_pt import kernel_csv
+from openmsprof.fileio import fs
+from openmsprof.fileio.read_guard import open_regular
 from openmsprof.parse import schema
-from openmsprof.recorder import fs
 
 __all__ = ["EAGER_MIN_KERNELS", "KERNEL_DB", "ensure_kernel_db", "is_rank_dir", "rank_dirs_under", "user_cache_db", "write_kernel_db"]
 

@@ -18,7 +18,7 @@ from typing import IO, Any
 import orjson
 
 from openmsprof.config.errors import RawDataError
-from openmsprof.config.files import (
+from openmsprof.fileio.read_guard import (
     MAX_JSON_DEPTH,
     JSONTooDeep,
     open_regular,

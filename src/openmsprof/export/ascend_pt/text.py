@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 #: ``FRAC[r]`` = the fraction digits of ``r / 1000`` without trailing zeros (``"0"`` for 0).
 FRAC = [(b"%03d" % r).rstrip(b"0") or b"0" for r in range(1000)]

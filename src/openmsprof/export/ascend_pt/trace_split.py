@@ -17,7 +17,7 @@ from pathlib import Path
 from openmsprof.export.ascend_pt import trace_view
 from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.export.ascend_pt.overlap import Overlap
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 #: Below this many operators a fork costs more than it saves.
 MIN_OPS = 50_000

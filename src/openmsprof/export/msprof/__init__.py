@@ -1,7 +1,7 @@
 """The msprof job views: per-device ``timeline/`` and ``summary/``, terminal tables (``show``)."""
 
 from openmsprof.export.msprof.show import render_rich, render_text, sections
-from openmsprof.export.msprof.summary import export_summary, iter_tables, write_summary
+from openmsprof.export.msprof.summary_export import export_summary, iter_tables, write_summary
 from openmsprof.export.msprof.tables import Table
 from openmsprof.export.msprof.timeline import export_timeline, write_timeline
 

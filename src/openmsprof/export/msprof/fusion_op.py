@@ -1,7 +1,7 @@
 """``fusion_op_{dev}.csv`` (seed 003 Table 1): the ops TensorFlow's grappler fused.
 
 Read from ``JOB/host/tf_fusion.json``, which the TensorFlow tracer writes from the post-grappler
-graphs TensorFlow ran (:mod:`openmsprof.sources.tf_graphs`).  Columns are msprof's: Device_id,
+graphs TensorFlow ran (:mod:`openmsprof.tensorflow.tf_graphs`).  Columns are msprof's: Device_id,
 Model Name (the function that held the original ops, ``sess.run`` for a session graph, N/A when
 not known), Model ID (N/A: TensorFlow graphs have no model id), Fusion Op (``name`` with its
 kernel type, e.g. ``dense/Relu(_FusedMatMul)``), Original Ops (comma-separated), Memory Input /
@@ -18,11 +18,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from openmsprof.config.errors import ProfilingError
-from openmsprof.config.files import read_json
-from openmsprof.export.db import JobDB
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof import headers as H
 from openmsprof.export.msprof.tables import Num, Table
-from openmsprof.sources.tf_trace import FUSION_FILE
+from openmsprof.fileio.read_guard import read_json
+from openmsprof.tensorflow.tf_trace import FUSION_FILE
 
 __all__ = ["FUSION_FILE", "HEADER", "fusion_op"]
 

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from openmsprof.config.errors import ConfigError
-from openmsprof.config.files import read_json
-from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import NA
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof.tables import Num
+from openmsprof.fileio.read_guard import read_json
+from openmsprof.machine import peaks as P
 from openmsprof.parse.costmodel import op_cost, roofline
-from openmsprof.recorder import peaks as P
 
 __all__ = ["COST_COLUMNS", "cost_columns", "cost_values", "export_peaks"]
 

@@ -16,8 +16,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import ratio, us, us_avg
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof import summary_host as host
 from openmsprof.export.msprof import summary_tasks as tasks
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from openmsprof.config.errors import ProfilingError
-from openmsprof.config.files import read_json
-from openmsprof.export.db import JobDB
+from openmsprof.export.jobdb import JobDB
+from openmsprof.fileio.read_guard import read_json
 
 __all__ = ["NOT_FORWARD_TYPES", "Points", "step_points", "training_points"]
 

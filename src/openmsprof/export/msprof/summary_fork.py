@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 
 from openmsprof.config.errors import PathError, StorageError
-from openmsprof.export.db import JobDB
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof.tables import Table, write_table
 from openmsprof.export.msprof.trace_fork import _die_with, kill_child
 

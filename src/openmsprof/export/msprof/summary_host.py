@@ -7,8 +7,8 @@ import math
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import INVALID, NA, id_or_na, ratio, us, us_avg
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof import headers as H
 from openmsprof.export.msprof import tx_lines_sql
 from openmsprof.export.msprof.naming import HOST

@@ -23,8 +23,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import NA, id_or_na, us
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof import headers as H
 from openmsprof.export.msprof import op_stat_pass
 from openmsprof.export.msprof.op_cost_columns import cost_columns

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import NA, id_or_na, ratio, us, us_avg
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof import headers as H
 from openmsprof.export.msprof.op_cost_columns import cost_columns
 from openmsprof.export.msprof.tables import Num, Table, csv_fields

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import orjson
 
-from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import INVALID
+from openmsprof.export.jobdb import JobDB
 
 __all__ = ["SvpModel", "frequency_text", "svp_models"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openmsprof.export.db import JobDB
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof import summary_host as host
 from openmsprof.export.msprof.show import Section
 from openmsprof.export.msprof.svp_names import svp_models

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from openmsprof.export.db import JobDB, open_job
 from openmsprof.export.fmt import NA, ratio, us, us_avg
+from openmsprof.export.jobdb import JobDB, open_job
 from openmsprof.export.msprof import headers as H
 from openmsprof.export.msprof import roofline as R
 from openmsprof.export.msprof import summary_host as host
@@ -24,7 +24,7 @@ from openmsprof.export.msprof.naming import SUMMARY_DIR
 from openmsprof.export.msprof.op_cost_columns import export_peaks
 from openmsprof.export.msprof.svp_names import SvpModel, svp_models
 from openmsprof.export.msprof.tables import Num, Table, write_csv, write_json
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 __all__ = ["OP_SUMMARY_SVP", "export_svp_summary", "layer_rows", "write_svp_summary"]
 

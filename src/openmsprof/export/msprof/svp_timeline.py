@@ -16,13 +16,13 @@ from typing import Any
 
 import orjson
 
-from openmsprof.export.db import JobDB, open_job
+from openmsprof.export.jobdb import JobDB, open_job
 from openmsprof.export.msprof import summary_tasks as tasks
 from openmsprof.export.msprof.naming import TIMELINE_DIR
 from openmsprof.export.msprof.svp_names import SvpModel, svp_models
 from openmsprof.export.msprof.timeline import trace_base
 from openmsprof.export.outfile import OutFile
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 __all__ = ["acl_events", "export_svp_timeline", "task_events", "write_svp_timeline"]
 

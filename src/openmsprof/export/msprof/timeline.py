@@ -15,14 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from openmsprof.config.errors import ConfigError, RawDataError
-from openmsprof.export.db import DB_ERRORS, JobDB, open_job
+from openmsprof.export.jobdb import DB_ERRORS, JobDB, open_job
 from openmsprof.export.msprof import trace_device as device
 from openmsprof.export.msprof import trace_passes as passes
 from openmsprof.export.msprof.naming import TIMELINE_DIR, remove_stale, timeline_file
 from openmsprof.export.msprof.trace_fork import DeviceChild
 from openmsprof.export.msprof.trace_layout import Style
 from openmsprof.export.msprof.trace_writer import TraceWriter
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 _TIME_TABLES = (("TASK", "startNs"), ("CANN_API", "startNs"), ("MSTX_EVENTS", "startNs"),
                 ("STEP_TIME", "startNs"), ("CPU_USAGE", "timestampNs"),

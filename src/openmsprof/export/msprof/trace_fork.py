@@ -20,11 +20,11 @@ from pathlib import Path
 import orjson
 
 from openmsprof.config.errors import PathError, StorageError
-from openmsprof.export.db import JobDB
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof import trace_device, trace_passes
 from openmsprof.export.msprof.naming import timeline_file
 from openmsprof.export.msprof.trace_writer import TraceWriter
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 _ERRORS: dict[str, type[Exception]] = {"StorageError": StorageError, "PathError": PathError}
 

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import INVALID
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof.trace_layout import Lanes, templates
 from openmsprof.recorder.records import API_LEVEL_NAMES, ApiLevel
 

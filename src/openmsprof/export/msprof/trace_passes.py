@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from openmsprof.export import overhead
-from openmsprof.export.db import JobDB
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof import trace_loops as loops
 from openmsprof.export.msprof.trace_layout import (
     SORT_APP,

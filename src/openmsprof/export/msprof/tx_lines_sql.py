@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from openmsprof.export.db import JobDB
 from openmsprof.export.fmt import NA
+from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof.naming import HOST
 from openmsprof.export.msprof.tables import csv_fields
 

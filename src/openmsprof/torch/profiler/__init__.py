@@ -22,7 +22,7 @@ from openmsprof.torch.profiler._enums import (
 from openmsprof.torch.profiler.analysis import analyse
 from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
 from openmsprof.torch.profiler.kineto_profile import _KinetoProfile
-from openmsprof.torch.profiler.mstx import mstx
+from openmsprof.torch.profiler.npu_mstx import mstx
 from openmsprof.torch.profiler.profile import profile, tensorboard_trace_handler
 from openmsprof.torch.profiler.scheduler import schedule
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from openmsprof.config.errors import ProfilingError, RawDataError
-from openmsprof.config.files import escape
+from openmsprof.fileio.read_guard import escape
 from openmsprof.torch.profiler import _window_files, _window_info
 
 __all__ = ["TEMP_RE", "Orphan", "adopt", "describe", "find", "writer_alive"]

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 from openmsprof.torch.profiler import _analysis_worker, _writer
 from openmsprof.torch.profiler._window_files import FRAMEWORK_TRACE
 
@@ -65,7 +65,7 @@ def stacks(prof_path: Path | None, path: str | os.PathLike[str], metric: str) ->
         if prof_path is None:
             raise RuntimeError("no saved collection to export")
         from openmsprof.export.ascend_pt import framework
-        from openmsprof.export.ascend_pt.writer import read_info
+        from openmsprof.export.ascend_pt.rank_analyse import read_info
 
         fw = framework.load(prof_path, read_info(prof_path)[0])
         child, dev_self, _dev_total = fw.op_times()

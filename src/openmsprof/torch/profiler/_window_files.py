@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from openmsprof.config.errors import PathError
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 from openmsprof.torch.profiler import prof_dir
 
 __all__ = ["FRAMEWORK_TRACE", "OVERHEAD_KEY", "RECOVERED_KEY", "TEMP_SUFFIX", "save", "temp_trace_name"]

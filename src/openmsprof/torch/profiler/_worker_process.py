@@ -22,7 +22,8 @@ from typing import IO
 
 import orjson
 
-from openmsprof.recorder import fs, threads
+from openmsprof.fileio import fs
+from openmsprof.recorder import threads
 
 NICE = 19
 PRIORITY = f"nice {NICE}"  # what the worker set (``_lower_priority``)
@@ -87,7 +88,7 @@ def _serve(lines: IO[bytes], answers: IO[bytes]) -> None:
     todo: queue.SimpleQueue[Path | None] = queue.SimpleQueue()
     saver = threading.Thread(target=_save_jobs, args=(lines, answer, todo), name="openmsprof-window-saver")
     saver.start()
-    import openmsprof.export.ascend_pt.writer  # noqa: F401  (imported once, before the first window)
+    import openmsprof.export.ascend_pt.rank_analyse  # noqa: F401  (imported once, before the first window)
     from openmsprof.torch.profiler.analysis import analyse_dir
 
     while (path := todo.get()) is not None:

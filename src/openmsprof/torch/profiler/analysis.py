@@ -25,7 +25,7 @@ def rank_dirs(path: Path) -> list[Path]:
 def analyse_dir(rank_dir: Path, parallel: bool = True) -> Path:
     """Analyse one rank dir; returns its ASCEND_PROFILER_OUTPUT.  Raises ProfilingError.
     ``parallel=False`` inside the training process (no fork there)."""
-    from openmsprof.export.ascend_pt.writer import export
+    from openmsprof.export.ascend_pt.rank_analyse import export
 
     return export(rank_dir, parallel=parallel).output
 

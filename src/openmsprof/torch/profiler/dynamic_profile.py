@@ -23,7 +23,7 @@ import orjson
 
 from openmsprof.config.errors import ConfigError
 from openmsprof.config.validate import show
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 from openmsprof.torch.profiler import _enums
 from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
 

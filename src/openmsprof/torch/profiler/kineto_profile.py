@@ -34,7 +34,7 @@ from openmsprof.torch.profiler import (
     _writer,
     prof_dir,
 )
-from openmsprof.torch.profiler import mstx as _mstx
+from openmsprof.torch.profiler import npu_mstx as _mstx
 from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
 
 log = logging.getLogger("openmsprof")

@@ -16,7 +16,7 @@ import orjson
 
 from openmsprof.config.errors import ProfilingError
 from openmsprof.config.paths import check_path_text, resolve_output
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 from openmsprof.recorder.clock import local_stamp
 
 log = logging.getLogger("openmsprof")

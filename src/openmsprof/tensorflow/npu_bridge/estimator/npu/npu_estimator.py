@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from openmsprof.config.model import ProfileConfig
-from openmsprof.tensorflow import _control
+from openmsprof.tensorflow import _tf_window as _control
 from openmsprof.tensorflow._estimator import estimator_module
 from openmsprof.tensorflow._session_patch import install
 from openmsprof.tensorflow.npu_bridge.estimator.npu.npu_config import NPURunConfig

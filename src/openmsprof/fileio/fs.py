@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from openmsprof.config.errors import PathError, StorageError
-from openmsprof.config.files import escape, open_regular, read_regular
+from openmsprof.fileio.read_guard import escape, open_regular, read_regular
 
 __all__ = ["DIR_MODE", "FILE_MODE", "FREE_SPACE_FLOOR", "Reserve", "cache_root", "check_writable", "copy_fd",
            "copy_file_atomic", "disk_full_message", "escape",

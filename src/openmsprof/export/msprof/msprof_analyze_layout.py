@@ -38,18 +38,18 @@ from typing import Any
 import orjson
 
 from openmsprof.config.errors import ProfilingError
-from openmsprof.config.files import read_json
 from openmsprof.export import hostinfo, overhead
-from openmsprof.export.ascend_pt.db import ANALYSIS_SCHEMA
-from openmsprof.export.db import JobDB, open_job
+from openmsprof.export.ascend_pt.torch_db import ANALYSIS_SCHEMA
+from openmsprof.export.jobdb import JobDB, open_job
 from openmsprof.export.msprof import headers as H
-from openmsprof.export.msprof import tool_facing_db
+from openmsprof.export.msprof import msprof_analyze_db as tool_facing_db
 from openmsprof.export.msprof.naming import SUMMARY_DIR, summary_file
-from openmsprof.export.msprof.summary import PRODUCERS, export_summary, iter_tables
+from openmsprof.export.msprof.summary_export import PRODUCERS, export_summary, iter_tables
 from openmsprof.export.msprof.summary_task_pass import Twins, twin_types
 from openmsprof.export.msprof.tables import Table, write_table
 from openmsprof.export.msprof.timeline import write_timeline
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
+from openmsprof.fileio.read_guard import read_json
 
 __all__ = ["ANALYZE_DIR", "OUTPUT_DIR", "PARTS", "export_tool_facing", "prepare_db"]
 

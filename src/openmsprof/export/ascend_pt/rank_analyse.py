@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from openmsprof.config.errors import RawDataError
-from openmsprof.config.files import escape, read_json
 from openmsprof.export import overhead
 from openmsprof.export.ascend_pt import (
     cann,
@@ -22,12 +21,13 @@ from openmsprof.export.ascend_pt import (
     framework,
     kernel_job,
     memory,
-    summary,
     trace_split,
     trace_view,
 )
+from openmsprof.export.ascend_pt import pt_summary as summary
 from openmsprof.export.ascend_pt.overlap import Overlap
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
+from openmsprof.fileio.read_guard import escape, read_json
 
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
 _INFO_RE = re.compile(r"^profiler_info(?:_(\d+))?\.json$")
@@ -102,7 +102,7 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
         files += ["trace_view.json", "kernel_details.csv", "op_statistic.csv", "step_trace_time.csv"]
         files += ["api_statistic.csv"] if level >= 1 else []
     if "db" in types:
-        from openmsprof.export.ascend_pt.db import write as write_db
+        from openmsprof.export.ascend_pt.torch_db import write as write_db
 
         names = write_db(out, fw, ov, info, rank, device_id, rank_dir, extra=extra)
         files += names

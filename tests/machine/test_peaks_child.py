@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 import openmsprof
-from openmsprof.recorder import peaks
+from openmsprof.machine import peaks
 
 
 def _wait_gone(pid: int, timeout: float) -> bool:

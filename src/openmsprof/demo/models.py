@@ -4,7 +4,7 @@
   with a Mish or a LeakyReLU activation: the seed's Mish → LeakyReLU case study.
 * :func:`tiny_mlp` — a two-layer MLP, small enough that per-call overheads are visible.
 
-Run ``python -m openmsprof.models OUTDIR`` (or ``python examples/models.py OUTDIR``) to write ``resnet_mish.onnx``, ``resnet_leakyrelu.onnx``
+Run ``python -m openmsprof.demo.models OUTDIR`` (or ``python examples/models.py OUTDIR``) to write ``resnet_mish.onnx``, ``resnet_leakyrelu.onnx``
 and ``tiny_mlp.onnx``.
 """
 

@@ -14,17 +14,17 @@ import numpy as np
 import orjson
 
 from openmsprof.config.errors import RawDataError
-from openmsprof.config.files import read_json
 from openmsprof.export import classify, hostinfo, overhead
 from openmsprof.export.ascend_pt import cann, comm_db, communication
 from openmsprof.export.ascend_pt.framework import CORES, Framework
 from openmsprof.export.ascend_pt.overlap import Overlap, step_rows
 from openmsprof.export.msprof.op_cost_columns import cost_values
-from openmsprof.recorder import fs
-from openmsprof.recorder import peaks as P
+from openmsprof.fileio import fs
+from openmsprof.fileio.read_guard import read_json
+from openmsprof.machine import peaks as P
 
 if TYPE_CHECKING:
-    from openmsprof.export.ascend_pt.writer import Extras
+    from openmsprof.export.ascend_pt.rank_analyse import Extras
 
 NA = "N/A"
 NO_MODEL = 4294967295

@@ -12,7 +12,7 @@ import pytest
 import openmsprof
 from openmsprof.cli.main import main
 from openmsprof.config.errors import ConfigError
-from openmsprof.recorder import peaks
+from openmsprof.machine import peaks
 
 
 @pytest.fixture(scope="module")

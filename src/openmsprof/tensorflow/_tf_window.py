@@ -19,8 +19,8 @@ from openmsprof.config.errors import ConfigError, ProfilingError
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.tf_options import default_enabled, from_env, parse_profiling_options
 from openmsprof.recorder import session
-from openmsprof.sources.tf_graph_collect import SessionGraphs
-from openmsprof.sources.tf_trace import TfTracer
+from openmsprof.tensorflow.tf_graph_collect import SessionGraphs
+from openmsprof.tensorflow.tf_trace import TfTracer
 
 __all__ = ["active", "begin", "config_from", "end", "env_config", "owner", "session_graphs", "tie"]
 

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from openmsprof.config.errors import PathError, ProfilingError, RawDataError
-from openmsprof.config.files import read_regular
+from openmsprof.fileio.read_guard import read_regular
 from openmsprof.parse.jobinfo import sane_info
 
 DB_RELPATH = Path("sqlite") / "msprof.db"

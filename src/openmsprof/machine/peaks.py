@@ -6,7 +6,7 @@
 * GEMM ``n × n`` (n ≥ 2048) per dtype: numpy/BLAS and torch (when present: ``openmsprof
   peaks`` imports it; collection uses it only when the application already did).  Float32 by
   default; ``dtypes`` adds float64 and bfloat16 (``openmsprof peaks --dtypes``).
-* The runtime's own ceilings per op class (:mod:`openmsprof.recorder.runtime_peaks`): ONNX
+* The runtime's own ceilings per op class (:mod:`openmsprof.machine.runtime_peaks`): ONNX
   Runtime's conv rate and its element-wise transcendental kernels, when it is present.
 * Special functions: numpy ``exp``/``tanh``/``log1p`` on a cache-resident array (elements/s),
   the ceiling for transcendental element-wise ops.
@@ -35,9 +35,9 @@ import numpy as np
 import orjson
 
 from openmsprof.config.errors import ConfigError
-from openmsprof.config.files import read_json
-from openmsprof.recorder import fs
-from openmsprof.recorder.peaks_doc import (
+from openmsprof.fileio import fs
+from openmsprof.fileio.read_guard import read_json
+from openmsprof.machine.peaks_doc import (
     bandwidth,
     gemm_peak,
     load_peaks,
@@ -45,7 +45,7 @@ from openmsprof.recorder.peaks_doc import (
     special_rate,
     validate,
 )
-from openmsprof.recorder.runtime_peaks import measure_onnxruntime
+from openmsprof.machine.runtime_peaks import measure_onnxruntime
 
 __all__ = [
     "ALL_DTYPES",
@@ -248,7 +248,7 @@ def cached(measure_missing: bool = True) -> dict[str, Any] | None:
         pass
     if not measure_missing:
         return None
-    from openmsprof.recorder import peaks_child  # (it imports this module)
+    from openmsprof.machine import peaks_child  # (it imports this module)
 
     peaks_child.wait_for_measurement()  # a background measurement may be finishing
     try:

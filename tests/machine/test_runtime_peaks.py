@@ -12,9 +12,9 @@ import pytest
 
 from openmsprof.config.errors import ConfigError
 from openmsprof.export.msprof.roofline import ceilings
+from openmsprof.machine import peaks
+from openmsprof.machine.runtime_peaks import ORT_ELEMENTWISE, measure_onnxruntime
 from openmsprof.parse.costmodel import op_cost
-from openmsprof.recorder import peaks
-from openmsprof.recorder.runtime_peaks import ORT_ELEMENTWISE, measure_onnxruntime
 
 pytest.importorskip("onnxruntime")
 

@@ -6,9 +6,9 @@ profiled window.  At :meth:`TfTracer.stop` it reads the
 ``XSpace`` TensorFlow wrote under ``JOB/host/tf_xplane/`` (kept: TensorBoard reads it too) and
 records every op as a task, ``sess.run``/``tf.function`` calls as API spans and iterations as
 steps through :mod:`openmsprof.sources.emit`, with the shapes of the optimized graphs
-(:mod:`openmsprof.sources.tf_graphs`); the fused nodes go to ``JOB/host/tf_fusion.json``.
+(:mod:`openmsprof.tensorflow.tf_graphs`); the fused nodes go to ``JOB/host/tf_fusion.json``.
 Nothing is recorded per step while training runs, so the per-step cost is that of TensorFlow's
-own tracer; with ``OPENMSPROF_TF_ROLL_S`` (:mod:`openmsprof.sources.tf_roll`) the tracer is
+own tracer; with ``OPENMSPROF_TF_ROLL_S`` (:mod:`openmsprof.tensorflow.tf_roll`) the tracer is
 stopped, restarted and harvested at a period.  TensorFlow is imported lazily.
 """
 
@@ -23,19 +23,19 @@ from typing import Any
 import numpy as np
 import orjson
 
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 from openmsprof.recorder.records import NO_MODEL, ApiLevel, Executor
 from openmsprof.recorder.session import Session
 from openmsprof.sources import emit
 from openmsprof.sources.onnxruntime_tasks import reserve_task_ids, stream_index
-from openmsprof.sources.tf_graph_collect import (
+from openmsprof.tensorflow.tf_graph_collect import (
     SessionGraphs,
     collected_function_graphs,
     graph_collection,
 )
-from openmsprof.sources.tf_graphs import GraphInfo, analyse
-from openmsprof.sources.tf_roll import Roller
-from openmsprof.sources.tf_xplane import TfTrace, parse_xspace
+from openmsprof.tensorflow.tf_graphs import GraphInfo, analyse
+from openmsprof.tensorflow.tf_roll import Roller
+from openmsprof.tensorflow.tf_xplane import TfTrace, parse_xspace
 
 __all__ = ["TfTracer", "emit_trace", "find_point", "newest_xplane"]
 

@@ -8,7 +8,7 @@ job's ``host/peaks.json``, and exits.  The measurement holds an exclusive lock
 (:func:`measuring`) so that a reader arriving meanwhile (``analyze`` right after the run) waits
 for this measurement rather than starting a second one (:func:`wait_for_measurement`).
 
-    python -m openmsprof.recorder.peaks_child JOB_HOST_DIR [--torch] [--onnxruntime] [--lock-fd=N]
+    python -m openmsprof.machine.peaks_child JOB_HOST_DIR [--torch] [--onnxruntime] [--lock-fd=N]
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import orjson
 
-from openmsprof.recorder import fs
-from openmsprof.recorder import peaks as P
+from openmsprof.fileio import fs
+from openmsprof.machine import peaks as P
 
 __all__ = ["measuring", "spawn", "wait_for_measurement"]
 
@@ -89,7 +89,7 @@ def spawn(job_host: Path) -> subprocess.Popen[bytes]:
             locked = True
         except BlockingIOError:  # another measurement runs: the child waits for it
             locked = False
-        argv = [sys.executable, "-m", "openmsprof.recorder.peaks_child", str(job_host)]
+        argv = [sys.executable, "-m", "openmsprof.machine.peaks_child", str(job_host)]
         argv += [f"--{m}" for m in ("torch", "onnxruntime") if m in sys.modules]
         argv += [f"--lock-fd={fd}"] if locked else []
         child = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,

@@ -25,10 +25,10 @@ import orjson
 
 from openmsprof._version import __version__
 from openmsprof.config.errors import ProfilingError, StorageError
-from openmsprof.config.files import read_json
 from openmsprof.export import classify, hostinfo, overhead
 from openmsprof.export.hccl_enums import ENUMS
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
+from openmsprof.fileio.read_guard import read_json
 
 __all__ = ["DB_RE", "current_db", "engine_types", "remember", "remove_others", "write_db"]
 

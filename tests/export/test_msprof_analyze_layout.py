@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from openmsprof.export import overhead
-from openmsprof.export.msprof.tool_facing import export_tool_facing
+from openmsprof.export.msprof.msprof_analyze_layout import export_tool_facing
 from tests.export.realjob import make_real_job
 
 STAMP = r"\d{14}"
@@ -136,7 +136,7 @@ def test_each_verb_writes_its_half_over_one_kept_db(tmp_path: Path) -> None:
 
 
 def test_array_content_found_at_the_ends_as_a_whole_read_finds_it(tmp_path: Path) -> None:
-    from openmsprof.export.msprof.tool_facing import _inner
+    from openmsprof.export.msprof.msprof_analyze_layout import _inner
 
     body = b'{"a":1},' * 2000 + b"{}"
     cases = [b"[]", b"[]\n", b"[ ]", b"[{}]", b" [ {} ]\n", b"{}", b"[", b"", b"[" + body + b"]\n",
@@ -152,8 +152,8 @@ def test_array_content_found_at_the_ends_as_a_whole_read_finds_it(tmp_path: Path
 
 def test_copied_summaries_equal_the_rendered_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The tables of SAME_IN_BOTH copied from summary/ are the bytes rendering would write."""
-    from openmsprof.export.msprof import tool_facing
-    from openmsprof.export.msprof.summary import export_summary
+    from openmsprof.export.msprof import msprof_analyze_layout as tool_facing
+    from openmsprof.export.msprof.summary_export import export_summary
 
     copies: list[str] = []
     real_copy = tool_facing._copy
@@ -172,9 +172,9 @@ def test_copied_summaries_equal_the_rendered_ones(tmp_path: Path, monkeypatch: p
 def test_timeline_prepares_the_db_while_its_child_renders(tmp_path: Path, parallel: bool) -> None:
     """``export timeline``'s ``meanwhile`` (the tool-facing db's copy) runs once, forked device
     pass or not; the layout then keeps that db and the timeline files are those of a plain run."""
-    from openmsprof.export.db import open_job
+    from openmsprof.export.jobdb import open_job
+    from openmsprof.export.msprof.msprof_analyze_layout import prepare_db
     from openmsprof.export.msprof.timeline import write_timeline
-    from openmsprof.export.msprof.tool_facing import prepare_db
 
     job = make_real_job(tmp_path / "out")
     with open_job(job) as db:

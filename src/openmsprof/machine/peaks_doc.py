@@ -1,6 +1,6 @@
 """A peaks document read back: checked (:func:`validate`, :func:`load_peaks` for override
 files) and turned into the roofline's ceilings (:func:`bandwidth`, :func:`gemm_peak`,
-:func:`special_rate`, :func:`runtime_rates`).  The shape is :func:`openmsprof.recorder.peaks.
+:func:`special_rate`, :func:`runtime_rates`).  The shape is :func:`openmsprof.machine.peaks.
 measure`'s; in an override file a figure may be a bare number."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from openmsprof.config.errors import ConfigError
-from openmsprof.config.files import read_json
+from openmsprof.fileio.read_guard import read_json
 
 __all__ = ["bandwidth", "gemm_peak", "load_peaks", "runtime_rates", "special_rate", "validate"]
 

@@ -1,4 +1,4 @@
-"""Gathering the graphs TensorFlow ran after grappler (analysed by :mod:`openmsprof.sources.tf_graphs`).
+"""Gathering the graphs TensorFlow ran after grappler (analysed by :mod:`openmsprof.tensorflow.tf_graphs`).
 
 * TF2 (eager, ``tf.function``, Keras): ``context.enable_graph_collection()`` makes every function
   instantiated while it is on keep its pre-optimization graph and its post-grappler partition
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openmsprof.sources.tf_graphs import IO_OPS
+from openmsprof.tensorflow.tf_graphs import IO_OPS
 
 __all__ = ["SessionGraphs", "collected_function_graphs", "fetch_key", "graph_collection"]
 

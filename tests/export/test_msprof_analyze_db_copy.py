@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from openmsprof.config.errors import StorageError
-from openmsprof.export.msprof import tool_facing_db
+from openmsprof.export.msprof import msprof_analyze_db as tool_facing_db
 from tests.export.dbfactory import make_big_db, make_job
 from tests.tmpfs import mount_tmpfs
 

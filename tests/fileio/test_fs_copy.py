@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from openmsprof.config.errors import PathError, StorageError
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 from tests.tmpfs import mount_tmpfs
 
 DATA = os.urandom(3 << 20) + b"tail"  # not a multiple of the 4 MiB read-and-write chunk

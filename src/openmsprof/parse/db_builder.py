@@ -24,8 +24,8 @@ from typing import Any, NoReturn
 import numpy as np
 
 from openmsprof.config.errors import PathError, StorageError
+from openmsprof.fileio import fs
 from openmsprof.parse import schema
-from openmsprof.recorder import fs
 
 #: (table, statement, parameter sets or an int64 matrix for the C writer, rows).
 Prepared = list[tuple[str, str, Any, int]]

@@ -2,7 +2,7 @@
 
 TensorFlow's host trace names each executed op and its type but carries no shapes (at any
 host tracer level) and does not say which ops a fused kernel replaced.  Both are in the graphs
-TensorFlow actually ran, after grappler (gathered by :mod:`openmsprof.sources.tf_graph_collect`).
+TensorFlow actually ran, after grappler (gathered by :mod:`openmsprof.tensorflow.tf_graph_collect`).
 
 :func:`analyse` imports each partition graph into a fresh ``tf.Graph`` (TensorFlow's shape
 inference: unknown dimensions stay ``-1``, an unknown rank is ``-2``) and gives per ``(node name,

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from openmsprof.config.errors import ConfigError
-from openmsprof.export.db import JobDB, open_job
+from openmsprof.export.jobdb import JobDB, open_job
 from openmsprof.export.msprof import fusion_op, summary_fork
 from openmsprof.export.msprof import summary_host as host
 from openmsprof.export.msprof import summary_task_pass as task_tables
@@ -19,7 +19,7 @@ from openmsprof.export.msprof import summary_tasks as tasks
 from openmsprof.export.msprof.naming import SUMMARY_DIR
 from openmsprof.export.msprof.summary_task_pass import Twins
 from openmsprof.export.msprof.tables import Table, write_table
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 Producer = Callable[[JobDB], Iterator[Table]]
 

@@ -19,7 +19,7 @@ from openmsprof.export.ascend_pt.overlap import STEP_TRACE_HEADER, Overlap, step
 from openmsprof.export.ascend_pt.text import chunks, csv_line, csv_texts, split_us
 from openmsprof.export.ascend_pt.trace_view import step_of
 from openmsprof.export.msprof.op_cost_columns import COST_COLUMNS, cost_values
-from openmsprof.recorder import peaks as P
+from openmsprof.machine import peaks as P
 
 NA = "N/A"
 KD_L0 = ["Device_id", "Name", "Type", "Accelerator Core", "Start Time(us)", "Duration(us)", "Wait Time(us)",

@@ -11,7 +11,7 @@ import pandas as pd
 from openmsprof.cluster import opstats, sqlviews, views_step, waits
 from openmsprof.cluster.analyse import OUTPUT, STORE, parse_all
 from openmsprof.config.errors import ConfigError
-from openmsprof.recorder import fs
+from openmsprof.fileio import fs
 
 __all__ = ["Cluster", "load"]
 

@@ -1,0 +1,1 @@
+"""Machine peaks (bandwidth, GEMM) for the roofline: measured once per machine, cached, written into each job."""
