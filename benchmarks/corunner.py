@@ -1,0 +1,111 @@
+"""The busy machine users run on: a co-runner that saturates every core, and the measures every
+benchmark reports beside it (issue 26).
+
+* :class:`CoRunner` starts one busy process per core at normal priority (a pure-Python spin, so
+  it competes for the CPU like a training loop does) and stops them on exit::
+
+      with CoRunner(enabled=args.corunner):
+          ...timed region...
+
+* :func:`tree_cpu_s` is the CPU time (user + system) of a process and all of its descendants,
+  the children that have exited and been waited for included (``RUSAGE_CHILDREN``), so a cost
+  moved to a worker process is still counted.
+* :func:`loadavg` is the 1-minute load average, printed beside every figure.
+* :func:`summary` prints median (min–max) of per-round ratios.
+
+Benchmarks take ``--corunner {off,on,both}``; ``both`` interleaves rounds with and without it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import resource
+import statistics
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import psutil
+
+__all__ = ["CoRunner", "corunner_modes", "loadavg", "measured", "summary", "tree_cpu_s"]
+
+
+def _spin(stop: mp.synchronize.Event) -> None:  # type: ignore[name-defined]
+    x = 0
+    while not stop.is_set():
+        for _ in range(100_000):
+            x += 1
+
+
+class CoRunner:
+    """One busy process per core (``os.cpu_count()``), normal priority, for the ``with`` block."""
+
+    def __init__(self, enabled: bool = True, procs: int | None = None) -> None:
+        self.enabled = enabled
+        self.procs = procs or os.cpu_count() or 1
+        self._stop = mp.get_context("spawn").Event()
+        self._workers: list[mp.process.BaseProcess] = []
+
+    def __enter__(self) -> CoRunner:
+        if self.enabled:
+            ctx = mp.get_context("spawn")
+            self._stop = ctx.Event()
+            self._workers = [ctx.Process(target=_spin, args=(self._stop,), daemon=True)
+                             for _ in range(self.procs)]
+            for w in self._workers:
+                w.start()
+            time.sleep(0.3)  # let them reach the spin before the timed region
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for w in self._workers:
+            w.join(5)
+            if w.is_alive():
+                w.kill()
+        self._workers = []
+
+
+def corunner_modes(choice: str) -> list[bool]:
+    """``--corunner`` value → the list of conditions to run (``both`` = off then on)."""
+    return {"off": [False], "on": [True], "both": [False, True]}[choice]
+
+
+def tree_cpu_s(pid: int | None = None) -> float:
+    """CPU seconds of ``pid`` (default: this process) and every live descendant, plus the
+    waited-for children of this process (``RUSAGE_CHILDREN``)."""
+    proc = psutil.Process(pid or os.getpid())
+    total = 0.0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    if pid in (None, os.getpid()):
+        ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+        total += ch.ru_utime + ch.ru_stime
+    return total
+
+
+def loadavg() -> float:
+    return os.getloadavg()[0]
+
+
+@contextmanager
+def measured() -> Iterator[dict[str, float]]:
+    """Wall and process-tree CPU of the block, with the load average at its end."""
+    out: dict[str, float] = {}
+    w0, c0 = time.perf_counter(), tree_cpu_s()
+    yield out
+    out["wall_s"] = time.perf_counter() - w0
+    out["cpu_s"] = tree_cpu_s() - c0
+    out["load"] = loadavg()
+
+
+def summary(ratios: Sequence[float]) -> str:
+    """``median (min–max)`` of per-round ratios."""
+    if not ratios:
+        return "n/a"
+    return f"{statistics.median(ratios):.3f} ({min(ratios):.3f}–{max(ratios):.3f})"
