@@ -28,6 +28,8 @@ from contextlib import contextmanager
 
 import psutil
 
+_CORUNNER_PIDS: set[int] = set()  # excluded from tree_cpu_s: the co-runner is not the measured work
+
 __all__ = ["CoRunner", "corunner_modes", "loadavg", "measured", "summary", "tree_cpu_s"]
 
 
@@ -55,6 +57,7 @@ class CoRunner:
                              for _ in range(self.procs)]
             for w in self._workers:
                 w.start()
+                _CORUNNER_PIDS.add(w.pid or 0)
             time.sleep(0.3)  # let them reach the spin before the timed region
         return self
 
@@ -64,6 +67,8 @@ class CoRunner:
             w.join(5)
             if w.is_alive():
                 w.kill()
+                w.join(5)
+            _CORUNNER_PIDS.discard(w.pid or 0)
         self._workers = []
 
 
@@ -74,10 +79,13 @@ def corunner_modes(choice: str) -> list[bool]:
 
 def tree_cpu_s(pid: int | None = None) -> float:
     """CPU seconds of ``pid`` (default: this process) and every live descendant, plus the
-    waited-for children of this process (``RUSAGE_CHILDREN``)."""
+    waited-for children of this process (``RUSAGE_CHILDREN``).  Co-runner processes are not
+    counted (a block measured inside a :class:`CoRunner` does not span their exit)."""
     proc = psutil.Process(pid or os.getpid())
     total = 0.0
     for p in [proc, *proc.children(recursive=True)]:
+        if p.pid in _CORUNNER_PIDS:
+            continue
         try:
             t = p.cpu_times()
             total += t.user + t.system
