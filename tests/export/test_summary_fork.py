@@ -44,11 +44,12 @@ def test_killed_child_leaves_no_files_and_reports_failure(tmp_path: Path) -> Non
     out.mkdir()
     with open_job(job) as db:
         child = summary_fork.SummaryChild.start(db, out, "csv", {"task_time": _slow})
+        assert child is not None
         deadline = time.monotonic() + 30
         while not list(out.glob(".task_time_0.csv.*.tmp")):  # the child is writing
             assert time.monotonic() < deadline
             time.sleep(0.01)
-        os.kill(child.pid, signal.SIGKILL)
+        os.kill(child.worker.pid, signal.SIGKILL)
         assert child.finish() is None  # the caller writes the tables itself
     assert list(out.iterdir()) == []
 

@@ -27,8 +27,8 @@ from openmsprof.acl import _profdir
 from openmsprof.acl._codes import ORT_TYPES
 from openmsprof.acl._state import STATE, log
 from openmsprof.recorder import threads
+from openmsprof.sources import emit, subscription
 from openmsprof.sources import onnxruntime_tasks as ortt
-from openmsprof.sources import subscription
 
 OPT_LEVELS = {
     "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
@@ -317,3 +317,8 @@ def cleanup() -> None:
             r.close()
     ortt.empty_trash()
     _profdir.remove()
+
+
+def refresh(m: Model) -> None:
+    """Plain or profiled execution for ``m`` from the current profiling state."""
+    m.refresh_mode(STATE.profiling_session() is not None and emit.task_on())

@@ -22,7 +22,7 @@ from openmsprof.acl._codes import (
     ACL_SUCCESS,
 )
 from openmsprof.acl._data import MODELS
-from openmsprof.acl._model import Model
+from openmsprof.acl._model import Model, refresh
 from openmsprof.acl._state import STATE, fail, new_handle, traced
 from openmsprof.sources import subscription
 from openmsprof.sources.subscription import OP_DESC_SIZE, OP_TABLE
@@ -78,8 +78,7 @@ def model_subscribe(model_id: int, sub_config: int) -> int:
         w = _writers[fd] = subscription.PipeWriter(fd)
     m.writer = w
     m.sub_config = sub_config
-    from openmsprof.acl import mdl
-    mdl.refresh(m)
+    refresh(m)
     return ACL_SUCCESS
 
 
@@ -115,8 +114,7 @@ def model_un_subscribe(model_id: int) -> int:
     if m.writer is None:
         return fail(ACL_ERROR_INVALID_PARAM, f"acl.prof.model_un_subscribe: model {model_id} is not subscribed")
     drop_model(m)
-    from openmsprof.acl import mdl
-    mdl.refresh(m)
+    refresh(m)
     return ACL_SUCCESS
 
 

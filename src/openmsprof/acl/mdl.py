@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from openmsprof.acl import _data, _memory, _model, rt
+from openmsprof.acl import _data, _memory, _model, _subscribe, rt
 from openmsprof.acl._codes import (
     ACL_ERROR_INVALID_FILE,
     ACL_ERROR_INVALID_MODEL_ID,
@@ -47,7 +47,7 @@ from openmsprof.acl._data import (  # noqa: F401  (re-exported: pyACL keeps thes
     get_output_size_by_index,
 )
 from openmsprof.acl._guard import guard_module
-from openmsprof.acl._model import PLAIN, SUBSCRIBED, Model
+from openmsprof.acl._model import PLAIN, SUBSCRIBED, Model, refresh
 from openmsprof.acl._state import STATE, fail, traced
 from openmsprof.recorder.records import ApiLevel
 from openmsprof.sources import emit
@@ -126,16 +126,10 @@ def unload(model_id: int) -> int:
     if m is None:
         return fail(ACL_ERROR_INVALID_MODEL_ID, f"acl.mdl.unload: model id {model_id!r} is not loaded")
     if m.writer is not None:
-        from openmsprof.acl import _subscribe
         _subscribe.drop_model(m)
         _subscribe.UNLOADED_SUBSCRIBED.add(model_id)
     m.close()
     return ACL_SUCCESS
-
-
-def refresh(m: Model) -> None:
-    """Plain or profiled execution for ``m`` from the current profiling state."""
-    m.refresh_mode(STATE.profiling_session() is not None and emit.task_on())
 
 
 def refresh_all(stopping: bool = False) -> None:

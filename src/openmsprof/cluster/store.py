@@ -9,7 +9,6 @@ can rebuild them); the kernel table stays in the store.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import time
 from pathlib import Path
@@ -65,12 +64,6 @@ def _write(path: Path, table: pa.Table) -> None:
     pq.write_table(table, tmp, compression="zstd")
     os.chmod(tmp, fs.FILE_MODE)
     os.replace(tmp, path)
-
-
-def _bytes(table: pa.Table) -> bytes:
-    buf = io.BytesIO()
-    pq.write_table(table, buf)
-    return buf.getvalue()
 
 
 def _clock(src: RankSource) -> dict[str, Any]:

@@ -28,10 +28,6 @@ def _paramiko() -> Any:
     return paramiko
 
 
-def known_hosts_name(host: str, port: int) -> str:
-    return host if port == 22 else f"[{host}]:{port}"
-
-
 def _append_known_host(path: Path, name: str, key: Any) -> None:
     line = f"{name} {key.get_name()} {key.get_base64()}\n".encode()
     try:

@@ -17,11 +17,6 @@ def us(ns: int) -> str:
     return f"{ns // 1000}.{ns % 1000:03d}"
 
 
-def us_or_na(ns: int | None) -> str:
-    """:func:`us`, or ``N/A`` for a missing value."""
-    return NA if ns is None else us(int(ns))
-
-
 def us_avg(total_ns: int, count: int) -> str:
     """Mean of ``count`` values summing to ``total_ns``, rounded to whole ns, as µs text."""
     if count <= 0:

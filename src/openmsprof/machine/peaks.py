@@ -37,6 +37,7 @@ import orjson
 from openmsprof.config.errors import ConfigError
 from openmsprof.fileio import fs
 from openmsprof.fileio.read_guard import read_json
+from openmsprof.machine.peaks_cache import cache_path, measuring, wait_for_measurement
 from openmsprof.machine.peaks_doc import (
     bandwidth,
     gemm_peak,
@@ -235,10 +236,6 @@ def covers(doc: dict[str, Any]) -> bool:
         isinstance(rt, dict) and "onnxruntime" in rt)
 
 
-def cache_path() -> Path:
-    return fs.cache_root() / f"peaks-{socket.gethostname()}.json"
-
-
 def cached(measure_missing: bool = True) -> dict[str, Any] | None:
     """This machine's peaks from the cache; measured and cached when missing (if allowed)."""
     path = cache_path()
@@ -248,16 +245,14 @@ def cached(measure_missing: bool = True) -> dict[str, Any] | None:
         pass
     if not measure_missing:
         return None
-    from openmsprof.machine import peaks_child  # (it imports this module)
-
-    peaks_child.wait_for_measurement()  # a background measurement may be finishing
+    wait_for_measurement()  # a background measurement may be finishing
     try:
         return validate(read_json(path, "peaks cache", error=ConfigError), str(path))
     except ConfigError:
         pass
     doc = measure()
     try:
-        with peaks_child.measuring():
+        with measuring():
             fs.write_file_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
     except Exception:
         pass

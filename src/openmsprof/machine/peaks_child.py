@@ -17,15 +17,13 @@ import fcntl
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
 
 from openmsprof.fileio import fs
 from openmsprof.machine import peaks as P
+from openmsprof.machine.peaks_cache import measuring, open_lock, wait_for_measurement
 
 __all__ = ["measuring", "spawn", "wait_for_measurement"]
 
@@ -34,55 +32,12 @@ _DROP_ENV = ("OPENMSPROF_AUTOSTART", "OPENMSPROF_BOOTSTRAP_DIR", "PROFILING_MODE
              "PROFILING_OPTIONS")
 
 
-def _lock_path() -> Path:
-    return P.cache_path().with_suffix(".lock")
-
-
-def _open_lock() -> int:
-    path = _lock_path()
-    fs.make_dir(path.parent)
-    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, fs.FILE_MODE)
-
-
-@contextmanager
-def measuring(fd: int | None = None) -> Iterator[None]:
-    """Hold the machine's measurement lock (``fd``: one already locked, handed over)."""
-    if fd is None:
-        fd = _open_lock()
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    try:
-        yield
-    finally:
-        os.close(fd)
-
-
-def wait_for_measurement(timeout_s: float = 20.0) -> None:
-    """Return once no other process is measuring (or after ``timeout_s``)."""
-    path = _lock_path()
-    if not path.exists():
-        return
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return
-    try:
-        end = time.monotonic() + timeout_s
-        while time.monotonic() < end:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                time.sleep(0.05)
-    finally:
-        os.close(fd)
-
-
 def spawn(job_host: Path) -> subprocess.Popen[bytes]:
     """Start the detached, nice-19 measurement for ``job_host`` (returns at once); it times
     torch and ONNX Runtime when this process has imported them.  The lock is taken here and
     handed to the child, so a reader arriving before the child runs already waits for it."""
     env = {k: v for k, v in os.environ.items() if k not in _DROP_ENV}
-    fd = _open_lock()
+    fd = open_lock()
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

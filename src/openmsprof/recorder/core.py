@@ -20,7 +20,6 @@ import importlib
 import os
 import threading
 from types import ModuleType
-from typing import Any
 
 from openmsprof.recorder import buffers
 
@@ -86,5 +85,3 @@ def drops_by_thread_kind(rows: list[tuple[int, int, int]]) -> dict[str, dict[str
     return out
 
 
-def native_stats() -> dict[str, Any]:
-    return dict(ring.stats()) if ring is not None else {}

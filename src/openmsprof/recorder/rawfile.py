@@ -291,6 +291,3 @@ def read_all_records(data_dir: Path, report: ReadReport | None = None) -> np.nda
     return np.concatenate(parts)
 
 
-def require_data_dir(data_dir: Path) -> None:
-    if not data_dir.is_dir():
-        raise RawDataError(f"{str(data_dir)!r} is not a raw data directory")

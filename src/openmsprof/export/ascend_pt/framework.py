@@ -60,10 +60,6 @@ class Kernels:
     def __len__(self) -> int:
         return len(self.ts)
 
-    def name_of(self, j: int) -> str:
-        return self.names[int(self.name[j])]
-
-
 @dataclass
 class Framework:
     """Columns of one rank's framework trace.  ``op_*`` arrays describe the cpu_op and

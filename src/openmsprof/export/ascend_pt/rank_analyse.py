@@ -17,7 +17,6 @@ from openmsprof.export import overhead
 from openmsprof.export.ascend_pt import (
     cann,
     comm_views,
-    communication,
     framework,
     kernel_job,
     memory,
@@ -26,6 +25,7 @@ from openmsprof.export.ascend_pt import (
 )
 from openmsprof.export.ascend_pt import pt_summary as summary
 from openmsprof.export.ascend_pt.overlap import Overlap
+from openmsprof.export.ascend_pt.rank_extras import Extras
 from openmsprof.fileio import fs
 from openmsprof.fileio.read_guard import escape, read_json
 
@@ -115,21 +115,6 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
 def _rank_id(info: dict[str, Any]) -> int | None:
     r = info.get("rank_id")
     return r if isinstance(r, int) and not isinstance(r, bool) and r >= 0 else None
-
-
-class Extras:
-    """What the optional outputs need: the communication operations (with their group; the JSON
-    views only at Level1+, FORMATS §3) and the memory view (profile_memory only)."""
-
-    def __init__(self, rank_dir: Path, fw: framework.Framework, rank: int | None, level: int,
-                 profile_memory: bool) -> None:
-        self.group = communication.group_of(rank_dir, rank)
-        self.comm = communication.collect(fw, self.group)
-        communication.rename_kernels(fw, self.group)
-        self.comm_views = level >= 1 and bool(self.comm)
-        self.memory = memory.load(fw) if profile_memory else None
-        self.apis = cann.build(fw)
-        self.overhead = overhead.read(rank_dir)
 
 
 def _summaries(out: Path, fw: framework.Framework, ov: Overlap, device_id: int, level: int,

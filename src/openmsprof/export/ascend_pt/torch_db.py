@@ -24,7 +24,7 @@ from openmsprof.fileio.read_guard import read_json
 from openmsprof.machine import peaks as P
 
 if TYPE_CHECKING:
-    from openmsprof.export.ascend_pt.rank_analyse import Extras
+    from openmsprof.export.ascend_pt.rank_extras import Extras
 
 NA = "N/A"
 NO_MODEL = 4294967295

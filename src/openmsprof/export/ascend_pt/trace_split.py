@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
 from openmsprof.export.ascend_pt import trace_view
 from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.export.ascend_pt.overlap import Overlap
+from openmsprof.export.fork_worker import ForkWorker, fork_allowed
 from openmsprof.fileio import fs
 
 #: Below this many operators a fork costs more than it saves.
@@ -35,15 +35,15 @@ def _groups(fd: int, groups: Iterable[list[bytes]], first: bool) -> bool:
 class Pending:
     """The second half being formatted by a child process."""
 
-    def __init__(self, part: Path, pid: int) -> None:
-        self.part, self.pid = part, pid
+    def __init__(self, part: Path, worker: ForkWorker) -> None:
+        self.part, self.worker = part, worker
 
     def collect(self, fd: int | None) -> bool:
         """Wait for the child; append its part to ``fd`` (None: just discard it).  False when the
         child failed, and nothing was appended."""
         try:
-            _pid, status = os.waitpid(self.pid, 0)
-            if fd is None or os.waitstatus_to_exitcode(status) != 0:
+            _data, code = self.worker.result()
+            if fd is None or code != 0:
                 return False
             try:
                 src = open(self.part, "rb")  # noqa: SIM115
@@ -60,27 +60,20 @@ class Pending:
 
 def start_tail(path: Path, fw: Framework, ov: Overlap, lay: trace_view.Layout) -> Pending | None:
     """Fork a child that writes the second half (each group led by a comma) to a part file."""
-    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2 or fw.n_ops < MIN_OPS:
+    if fw.n_ops < MIN_OPS or not fork_allowed():
         return None
     part = path.with_name(f".{path.name}.{os.getpid()}.part")
     with contextlib.suppress(OSError):
         part.unlink()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
-    except OSError:
-        return None
-    if pid == 0:  # pragma: no cover - runs in the child (its result is checked by the parent)
-        status = 1
-        try:
-            fd = fs.open_new(part, append=False)
-            _groups(fd, trace_view.tail(fw, ov, lay), first=False)
-            os.close(fd)
-            status = 0
-        finally:
-            os._exit(status)
-    return Pending(part, pid)
+
+    def body(_pipe: int) -> int:  # pragma: no cover - runs in the child (checked by the parent)
+        fd = fs.open_new(part, append=False)
+        _groups(fd, trace_view.tail(fw, ov, lay), first=False)
+        os.close(fd)
+        return 0
+
+    worker = ForkWorker.start(body)
+    return None if worker is None else Pending(part, worker)
 
 
 def write(path: Path, fw: Framework, ov: Overlap, lay: trace_view.Layout, pending: Pending | None,

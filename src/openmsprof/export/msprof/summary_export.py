@@ -82,6 +82,8 @@ def write_summary(db: JobDB, out_dir: Path, *, fmt: str = "csv", s2: bool = Fals
         if forked or (fork and task_pass is not None):
             child = summary_fork.SummaryChild.start(db, out_dir, fmt, {n: PRODUCERS[n] for n in forked},
                                                     task_pass)
+            if child is None:  # the fork policy refused: this process writes every table
+                forked = []
             threaded = [n for n in names if n in summary_fork.THREAD_TABLES and n not in forked and n not in in_pass]
             if threaded:  # started after the fork: the child is forked from one thread
                 db.strings  # noqa: B018 - built here, read by the thread

@@ -8,7 +8,6 @@ write those tables itself, so the export never depends on the fork.  The files a
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,9 +15,10 @@ from pathlib import Path
 import orjson
 
 from openmsprof.config.errors import PathError, StorageError
+from openmsprof.export.fork_worker import ForkWorker, fork_allowed
 from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof.tables import Table, write_table
-from openmsprof.export.msprof.trace_fork import _die_with, kill_child
+from openmsprof.fileio import fs
 
 #: The tables the child writes when no task pass is given (about half of the work of a
 #: task-heavy job); with CSV the child runs :mod:`summary_task_pass` instead.
@@ -39,8 +39,8 @@ TaskPass = Callable[[JobDB], dict[str, list[Path]]]
 
 
 def want_fork(db: JobDB) -> bool:
-    """Two or more CPUs, a single-threaded caller (fork is safe), a big TASK table."""
-    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2 or threading.active_count() > 1:
+    """The fork policy allows it (:func:`fork_allowed`) and the TASK table is big."""
+    if not fork_allowed():
         return False
     if "TASK" not in db.tables:
         return False
@@ -51,30 +51,22 @@ def want_fork(db: JobDB) -> bool:
 class SummaryChild:
     """A forked child writing ``producers``' tables into ``out_dir``."""
 
-    def __init__(self, pid: int, fd: int, out_dir: Path) -> None:
-        self.pid, self.fd, self.out_dir = pid, fd, out_dir
+    def __init__(self, worker: ForkWorker, out_dir: Path) -> None:
+        self.worker, self.out_dir = worker, out_dir
 
     @classmethod
     def start(cls, db: JobDB, out_dir: Path, fmt: str, producers: dict[str, Producer],
-              task_pass: TaskPass | None = None) -> SummaryChild:
-        """``task_pass``: run first, its written paths by name join the producers' tables'."""
+              task_pass: TaskPass | None = None) -> SummaryChild | None:
+        """``task_pass``: run first, its written paths by name join the producers' tables'.
+        None: no child (the fork policy refused, or the fork failed)."""
         db.strings  # noqa: B018 - the string cache, built once before the fork, for both
-        r, w = os.pipe()
-        parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child (its files are checked by the tests)
-            os.close(r)
-            _die_with(parent)
-            _child_main(db, out_dir, fmt, producers, w, task_pass)
-        os.close(w)
-        return cls(pid, r, out_dir)
+        worker = ForkWorker.start(lambda w: _child_main(db, out_dir, fmt, producers, w, task_pass))
+        return None if worker is None else cls(worker, out_dir)
 
     def finish(self) -> dict[str, list[Path]] | None:
         """Wait for the child; its written paths per table name, or None when it failed (the
         caller writes those tables itself)."""
-        with os.fdopen(self.fd, "rb") as pipe:
-            data = pipe.read()
-        _pid, status = os.waitpid(self.pid, 0)
+        data, code = self.worker.result()
         try:
             msg = orjson.loads(data) if data else {}
         except orjson.JSONDecodeError:
@@ -84,19 +76,19 @@ class SummaryChild:
         exc = _ERRORS.get(str(msg.get("error")))
         if exc is not None:
             raise exc(str(msg.get("message")))
-        if os.waitstatus_to_exitcode(status) != 0 or "paths" not in msg:
-            for tmp in self.out_dir.glob(f".*.{self.pid}.tmp"):  # a killed child's partial files
+        if code != 0 or "paths" not in msg:
+            for tmp in self.out_dir.glob(f".*.{self.worker.pid}.tmp"):  # a killed child's partial files
                 tmp.unlink(missing_ok=True)
             return None
         return {str(k): [Path(p) for p in v] for k, v in msg["paths"].items()}
 
     def cancel(self) -> None:
         """Stop the child (the parent failed)."""
-        kill_child(self.pid, self.fd)
+        self.worker.kill()
 
 
 def _child_main(db: JobDB, out_dir: Path, fmt: str, producers: dict[str, Producer],
-                fd: int, task_pass: TaskPass | None) -> None:  # pragma: no cover - runs in the child
+                fd: int, task_pass: TaskPass | None) -> int:  # pragma: no cover - runs in the child
     msg: dict[str, object]
     status = 1
     try:
@@ -113,10 +105,8 @@ def _child_main(db: JobDB, out_dir: Path, fmt: str, producers: dict[str, Produce
         msg = {"error": type(exc).__name__, "message": str(exc)}
     except BaseException as exc:
         msg = {"error": "", "message": str(exc)}
-    try:
-        os.write(fd, orjson.dumps(msg))
-    finally:
-        os._exit(status)
+    fs.write_all(fd, orjson.dumps(msg))
+    return status
 
 
 class TableThread:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import gc
 import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from openmsprof.config.errors import ConfigError, RawDataError
+from openmsprof.export.fork_worker import fork_allowed
 from openmsprof.export.jobdb import DB_ERRORS, JobDB, open_job
 from openmsprof.export.msprof import trace_device as device
 from openmsprof.export.msprof import trace_passes as passes
@@ -95,7 +95,7 @@ def _want_fork(db: JobDB, parallel: bool | None, max_bytes: int | None) -> bool:
         return False
     if parallel:
         return True
-    if (os.cpu_count() or 1) < 2 or threading.active_count() > 1 or "TASK" not in db.tables:
+    if not fork_allowed() or "TASK" not in db.tables:
         return False
     (rows,) = db.conn.execute("SELECT MAX(rowid) FROM TASK").fetchone()
     return (rows or 0) >= FORK_MIN_TASKS

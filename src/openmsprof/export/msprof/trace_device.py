@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from openmsprof.export.fmt import INVALID
 from openmsprof.export.msprof import trace_loops as loops
+from openmsprof.export.msprof.trace_context import PassContext
 from openmsprof.export.msprof.trace_layout import (
     DEVICE_FIRST_LANE_TID,
     SORT_DEVICE,
@@ -20,7 +21,6 @@ from openmsprof.export.msprof.trace_layout import (
     templates,
     thread_meta,
 )
-from openmsprof.export.msprof.trace_passes import PassContext
 from openmsprof.export.msprof.trace_writer import TraceWriter
 
 

@@ -12,14 +12,13 @@ so the export never depends on the fork.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
 from pathlib import Path
 
 import orjson
 
 from openmsprof.config.errors import PathError, StorageError
+from openmsprof.export.fork_worker import ForkWorker
 from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof import trace_device, trace_passes
 from openmsprof.export.msprof.naming import timeline_file
@@ -71,8 +70,8 @@ class BodySink(TraceWriter):
 class DeviceChild:
     """A forked child running :func:`trace_device.write_device` for one device."""
 
-    def __init__(self, pid: int, fd: int, body: Path, starts: Path | None) -> None:
-        self.pid, self.fd, self.body, self.starts = pid, fd, body, starts
+    def __init__(self, worker: ForkWorker, body: Path, starts: Path | None) -> None:
+        self.worker, self.body, self.starts = worker, body, starts
 
     @property
     def fused(self) -> bool:
@@ -81,9 +80,10 @@ class DeviceChild:
 
     @classmethod
     def start(cls, ctx: trace_passes.PassContext, dev: int, out_dir: Path,
-              fused: bool = False) -> DeviceChild:
+              fused: bool = False) -> DeviceChild | None:
         """Fork the child.  ``fused`` needs every API thread's tid in ``ctx`` already
-        (:func:`trace_passes.prepare_apis` with ``all_threads``)."""
+        (:func:`trace_passes.prepare_apis` with ``all_threads``).  None: no child (the fork
+        policy refused, or the fork failed)."""
         ctx.db.json_strings  # noqa: B018 - the caches, built once before the fork, for both
         tmp = f"{os.getpid()}.tmp"
         body = out_dir / f".msprof_{dev}.body.{tmp}"
@@ -91,23 +91,14 @@ class DeviceChild:
         for path in (body, starts):
             if path is not None:
                 path.unlink(missing_ok=True)
-        r, w = os.pipe()
-        parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child (covered by the fork tests)
-            os.close(r)
-            _die_with(parent)
-            _child_main(ctx, dev, body, starts, w)
-        os.close(w)
-        return cls(pid, r, body, starts)
+        worker = ForkWorker.start(lambda w: _child_main(ctx, dev, body, starts, w))
+        return None if worker is None else cls(worker, body, starts)
 
     def finish(self, w: TraceWriter, take_starts: bool = True) -> bool:
         """Wait for the child and merge its output into ``w`` (its ``s`` ends only when
         ``take_starts``).  False: the child failed for a reason other than storage, nothing was
         merged, and the caller runs the pass itself."""
-        with os.fdopen(self.fd, "rb") as pipe:
-            data = pipe.read()
-        os.waitpid(self.pid, 0)
+        data, _code = self.worker.result()
         try:
             msg = orjson.loads(data) if data else {"error": "", "message": "child died"}
             if not isinstance(msg, dict):
@@ -131,7 +122,7 @@ class DeviceChild:
 
     def cancel(self) -> None:
         """Stop the child (the parent failed) and remove its body files."""
-        kill_child(self.pid, self.fd)
+        self.worker.kill()
         self._remove()
 
     def _remove(self) -> None:
@@ -140,31 +131,8 @@ class DeviceChild:
                 path.unlink(missing_ok=True)
 
 
-def kill_child(pid: int, fd: int) -> None:
-    """SIGKILL a forked child, reap it and close the parent's end of its pipe (both may be gone)."""
-    try:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    except (ProcessLookupError, ChildProcessError):
-        pass
-    try:
-        os.close(fd)
-    except OSError:
-        pass
-
-
-def _die_with(parent: int) -> None:  # pragma: no cover - runs in the child
-    """Linux: have the kernel kill the child if the exporter dies, so no orphan keeps writing."""
-    try:
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:  # the exporter died before that took effect
-        os._exit(0)
-
-
 def _child_main(parent: trace_passes.PassContext, dev: int, body: Path, starts: Path | None,
-                fd: int) -> None:  # pragma: no cover - runs in the child
+                fd: int) -> int:  # pragma: no cover - runs in the child
     msg: dict[str, object]
     try:
         db = parent.db
@@ -186,7 +154,5 @@ def _child_main(parent: trace_passes.PassContext, dev: int, body: Path, starts: 
         msg = {"error": type(exc).__name__, "message": str(exc)}
     except BaseException as exc:  # reported; the parent then runs the pass itself
         msg = {"error": "", "message": repr(exc)}
-    try:
-        fs.write_all(fd, orjson.dumps(msg))
-    finally:
-        os._exit(0)
+    fs.write_all(fd, orjson.dumps(msg))
+    return 0

@@ -18,7 +18,7 @@ from openmsprof.export.msprof.trace_layout import Lanes, templates
 from openmsprof.recorder.records import API_LEVEL_NAMES, ApiLevel
 
 if TYPE_CHECKING:
-    from openmsprof.export.msprof.trace_passes import PassContext
+    from openmsprof.export.msprof.trace_context import PassContext
     from openmsprof.export.msprof.trace_writer import TraceWriter
 
 _MASK32 = 0xFFFFFFFF

@@ -68,11 +68,6 @@ METRIC_NAMES: dict[str, str] = {v: k for k, v in vars(AiCMetrics).items() if k[0
 METRIC_VALUES: dict[str, str] = {k: v for v, k in METRIC_NAMES.items()}
 
 
-def level_rank(level: str) -> int:
-    """-1 for Level_none, else the level number."""
-    return LEVELS.index(level) - 1 if level in LEVELS else 0
-
-
 def device_backend() -> str:
     """What the NPU activity maps to here: ``CUDA`` when torch sees a GPU, else ``none``."""
     try:

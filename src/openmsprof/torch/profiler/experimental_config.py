@@ -138,11 +138,3 @@ class _ExperimentalConfig:
             "_sys_interconnection": self._sys_interconnection,
         }
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> _ExperimentalConfig:
-        """Rebuild from a profiler_info ``experimental_config`` block (offline analyse)."""
-        return cls(profiler_level=d.get("_profiler_level", "Level0"),
-                   aic_metrics=d.get("_aic_metrics", AiCMetrics.AiCoreNone),
-                   msprof_tx=bool(d.get("_msprof_tx", False)),
-                   data_simplification=bool(d.get("_data_simplification", True)),
-                   export_type=d.get("_export_type", ["text"]) or ["text"])
