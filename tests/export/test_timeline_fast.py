@@ -144,7 +144,8 @@ def test_killed_child_is_reported_and_cleaned_up(big: Path, tmp_path: Path) -> N
         w = TraceWriter(out, 0, safe=True, base_ns=BASE_NS)
         ctx = trace_passes.PassContext(db, w, Style(True, BASE_NS, PID), -(1 << 63), 1 << 62)
         child = DeviceChild.start(ctx, 0, out)
-        os.kill(child.pid, signal.SIGKILL)
+        assert child is not None
+        os.kill(child.worker.pid, signal.SIGKILL)
         assert child.finish(w) is False  # the caller then runs the pass itself
         assert w.events == 0 and not child.body.exists()
         w.abort()
