@@ -326,6 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as t:
         os.chdir(t)  # a mutated config's relative output ("-5", "inf") lands here, not in the checkout
+        # a missing acl.json output falls back to the executable's directory (seed 002): make
+        # that the temp dir too, not tests/hostile/ in the checkout
+        sys.argv[0] = str(Path(t) / "fuzz_app.py")
         failures = fuzz_configs(args.configs, args.seed, args.case_timeout, Path(t) / "cfg")
         failures += fuzz_jobs(args.jobs, args.seed, args.case_timeout, Path(t))
     peak_mb = _peak_rss_mb()
