@@ -4,8 +4,11 @@ and the µs texts equal orjson's."""
 
 from __future__ import annotations
 
+import pickle
 import random
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -96,17 +99,31 @@ def _serial_state(path: Path) -> tuple[object, ...]:
     return cols.state()
 
 
+def _two_process_read(trace: Path, out: Path) -> tuple[tuple[object, ...], int | None]:
+    """``split_read.read`` in a fresh interpreter: the fork policy (export/fork_worker.py) refuses
+    in a process where other threads run, as this test process's torch runs leave some."""
+    code = (
+        "import pickle, sys\n"
+        "from pathlib import Path\n"
+        "from openmsprof.export.ascend_pt import split_read\n"
+        "split_read.MIN_BYTES = 0\n"
+        "done = split_read.read(Path(sys.argv[1]))\n"
+        "assert done is not None, 'the two-process read fell back'\n"
+        "Path(sys.argv[2]).write_bytes(pickle.dumps((done[0].state(), done[1])))\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(trace), str(out)], check=True, timeout=600)
+    state, base = pickle.loads(out.read_bytes())
+    return state, base
+
+
 def test_two_process_read_gives_the_serial_columns_and_outputs(rank_dir: Path, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     serial = _copy(rank_dir, tmp_path / "s")
     export(serial, parallel=False)
-    monkeypatch.setattr(split_read, "MIN_BYTES", 0)
     split = kineto_reader.TraceReader(serial / TRACE).split_point()
     assert split is not None and (serial / TRACE).read_bytes()[split:split + 9] == b"\n  },\n  {"
-    done = split_read.read(serial / TRACE)
-    assert done is not None
-    cols, base = done
-    state, want = cols.state(), _serial_state(serial / TRACE)
+    state, base = _two_process_read(serial / TRACE, tmp_path / "state.pickle")
+    want = _serial_state(serial / TRACE)
     reader = kineto_reader.TraceReader(serial / TRACE)
     list(reader.chunks())
     assert base == reader.base_ns
