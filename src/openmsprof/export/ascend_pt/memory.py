@@ -170,7 +170,9 @@ def write_csvs(out: Path, m: Memory) -> list[str]:
     for t, x, y, z, g in zip(ts, *mb, tags, strict=True):
         records += [[COMPONENT, t, x, y, z, NA, g], [COMBINED, t, x, y, z, NA, g]]
     text.write_stream(out / "memory_record.csv", [_csv(MEMORY_RECORD, records)])
-    module = [[max(d, 0), COMPONENT, t, y, g]
+    # fixed 6 decimals (1 byte ≈ 1e-6 MB), no exponent: the plugin finds the peak by comparing
+    # the cells as strings, which agrees with the numbers while they have as many integer digits
+    module = [[max(d, 0), COMPONENT, t, f"{y:.6f}", g]
               for d, t, y, g in zip(m.dev_id.tolist(), ts, mb[1], tags, strict=True)]
     text.write_stream(out / "npu_module_mem.csv", [_csv(MODULE_MEM, module)])
     raw = m.ts.tolist()
