@@ -85,6 +85,8 @@ def fit(ts: np.ndarray, dur: np.ndarray, track: np.ndarray, priority: np.ndarray
             out.lanes[t] = t & ((1 << shift) - 1)
         out.moved += len(moved) if lane == 0 else 0
         pending = moved
+    cut = np.asarray(dur, np.int64) - out.dur
+    out.shortened, out.shortened_ns = int(np.count_nonzero(cut)), int(cut.sum())
     return out
 
 
@@ -112,14 +114,14 @@ def _sweep(ts: np.ndarray, img: np.ndarray, out: Fitted, idx: np.ndarray, priori
                 break
             p = stack[-1]
             if tt[e] + du[e] <= tt[p] + du[p]:  # truly nested: end at the parent's end
-                _shorten(out, du, e, im[p] + du[p] - s)
+                _shorten(du, e, im[p] + du[p] - s)
                 break
             if tt[e] >= tt[p] + du[p]:  # truly after it: the parent ends where this starts
-                _shorten(out, du, p, s - im[p])
+                _shorten(du, p, s - im[p])
                 stack.pop()
                 continue
             if last:  # a true partial overlap with no lane left
-                _shorten(out, du, e, im[p] + du[p] - s)
+                _shorten(du, e, im[p] + du[p] - s)
                 break
             if pr[p] < pr[e]:
                 moved.append(p)
@@ -134,12 +136,8 @@ def _sweep(ts: np.ndarray, img: np.ndarray, out: Fitted, idx: np.ndarray, priori
     return np.asarray(sorted(moved), np.int64)
 
 
-def _shorten(out: Fitted, du: list[int], j: int, new: int) -> None:
-    new = max(new, 0)
-    if new < du[j]:
-        out.shortened += 1
-        out.shortened_ns += du[j] - new
-        du[j] = new
+def _shorten(du: list[int], j: int, new: int) -> None:
+    du[j] = max(min(new, du[j]), 0)
 
 
 @dataclass
