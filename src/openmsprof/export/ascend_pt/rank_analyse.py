@@ -20,6 +20,7 @@ from openmsprof.export.ascend_pt import (
     framework,
     kernel_job,
     memory,
+    npu_records,
     trace_split,
     trace_view,
 )
@@ -79,6 +80,7 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
     types = exp.get("_export_type") or ["text"]
     types = [types] if isinstance(types, str) else types
     fw = framework.load(rank_dir, info, parallel=parallel)
+    npu_records.write(rank_dir, fw, info)  # torch_npu's raw records beside the Kineto trace
     ov = Overlap(fw)
     extra = Extras(rank_dir, fw, rank if rank is not None else _rank_id(info), level,
                    common.get("profile_memory") is True)
