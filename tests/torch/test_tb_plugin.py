@@ -13,9 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from tests.torch.conftest import Trainer, rank_dirs
+from tests.torch.test_msprof_analyze import _train  # its 2-rank gloo run
 
 pytest.importorskip("torch_tb_profiler", reason="torch-tb-profiler-ascend not installed (dev extra)")
 tp = pytest.importorskip("openmsprof.torch.profiler")
@@ -83,3 +85,17 @@ def test_memory_view_total_curve_and_component_peak(run: Path, tmp_path: Path) -
     ((name, value),) = w["component_peak"]["CPU"]
     assert name == "PTA" and value == pytest.approx(peak, abs=1e-6)
     assert w["memory_events"] == len(_rows(rank / OUT / "operator_memory.csv")) > 0
+
+
+def test_two_ranks_fill_the_distributed_view(tmp_path: Path) -> None:
+    (tmp_path / "two").mkdir()
+    runs = _train(tmp_path / "two", 2)
+    doc = _load(runs, tmp_path)
+    assert set(doc["views"]) == {"Operator", "Kernel", "Trace", "Distributed"}
+    assert len(doc["workers"]) == 2
+    dist = doc["distributed"]
+    # per step: each rank's computation / overlap / communication / other; wait and transfer
+    # per rank; and one row per collective kind
+    assert dist["overlap"] > 0 and dist["wait"] > 0 and dist["comm_ops"] > 0
+    comm = orjson.loads((rank_dirs(runs)[0] / OUT / "communication.json").read_bytes())
+    assert comm
