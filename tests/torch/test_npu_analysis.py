@@ -1,7 +1,8 @@
 """torch_npu 2.14's own offline analysis (the reference parser, its pure-Python ``analysis`` from
 the wheel with the stand-in of tests/torch/npu_analysis.py) reads our raw ``FRAMEWORK/`` records
-(``torch.op_range``, export/ascend_pt/npu_records.py) and rebuilds operator_details.csv and
-trace_view.json with our operators: the same rows, names, start times and host times."""
+(``torch.op_range``, ``torch.python_tracer_*``: export/ascend_pt/npu_records.py) and rebuilds
+operator_details.csv and trace_view.json with our operators and Python functions: the same rows,
+names, start times and host times."""
 
 from __future__ import annotations
 
@@ -98,3 +99,18 @@ def test_trace_view_rebuilt_with_our_operators(dirs: tuple[Path, Path]) -> None:
     da = sorted((e["name"], e["ts"], float(e["dur"])) for e in a)
     db = sorted((e["name"], e["ts"], float(e["dur"])) for e in b)
     assert all(0 <= y[2] - x[2] < 0.5 for x, y in zip(da, db, strict=True))
+
+
+def test_python_functions_rebuilt_from_the_tracer_records(dirs: tuple[Path, Path]) -> None:
+    ours, theirs = dirs
+    assert (theirs / "FRAMEWORK" / "torch.python_tracer_func").stat().st_size % 33 == 0
+
+    def py(d: Path) -> list[dict]:
+        return [e for e in orjson.loads((d / OUT / "trace_view.json").read_bytes())
+                if e.get("ph") == "X" and e.get("cat") == "python_function"]
+
+    a, b = py(ours), py(theirs)
+    assert len(a) == len(b) > 100
+    assert Counter((e["name"], e["ts"]) for e in a) == Counter((e["name"], e["ts"]) for e in b)
+    dur = {(e["name"], e["ts"]): float(e["dur"]) for e in a}
+    assert all(abs(float(e["dur"]) - dur[(e["name"], e["ts"])]) < 0.5 for e in b)

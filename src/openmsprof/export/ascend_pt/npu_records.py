@@ -11,8 +11,15 @@ reads when ``start_info.syscnt_enable`` is false: monotonic ns, which it turns i
 by adding ``end_info.collectionTimeEnd - end_info.MonotonicTimeEnd`` of profiler_info.json, so
 the analysis sees our operators at exactly our timestamps.
 
-Allocator events (``torch.memory_usage``) and the Python tracer's records are not written: the
-memory views and Python functions stay in our own outputs (docs/formats.md).
+``torch.python_tracer_func`` / ``torch.python_tracer_hash`` (with_stack): the Python tracer's
+call and return events, fixed 33-byte records ``<4QB`` (time, tid, pid, name key, tag: 0 Python
+call, 1 Python return, 2 C call, 3 C return), and the key → name TLV records (constant ``<Q``
+key, field 1 the name).  torch_npu replays them per thread with a stack after a stable sort by
+time, so each thread's events are written in replay order: a frame's return before any call that
+starts at or after its end.
+
+Allocator events (``torch.memory_usage``) are not written: the memory views stay in our own
+outputs (docs/formats.md).
 """
 
 from __future__ import annotations
@@ -26,10 +33,17 @@ import numpy as np
 from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.fileio import fs
 
-__all__ = ["OP_RANGE", "local_offset_ns", "op_range_bytes", "write"]
+__all__ = ["OP_RANGE", "PY_FUNC", "PY_HASH", "local_offset_ns", "op_range_bytes", "python_tracer_bytes",
+           "write"]
 
 OP_RANGE = "torch.op_range"
+PY_FUNC = "torch.python_tracer_func"
+PY_HASH = "torch.python_tracer_hash"
+_PY_EVENT = struct.Struct("<4QB")  # 33 bytes
+_PY_KEY = struct.Struct("<Q")
+_PY_CALL, _PY_RETURN, _C_CALL, _C_RETURN = 0, 1, 2, 3
 _TORCH_OP_TAG = 1
+_HASH_RECORD = 8  # FileTag.PYTHON_TRACER_HASH
 _OP_CONST = struct.Struct("<3q4QB?")  # 58 bytes
 _FIELD = struct.Struct("<HI")
 _NAME, _DTYPES, _SHAPES, _STACK = 2, 3, 4, 8
@@ -70,10 +84,51 @@ def op_range_bytes(fw: Framework, offset_ns: int) -> bytes:
     return b"".join(out)
 
 
+def python_tracer_bytes(fw: Framework, offset_ns: int) -> tuple[bytes, bytes]:
+    """(``torch.python_tracer_func``, ``torch.python_tracer_hash``) of the Python functions."""
+    cols = fw.cols
+    names = cols.py_names.items
+    builtin = [n.startswith("<built-in") for n in names]
+    values = [_PY_KEY.pack(k) + _field(1, n) for k, n in enumerate(names)]
+    hashes = [_FIELD.pack(_HASH_RECORD, len(v)) + v for v in values]
+    order = np.lexsort((-cols.py_dur, cols.py_ts, cols.py_tid))
+    start = (cols.py_ts - offset_ns).tolist()
+    end = (cols.py_ts + cols.py_dur - offset_ns).tolist()
+    tids, codes, pid = cols.py_tid.tolist(), cols.py_name.tolist(), fw.pid
+    out: list[bytes] = []
+    stack: list[int] = []
+    cur = None
+
+    def ret(j: int) -> None:
+        tag = _C_RETURN if builtin[codes[j]] else _PY_RETURN
+        out.append(_PY_EVENT.pack(max(end[j], start[j]), tids[j], pid, codes[j], tag))
+
+    for i in order.tolist():
+        if tids[i] != cur:
+            while stack:
+                ret(stack.pop())
+            cur = tids[i]
+        while stack and end[stack[-1]] <= start[i]:
+            ret(stack.pop())
+        if stack and end[i] > end[stack[-1]]:  # a frame the tracer saw outlive its caller: end with it
+            end[i] = end[stack[-1]]
+        out.append(_PY_EVENT.pack(start[i], tids[i], pid, codes[i], _C_CALL if builtin[codes[i]] else _PY_CALL))
+        stack.append(i)
+    while stack:
+        ret(stack.pop())
+    return b"".join(out), b"".join(hashes)
+
+
 def write(rank_dir: Path, fw: Framework, info: dict[str, Any]) -> list[str]:
     """Write the raw records into ``rank_dir/FRAMEWORK`` (next to the Kineto trace); the names."""
     framework_dir = rank_dir / "FRAMEWORK"
     if not framework_dir.is_dir() or framework_dir.is_symlink() or not fw.n_ops:
         return []
-    fs.write_file_atomic(framework_dir / OP_RANGE, op_range_bytes(fw, local_offset_ns(info)))
-    return [OP_RANGE]
+    offset = local_offset_ns(info)
+    fs.write_file_atomic(framework_dir / OP_RANGE, op_range_bytes(fw, offset))
+    if not len(fw.cols.py_ts):
+        return [OP_RANGE]
+    func, hashes = python_tracer_bytes(fw, offset)
+    fs.write_file_atomic(framework_dir / PY_FUNC, func)
+    fs.write_file_atomic(framework_dir / PY_HASH, hashes)
+    return [OP_RANGE, PY_FUNC, PY_HASH]
