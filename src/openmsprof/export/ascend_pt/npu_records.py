@@ -18,8 +18,8 @@ key, field 1 the name).  torch_npu replays them per thread with a stack after a 
 time, so each thread's events are written in replay order: a frame's return before any call that
 starts at or after its end.
 
-Allocator events (``torch.memory_usage``) are not written: the memory views stay in our own
-outputs (docs/formats.md).
+Allocator events (``torch.memory_usage``) are not written: torch_npu keeps only NPU (device type
+20) records and ours are the CPU allocator's (docs/formats.md).
 """
 
 from __future__ import annotations
