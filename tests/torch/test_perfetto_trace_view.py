@@ -47,6 +47,9 @@ def test_every_event_is_a_slice_and_every_flow_a_flow(trace: Path) -> None:
     assert flows == ph["s"] == ph["f"] > 0
     ids = [e["id"] for e in events if e["ph"] == "s" and e["name"] == "torch_to_npu"]
     assert len(ids) == len(set(ids)) and all(int(i) < 2**53 for i in ids)
+    # msprof-analyze's advisor keys flows by id alone: torch_to_npu and HostToDevice ids apart
+    h2d = {e["id"] for e in events if e["ph"] == "s" and e["name"].startswith("HostToDevice")}
+    assert h2d and not h2d & set(ids)
     # every cpu_op keeps its thread: only Python functions move to an overflow lane
     tids = {e["tid"] for e in events if e["ph"] == "X" and e.get("cat") == "cpu_op"}
     lanes = {e["tid"] for e in events if e["ph"] == "X" and e.get("cat") == "python_function"} - tids

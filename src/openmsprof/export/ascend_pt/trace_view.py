@@ -22,7 +22,7 @@ from openmsprof.export.ascend_pt.perfetto_fit import TraceFit, fit_trace
 from openmsprof.export.ascend_pt.text import chunks, fill, short_ok, split_us, ts_text
 
 HOST_DEV = 31
-__all__ = ["HOST_DEV", "Layout", "enc_pid", "events", "fitted", "step_of", "ts_text", "write"]
+__all__ = ["HOST_DEV", "TO_NPU_ID_BASE", "Layout", "enc_pid", "events", "fitted", "step_of", "ts_text", "write"]
 
 _OP = b'{"ph":"X","name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"cat":"cpu_op","args":%b}'
 _PY = b'{"ph":"X","name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"cat":"python_function","args":{}}'
@@ -181,13 +181,18 @@ def _flows(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
                           cols.flow_id[j].tolist(), cols.flow_tid[j].tolist(), q, r])
 
 
+#: torch_to_npu flow ids start here: exact as a double (< 2^53) and apart from the HostToDevice
+#: ids ``connectionId << 32 | n`` (below 2^52 while there are fewer than 2^20 APIs)
+TO_NPU_ID_BASE = 1 << 52
+
+
 def flow_ids(ts: np.ndarray) -> list[bytes]:
-    """torch_to_npu flow ids: the kernel's index in the rank as a string.  torch_npu spells the
-    kernel's start in ns (19 digits); readers pair ``s`` and ``f`` by the text, but Perfetto reads
-    the id as a double, so starts closer than 256 ns collided there (``flow_duplicate_id``).
-    An index is unique and exact below 2^53 (docs/formats.md, "Perfetto reads the Ascend
-    spelling")."""
-    return [b"%d" % i for i in range(len(ts))]
+    """torch_to_npu flow ids: ``TO_NPU_ID_BASE`` + the kernel's index in the rank, as a string.
+    torch_npu spells the kernel's start in ns (19 digits); readers pair ``s`` and ``f`` by the
+    text, but Perfetto reads the id as a double, so starts closer than 256 ns collided there
+    (``flow_duplicate_id``).  msprof-analyze's advisor keys every flow by id alone, hence the
+    base (docs/formats.md, "Perfetto reads the Ascend spelling")."""
+    return [b"%d" % (TO_NPU_ID_BASE + i) for i in range(len(ts))]
 
 
 def _kernels(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
