@@ -50,4 +50,8 @@ def main(dest: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    try:
+        main(Path(sys.argv[1]))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, subprocess.SubprocessError) as exc:
+        # no stamp: make tries again next time; meanwhile those tests skip, naming the target
+        print(f"warning: reference clients not fetched ({exc}); their tests will be skipped", file=sys.stderr)
