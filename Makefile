@@ -22,6 +22,12 @@ $(TF215)/.installed: pyproject.toml
 	$(TF215)/bin/pip install -q -e .
 	touch $(TF215)/.installed
 
+# Reference clients the tests run against (Perfetto's trace_processor_shell, torch_npu's analysis),
+# fetched once here, never while the tests run (tests/fetch_refclients.py).
+REF := $(VENV)/refclients
+$(REF)/.installed: tests/fetch_refclients.py $(STAMP)
+	$(BIN)/python tests/fetch_refclients.py $(REF)
+
 demo: $(STAMP)
 	$(BIN)/python -m openmsprof demo
 
@@ -31,7 +37,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: $(STAMP) $(TF215)/.installed
+test: $(STAMP) $(TF215)/.installed $(REF)/.installed
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider

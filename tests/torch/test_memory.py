@@ -53,16 +53,32 @@ def _us(cell: str) -> int:
 
 def test_memory_record_has_every_allocator_event(mem_run: Path) -> None:
     events = _kineto_memory(mem_run)
-    header, rows = read_csv(mem_run / "ASCEND_PROFILER_OUTPUT" / "memory_record.csv")
+    header, both = read_csv(mem_run / "ASCEND_PROFILER_OUTPUT" / "memory_record.csv")
     assert header == MEMORY_RECORD
-    assert len(rows) == len(events) > 0
-    assert {r["Component"] for r in rows} == {"PTA"}
+    # torch_npu's order: each PTA row is followed by its PTA+GE row (no GE on a CPU: same totals)
+    rows, combined = both[0::2], both[1::2]
+    assert len(rows) == len(combined) == len(events) > 0
+    assert {r["Component"] for r in rows} == {"PTA"} and {r["Component"] for r in combined} == {"PTA+GE"}
+    assert [{**r, "Component": "PTA"} for r in combined] == rows
     assert {r["Device Type"] for r in rows} == {"CPU"}
     ts = [_us(r["Timestamp(us)"]) for r in rows]
     assert ts == sorted(ts)
     mb = sorted(round(float(r["Total Allocated(MB)"]) * 1024 * 1024) for r in rows)
     assert mb == sorted(e["Total Allocated"] for e in events)
     assert all(float(r["Total Active(MB)"]) == float(r["Total Allocated(MB)"]) for r in rows)
+
+
+def test_npu_module_mem_is_the_pta_components_reserved_memory(mem_run: Path) -> None:
+    events = _kineto_memory(mem_run)
+    header, rows = read_csv(mem_run / "ASCEND_PROFILER_OUTPUT" / "npu_module_mem.csv")
+    assert header == ["Device_id", "Component", "Timestamp(us)", "Total Reserved(MB)", "Device"]
+    assert len(rows) == len(events) > 0 and {r["Component"] for r in rows} == {"PTA"}
+    _h, record = read_csv(mem_run / "ASCEND_PROFILER_OUTPUT" / "memory_record.csv")
+    pta = [r for r in record if r["Component"] == "PTA"]
+    assert [(r["Timestamp(us)"], float(r["Total Reserved(MB)"])) for r in rows] == \
+        [(r["Timestamp(us)"], round(float(r["Total Reserved(MB)"]), 6)) for r in pta]
+    assert max(float(r["Total Reserved(MB)"]) for r in rows) * 1024 * 1024 == \
+        pytest.approx(max(e["Total Allocated"] for e in events), abs=1)
 
 
 def test_operator_memory_one_row_per_allocation(mem_run: Path) -> None:
@@ -115,7 +131,7 @@ def test_no_memory_files_without_profile_memory_nor_comm_without_collectives(
     out = _run(tmp_path / "plain", trainer, memory=False) / "ASCEND_PROFILER_OUTPUT"
     names = {p.name for p in out.iterdir()}
     assert "trace_view.json" in names
-    assert not names & {"memory_record.csv", "operator_memory.csv", "communication.json",
+    assert not names & {"memory_record.csv", "operator_memory.csv", "npu_module_mem.csv", "communication.json",
                         "communication_matrix.json"}
     con = sqlite3.connect(out / "ascend_pytorch_profiler_0.db")
     try:

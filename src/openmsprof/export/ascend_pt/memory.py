@@ -2,7 +2,10 @@
 MEMORY_RECORD / OP_MEMORY rows of the DB export (bytes, ns), from Kineto's ``[memory]`` events.
 
 Each allocator event is a row of memory_record (component ``PTA``, as torch_npu names the framework
-allocator).  An allocation (Bytes > 0) paired with the next free (Bytes < 0) of the same address on
+allocator), followed, as torch_npu writes it, by a ``PTA+GE`` row: the PTA totals plus the latest GE
+(graph engine) totals, and there is no GE on a CPU, so the same numbers (the TensorBoard Ascend
+plugin draws its total curve from these rows).  ``npu_module_mem.csv`` holds the reserved memory of
+each component over time (the plugin's "Component Peak Memory"): here the one component, ``PTA``.  An allocation (Bytes > 0) paired with the next free (Bytes < 0) of the same address on
 the same device is a row of operator_memory, named after the innermost operator running on the
 allocating thread at that moment (torch_npu's rule); an allocation never freed in the window has
 empty release cells; a free whose allocation precedes the window is not a row.
@@ -32,6 +35,8 @@ OPERATOR_MEMORY = ["Name", "Size(KB)", "Allocation Time(us)", "Release Time(us)"
                    "Allocation Total Reserved(MB)", "Allocation Total Active(MB)", "Release Total Allocated(MB)",
                    "Release Total Reserved(MB)", "Release Total Active(MB)", "Stream Ptr", "Device Type"]
 COMPONENT = "PTA"
+COMBINED = "PTA+GE"
+MODULE_MEM = ["Device_id", "Component", "Timestamp(us)", "Total Reserved(MB)", "Device"]
 NA = "N/A"
 _MB = 1024.0 * 1024.0
 #: c10::DeviceType values Kineto writes as "Device Type".
@@ -156,12 +161,20 @@ def _csv(header: list[str], rows: list[list[object]]) -> bytes:
 
 
 def write_csvs(out: Path, m: Memory) -> list[str]:
-    """memory_record.csv (every allocator event) and operator_memory.csv (one row per allocation)."""
+    """memory_record.csv (every allocator event: a PTA row and its PTA+GE row), npu_module_mem.csv
+    (the PTA component's reserved memory) and operator_memory.csv (one row per allocation)."""
     tags = _tags(m)
     mb = [(m.alloc / _MB).tolist(), (m.reserved / _MB).tolist(), (m.active / _MB).tolist()]
     ts = [_us(t) for t in m.ts.tolist()]
-    records: list[list[object]] = [[COMPONENT, t, x, y, z, NA, g] for t, x, y, z, g in zip(ts, *mb, tags, strict=True)]
+    records: list[list[object]] = []
+    for t, x, y, z, g in zip(ts, *mb, tags, strict=True):
+        records += [[COMPONENT, t, x, y, z, NA, g], [COMBINED, t, x, y, z, NA, g]]
     text.write_stream(out / "memory_record.csv", [_csv(MEMORY_RECORD, records)])
+    # fixed 6 decimals (1 byte ≈ 1e-6 MB), no exponent: the plugin finds the peak by comparing
+    # the cells as strings, which agrees with the numbers while they have as many integer digits
+    module = [[max(d, 0), COMPONENT, t, f"{y:.6f}", g]
+              for d, t, y, g in zip(m.dev_id.tolist(), ts, mb[1], tags, strict=True)]
+    text.write_stream(out / "npu_module_mem.csv", [_csv(MODULE_MEM, module)])
     raw = m.ts.tolist()
     rows: list[list[object]] = []
     for name, size, a, f in zip(m.owner.tolist(), m.size.tolist(), m.a.tolist(), m.f.tolist(), strict=True):
@@ -173,7 +186,7 @@ def write_csvs(out: Path, m: Memory) -> list[str]:
         else:
             rows.append([name, size / 1024, ts[a], "", "", "", "", *alloc, "", "", "", NA, tags[a]])
     text.write_stream(out / "operator_memory.csv", [_csv(OPERATOR_MEMORY, rows)])
-    return ["memory_record.csv", "operator_memory.csv"]
+    return ["memory_record.csv", "npu_module_mem.csv", "operator_memory.csv"]
 
 
 def db_rows(m: Memory, intern: dict[str, int]) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from openmsprof.export import classify
-from openmsprof.export.ascend_pt import text
+from openmsprof.export.ascend_pt import nesting, text
 from openmsprof.export.ascend_pt.framework import CORES, Framework
 from openmsprof.export.ascend_pt.overlap import STEP_TRACE_HEADER, Overlap, step_rows
 from openmsprof.export.ascend_pt.text import chunks, csv_line, csv_texts, split_us
@@ -159,9 +159,18 @@ def _engine_texts(core: np.ndarray, dur: np.ndarray) -> tuple[list[bytes], list[
 
 
 def operator_details(path: Path, fw: Framework) -> None:
-    """One row per framework operator: host self/total, device (kernel) self/total time."""
-    ops = np.flatnonzero(~fw.op_annotation)
-    child, dev_self, dev_total = fw.op_times()
+    """One row per framework operator: host self/total, device (kernel) self/total time.  As in
+    torch_npu's OperatorViewParser every operator is a row but the ``ProfilerStep#N`` ranges:
+    record_function ranges (user annotations) too, nested like operators (docs/formats.md)."""
+    step = np.asarray([n.startswith("ProfilerStep#") for n in fw.names] or [False], bool)[fw.cols.op_name]
+    ops = np.flatnonzero(~step)
+    if bool((fw.op_annotation & ~step).any()):
+        every = np.ones(fw.n_ops, bool)
+        parent, depth = nesting.parents(fw.op_ts, fw.op_dur, fw.op_tid, every)
+        child, dev_self, dev_total = nesting.op_times(parent, depth, fw.op_dur, every, fw.kernels.op,
+                                                      fw.kernels.dur)
+    else:  # the steps only: the operators' own tree is the same
+        child, dev_self, dev_total = fw.op_times()
     names = csv_texts(fw.names)
     shp_t = csv_texts([s or NA for s, _t in fw.cols.shapes.items])
     stacks = [*csv_texts(fw.stacks), NA.encode()]  # code -1 → N/A

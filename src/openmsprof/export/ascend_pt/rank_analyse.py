@@ -20,6 +20,7 @@ from openmsprof.export.ascend_pt import (
     framework,
     kernel_job,
     memory,
+    npu_records,
     trace_split,
     trace_view,
 )
@@ -79,6 +80,7 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
     types = exp.get("_export_type") or ["text"]
     types = [types] if isinstance(types, str) else types
     fw = framework.load(rank_dir, info, parallel=parallel)
+    npu_records.write(rank_dir, fw, info)  # torch_npu's raw records beside the Kineto trace
     ov = Overlap(fw)
     extra = Extras(rank_dir, fw, rank if rank is not None else _rank_id(info), level,
                    common.get("profile_memory") is True)
@@ -94,6 +96,7 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
         lay.apis = extra.apis if level >= 1 else None
         lay.extra = overhead.trace_events(extra.overhead, trace_view.enc_pid(fw.pid, 8, trace_view.HOST_DEV),
                                           int(fw.op_ts.min()) if fw.n_ops else None)
+        trace_view.fitted(fw, ov, lay)  # before the fork: both halves write the same fit
         tv = out / "trace_view.json"
         pending = trace_split.start_tail(tv, fw, ov, lay) if parallel else None
         cpu = "ProfilerActivity.CPU" in common.get("activities", ["ProfilerActivity.CPU"])

@@ -18,10 +18,11 @@ import orjson
 from openmsprof.export.ascend_pt import cann, text
 from openmsprof.export.ascend_pt.framework import CORES, Framework
 from openmsprof.export.ascend_pt.overlap import Overlap
+from openmsprof.export.ascend_pt.perfetto_fit import TraceFit, fit_trace
 from openmsprof.export.ascend_pt.text import chunks, fill, short_ok, split_us, ts_text
 
 HOST_DEV = 31
-__all__ = ["HOST_DEV", "Layout", "enc_pid", "events", "step_of", "ts_text", "write"]
+__all__ = ["HOST_DEV", "TO_NPU_ID_BASE", "Layout", "enc_pid", "events", "fitted", "step_of", "ts_text", "write"]
 
 _OP = b'{"ph":"X","name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"cat":"cpu_op","args":%b}'
 _PY = b'{"ph":"X","name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"cat":"python_function","args":{}}'
@@ -75,20 +76,33 @@ class Layout:
         self.comm: list[bytes] = []  # the Communication process, ready-made (comm_views.trace_events)
         self.apis: cann.Apis | None = None  # the CANN process and HostToDevice flows (Level1+)
         self.extra: list[bytes] = []  # further ready-made events (the profiling overhead track)
+        self.fit: TraceFit | None = None  # Perfetto-fitted times (perfetto_fit), set by ``fitted``
+
+
+def fitted(fw: Framework, ov: Overlap, lay: Layout) -> TraceFit:
+    """The layout's Perfetto fit, computed once (before a forked writer, so both halves share it)."""
+    if lay.fit is None:
+        lay.fit = fit_trace(fw, ov)
+    return lay.fit
 
 
 def _metadata(fw: Framework, ov: Overlap, lay: Layout) -> list[bytes]:
     dev = lay.device_id
     evs = _meta(lay.python, "Python", "CPU", 0)
+    fit = fitted(fw, ov, lay)
     for t in fw.tids:
         evs += _thread(lay.python, t, f"Thread {t}", t)
+    for t, base in sorted(fit.python_lanes.items()):
+        evs += _thread(lay.python, t, f"Thread {base} (overlapping)", t)
     evs += _meta(lay.cann, "CANN", "CPU", 7)
     if lay.apis is not None and len(lay.apis):
-        for t in sorted(set(fw.op_tid[lay.apis.event].tolist())):
+        for t in sorted(set(fit.op_tid[lay.apis.event].tolist())):
             evs += _thread(lay.cann, t, f"Thread {t}", t)
     evs += _meta(lay.hardware, "Ascend Hardware", f"NPU {dev}", 14)
     for s in sorted(set(fw.kernels.stream.tolist())):
         evs += _thread(lay.hardware, s, f"Stream {s}", s)
+    for t, base in sorted(fit.stream_lanes.items()):
+        evs += _thread(lay.hardware, t, f"Stream {base} (overlapping)", t)
     evs += _meta(lay.overlap, "Overlap Analysis", f"NPU {dev}", 31)
     for i, (name, _iv) in enumerate(ov.tracks()):
         evs += _thread(lay.overlap, i, name, i)
@@ -116,30 +130,30 @@ def _op_args(fw: Framework) -> tuple[np.ndarray, list[bytes]]:
     return code, texts
 
 
-def _ops(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
+def _ops(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     cols = fw.cols
     names = text.json_texts(fw.names)
     args_code, args = _op_args(fw)
     for a, b in chunks(fw.n_ops):
         q, r = split_us(cols.op_ts[a:b])
-        piece, durs = text.dur_columns(cols.op_dur[a:b])
+        piece, durs = text.dur_columns(fit.op_dur[a:b])
         yield fill(_template(_OP, piece, pid=lay.python),
-                   [[names[c] for c in cols.op_name[a:b].tolist()], cols.op_tid[a:b].tolist(), q, r, *durs,
+                   [[names[c] for c in cols.op_name[a:b].tolist()], fit.op_tid[a:b].tolist(), q, r, *durs,
                     [args[c] for c in args_code[a:b].tolist()]])
 
 
-def _python(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
+def _python(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     cols = fw.cols
     names = text.json_texts(cols.py_names.items)
     for a, b in chunks(len(cols.py_ts)):
         q, r = split_us(cols.py_ts[a:b])
-        us, ns = cols.py_dur_us[a:b], cols.py_dur[a:b]
+        us, ns = fit.py_dur_us[a:b], fit.py_dur[a:b]
         if short_ok(ns) and bool(np.all(ns / 1000 == us)):
             piece, durs = text.dur_columns(ns)
         else:
             piece, durs = b"%b", [[orjson.dumps(v) for v in us.tolist()]]
         yield fill(_template(_PY, piece, pid=lay.python),
-                   [[names[c] for c in cols.py_name[a:b].tolist()], cols.py_tid[a:b].tolist(), q, r, *durs])
+                   [[names[c] for c in cols.py_name[a:b].tolist()], fit.py_tid[a:b].tolist(), q, r, *durs])
 
 
 def _cross_thread(cols: Any) -> np.ndarray:
@@ -167,18 +181,21 @@ def _flows(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
                           cols.flow_id[j].tolist(), cols.flow_tid[j].tolist(), q, r])
 
 
+#: torch_to_npu flow ids start here: exact as a double (< 2^53) and apart from the HostToDevice
+#: ids ``connectionId << 32 | n`` (below 2^52 while there are fewer than 2^20 APIs)
+TO_NPU_ID_BASE = 1 << 52
+
+
 def flow_ids(ts: np.ndarray) -> list[bytes]:
-    """torch_to_npu flow ids: the kernel's start in ns as a string (torch_npu's spelling, safe in
-    JavaScript); a start shared by several kernels gets ``_{index}`` so every id is unique."""
-    ids = [b"%d" % t for t in ts.tolist()]
-    if len(ts) > 1:
-        _u, inv, cnt = np.unique(ts, return_inverse=True, return_counts=True)
-        for j in np.flatnonzero(cnt[inv.reshape(-1)] > 1).tolist():
-            ids[j] += b"_%d" % j
-    return ids
+    """torch_to_npu flow ids: ``TO_NPU_ID_BASE`` + the kernel's index in the rank, as a string.
+    torch_npu spells the kernel's start in ns (19 digits); readers pair ``s`` and ``f`` by the
+    text, but Perfetto reads the id as a double, so starts closer than 256 ns collided there
+    (``flow_duplicate_id``).  msprof-analyze's advisor keys every flow by id alone, hence the
+    base (docs/formats.md, "Perfetto reads the Ascend spelling")."""
+    return [b"%d" % (TO_NPU_ID_BASE + i) for i in range(len(ts))]
 
 
-def _kernels(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
+def _kernels(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     """Kernel events; a kernel with a source op carries its two torch_to_npu flows in its text."""
     k = fw.kernels
     fids = flow_ids(k.ts)
@@ -186,9 +203,9 @@ def _kernels(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
     cores = text.json_texts(CORES)
     for a, b in chunks(len(k)):
         q, r = split_us(k.ts[a:b])
-        piece, durs = text.dur_columns(k.dur[a:b])
-        st = k.stream[a:b].tolist()
-        base = [[names[c] for c in k.name[a:b].tolist()], st, q, r, *durs,
+        piece, durs = text.dur_columns(fit.k_dur[a:b])
+        st, tid = k.stream[a:b].tolist(), fit.k_tid[a:b].tolist()
+        base = [[names[c] for c in k.name[a:b].tolist()], tid, q, r, *durs,
                 [cores[c] for c in k.core[a:b].tolist()], st, list(range(a, b)), list(range(a, b))]
         ops = k.op[a:b]
         w = np.flatnonzero(ops >= 0)
@@ -198,10 +215,10 @@ def _kernels(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
             continue
         src = ops[w]
         oq, orr = split_us(fw.op_ts[src])
-        flow = [[fids[a + i] for i in w.tolist()], fw.op_tid[src].tolist(), oq, orr]
+        flow = [[fids[a + i] for i in w.tolist()], fit.op_tid[src].tolist(), oq, orr]
         with_flow = _template(_KERNEL + _TO_NPU, piece, k.executor, hw=lay.hardware, pid=lay.python)
         if len(w) == b - a:
-            yield fill(with_flow, [*base, flow[0], flow[1], flow[2], flow[3], flow[0], st, q, r])
+            yield fill(with_flow, [*base, flow[0], flow[1], flow[2], flow[3], flow[0], tid, q, r])
             continue
         wl = w.tolist()
         pick = [[col[i] for i in wl] for col in base]
@@ -212,8 +229,8 @@ def _kernels(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
         yield out.tolist()
 
 
-def _tracks(ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:
-    for i, (name, (starts, ends)) in enumerate(ov.tracks()):
+def _tracks(lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
+    for i, (name, (starts, ends)) in enumerate(fit.tracks):
         nm = orjson.dumps(name).replace(b"%", b"%%")
         for a, b in chunks(len(starts)):
             q, r = split_us(starts[a:b])
@@ -222,7 +239,7 @@ def _tracks(ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:
             yield fill(tmpl, [q, r, *durs])
 
 
-def _cann(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
+def _cann(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     """CANN process: one ``{Level}@{api}`` X event per API, and one HostToDevice flow per kernel
     from its API to the kernel (id: string of ``connectionId << 32``, plus a counter when one API
     launched several kernels, so ids stay unique)."""
@@ -235,10 +252,10 @@ def _cann(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
     for a, b in chunks(len(ev)):
         e = ev[a:b]
         q, r = split_us(fw.op_ts[e])
-        piece, durs = text.dur_columns(fw.op_dur[e])
+        piece, durs = text.dur_columns(fit.op_dur[e])
         yield fill(_template(_CANN, piece, pid=lay.cann),
                    [[label[lv][c] for lv, c in zip(apis.level[a:b].tolist(), fw.cols.op_name[e].tolist(),
-                                                  strict=True)], fw.op_tid[e].tolist(), q, r, *durs, e.tolist()])
+                                                  strict=True)], fit.op_tid[e].tolist(), q, r, *durs, e.tolist()])
     k = fw.kernels
     has = np.flatnonzero(apis.conn >= 0)
     seen: dict[int, int] = {}
@@ -253,24 +270,26 @@ def _cann(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
         oq, orr = split_us(fw.op_ts[src])
         kq, kr = split_us(k.ts[j])
         idl = ids[a:b]
-        yield fill(tmpl, [idl, idl, fw.op_tid[src].tolist(), oq, orr, idl, idl, k.stream[j].tolist(), kq, kr])
+        yield fill(tmpl, [idl, idl, fit.op_tid[src].tolist(), oq, orr, idl, idl, fit.k_tid[j].tolist(), kq, kr])
 
 
 def head(fw: Framework, ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:
     """First half: metadata (never empty), operators, Python functions, fwdbwd flows, Communication."""
+    fit = fitted(fw, ov, lay)
     yield _metadata(fw, ov, lay)
-    yield from _ops(fw, lay)
-    yield from _python(fw, lay)
+    yield from _ops(fw, lay, fit)
+    yield from _python(fw, lay, fit)
     yield from _flows(fw, lay)
-    yield from _cann(fw, lay)
+    yield from _cann(fw, lay, fit)
     yield lay.comm
     yield lay.extra
 
 
 def tail(fw: Framework, ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:
     """Second half: kernels with their torch_to_npu flows, then the Overlap Analysis tracks."""
-    yield from _kernels(fw, lay)
-    yield from _tracks(ov, lay)
+    fit = fitted(fw, ov, lay)
+    yield from _kernels(fw, lay, fit)
+    yield from _tracks(lay, fit)
 
 
 def events(fw: Framework, ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:

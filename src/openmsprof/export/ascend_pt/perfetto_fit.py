@@ -1,0 +1,182 @@
+"""Keep ``trace_view.json``'s slices whole in Perfetto (docs/formats.md, "Perfetto reads the
+Ascend spelling").
+
+Perfetto's JSON importer parses the string epoch-µs ``ts`` as a double: near 1.8e15 µs that keeps
+0.25 µs, and ``× 1000`` lands on a 256 ns grid, while ``dur`` stays exact.  A child that ends within
+a few hundred ns of its parent's end, or an event that starts right where the previous one ended,
+can then stick out of its parent in Perfetto's view, and Perfetto drops it
+(``slice_drop_overlapping_complete_event``).  Python-tracer functions can also really overlap an
+operator partially (``_record_function_enter_new`` ends after the operator it opened starts).
+
+``fit`` sweeps each track in Perfetto's own view and makes it nested-or-disjoint with the least
+change: a slice that is truly nested but sticks out after rounding is shortened to its parent's
+end (by < 0.5 µs); a slice that truly ends before the next starts is shortened to that start; a
+true partial overlap moves the lower-priority slice (Python functions first) to an overflow lane
+of the same process.  Only trace_view's copy changes: the CSVs and db keep the measured values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from openmsprof.export.ascend_pt.framework import Framework
+from openmsprof.export.ascend_pt.overlap import Intervals, Overlap
+
+__all__ = ["LANE_SHIFT", "Fitted", "TraceFit", "fit", "fit_trace", "image_ns"]
+
+#: An overflow lane of thread/stream ``t`` is ``t + lane << LANE_SHIFT`` (lane ≥ 1): Linux tids
+#: are below 2^22, and Perfetto keeps tids as 32-bit numbers, so lanes stay below 2^31.
+LANE_SHIFT = 22
+#: Lanes per track before the last one takes every remaining overlap (shortened to fit).
+MAX_LANES = 8
+_EXACT_FROM_NS = (1 << 40) * 1000  # above this (µs ≥ 2^40) the long-double path is exact
+
+
+def image_ns(ts_ns: np.ndarray) -> np.ndarray:
+    """Perfetto's ns for the ``"%d.%03d"`` µs text of each ns timestamp: the text read as a
+    double, then ``× 1000`` truncated (an integral double is scaled exactly)."""
+    ts_ns = np.asarray(ts_ns, np.int64)
+    if not len(ts_ns):
+        return ts_ns.copy()
+    if np.finfo(np.longdouble).nmant >= 63 and int(ts_ns.min()) >= _EXACT_FROM_NS:
+        # µs ≥ 2^40: double midpoints are multiples of 2^-13 µs and never within the long
+        # double's error of a whole-ns value, so this rounds exactly as parsing the text does
+        q, r = np.divmod(ts_ns, 1000)
+        us = (q.astype(np.longdouble) + r.astype(np.longdouble) / 1000).astype(np.float64)
+    else:
+        us = np.asarray([float(f"{t // 1000}.{t % 1000:03d}") for t in ts_ns.tolist()], np.float64)
+    whole = us == np.floor(us)
+    out = (us * 1000).astype(np.int64)
+    out[whole] = us[whole].astype(np.int64) * 1000
+    return out
+
+
+@dataclass
+class Fitted:
+    """Durations (ns) and track ids as trace_view writes them, and what changed."""
+
+    dur: np.ndarray
+    track: np.ndarray
+    shortened: int = 0
+    shortened_ns: int = 0
+    moved: int = 0
+    lanes: dict[int, int] = field(default_factory=dict)  # lane track id → its base track id
+
+
+def fit(ts: np.ndarray, dur: np.ndarray, track: np.ndarray, priority: np.ndarray) -> Fitted:
+    """Fit X events (true ns ``ts``/``dur``, ``track`` ids) to Perfetto's view.  On a true
+    partial overlap the event of lower ``priority`` moves to an overflow lane (the later one on
+    a tie); an event on the last lane is shortened instead."""
+    ts = np.asarray(ts, np.int64)
+    out = Fitted(np.asarray(dur, np.int64).copy(), np.asarray(track, np.int64).copy())
+    if not len(ts):
+        return out
+    img = image_ns(ts)
+    shift = max(LANE_SHIFT, int(out.track.max()).bit_length())
+    pending = np.arange(len(ts))
+    for lane in range(MAX_LANES + 1):
+        moved = _sweep(ts, img, out, pending, priority, last=lane == MAX_LANES)
+        if not len(moved):
+            break
+        out.track[moved] += 1 << shift
+        for t in np.unique(out.track[moved]).tolist():
+            out.lanes[t] = t & ((1 << shift) - 1)
+        out.moved += len(moved) if lane == 0 else 0
+        pending = moved
+    cut = np.asarray(dur, np.int64) - out.dur
+    out.shortened, out.shortened_ns = int(np.count_nonzero(cut)), int(cut.sum())
+    return out
+
+
+def _sweep(ts: np.ndarray, img: np.ndarray, out: Fitted, idx: np.ndarray, priority: np.ndarray,
+           last: bool) -> np.ndarray:
+    """One pass over the events ``idx`` (and the events already on their tracks); returns the
+    events to move one lane up."""
+    tracks = np.unique(out.track[idx])
+    sel = np.flatnonzero(np.isin(out.track, tracks))
+    dur = out.dur
+    order = sel[np.lexsort((-dur[sel], img[sel], out.track[sel]))]
+    trk, im, tt, du, pr = (out.track.tolist(), img.tolist(), ts.tolist(), dur.tolist(),
+                           np.asarray(priority).tolist())
+    moved: list[int] = []
+    stack: list[int] = []
+    cur = None
+    for e in order.tolist():
+        if trk[e] != cur:
+            cur, stack = trk[e], []
+        s = im[e]
+        while True:
+            while stack and im[stack[-1]] + du[stack[-1]] <= s:
+                stack.pop()
+            if not stack or s + du[e] <= im[stack[-1]] + du[stack[-1]]:
+                break
+            p = stack[-1]
+            if tt[e] + du[e] <= tt[p] + du[p]:  # truly nested: end at the parent's end
+                _shorten(du, e, im[p] + du[p] - s)
+                break
+            if tt[e] >= tt[p] + du[p]:  # truly after it: the parent ends where this starts
+                _shorten(du, p, s - im[p])
+                stack.pop()
+                continue
+            if last:  # a true partial overlap with no lane left
+                _shorten(du, e, im[p] + du[p] - s)
+                break
+            if pr[p] < pr[e]:
+                moved.append(p)
+                stack.pop()
+                continue
+            moved.append(e)
+            e = -1
+            break
+        if e >= 0:
+            stack.append(e)
+    dur[:] = du
+    return np.asarray(sorted(moved), np.int64)
+
+
+def _shorten(du: list[int], j: int, new: int) -> None:
+    du[j] = max(min(new, du[j]), 0)
+
+
+@dataclass
+class TraceFit:
+    """trace_view's copies of the operator, Python-function, kernel and overlap-track times."""
+
+    op_dur: np.ndarray
+    op_tid: np.ndarray
+    py_dur: np.ndarray
+    py_dur_us: np.ndarray
+    py_tid: np.ndarray
+    k_dur: np.ndarray
+    k_tid: np.ndarray
+    tracks: list[tuple[str, Intervals]]
+    python_lanes: dict[int, int]
+    stream_lanes: dict[int, int]
+    shortened: int
+    shortened_ns: int
+    moved: int
+
+
+def fit_trace(fw: Framework, ov: Overlap) -> TraceFit:
+    """Fit one rank's trace_view tracks: the Python process (operators over Python functions),
+    the kernels per stream, the Overlap Analysis tracks (CANN reuses the operators' fit)."""
+    cols = fw.cols
+    n = fw.n_ops
+    py = fit(np.concatenate([cols.op_ts, cols.py_ts]), np.concatenate([cols.op_dur, cols.py_dur]),
+             np.concatenate([cols.op_tid, cols.py_tid]),
+             np.concatenate([np.ones(n, np.int8), np.zeros(len(cols.py_ts), np.int8)]))
+    k = fw.kernels
+    kf = fit(k.ts, k.dur, k.stream, np.ones(len(k), np.int8))
+    tracks: list[tuple[str, Intervals]] = []
+    shortened, shortened_ns = py.shortened + kf.shortened, py.shortened_ns + kf.shortened_ns
+    for name, (starts, ends) in ov.tracks():
+        tf = fit(starts, ends - starts, np.zeros(len(starts), np.int64), np.ones(len(starts), np.int8))
+        tracks.append((name, (starts, starts + tf.dur)))
+        shortened, shortened_ns = shortened + tf.shortened, shortened_ns + tf.shortened_ns
+    py_dur = py.dur[n:]
+    changed = py_dur != cols.py_dur
+    py_us = np.where(changed, py_dur / 1000, cols.py_dur_us)
+    return TraceFit(py.dur[:n], py.track[:n], py_dur, py_us, py.track[n:], kf.dur, kf.track, tracks,
+                    py.lanes, kf.lanes, shortened, shortened_ns, py.moved + kf.moved)
