@@ -27,10 +27,12 @@ from openmsprof.recorder.rawfile import SliceWriter, StringTable
 from openmsprof.recorder.session import Session
 from openmsprof.recorder.records import GENERIC, RECORDS_MAGIC, Kind
 
-__all__ = ["FLIGHT_FILE", "finish_capture", "write_into_session", "write_job"]
+__all__ = ["FLIGHT_FILE", "TORCH_FR_FILE", "finish_capture", "write_into_session", "write_job"]
 
 #: ``JOB/host/`` file with the flight recorder's stacks, steps and trigger.
 FLIGHT_FILE = "flight.json"
+#: ``JOB/host/`` file with PyTorch's flight recorder dump taken at our trigger.
+TORCH_FR_FILE = "torch_fr.json"
 
 
 def _records(snap: dict[str, list[Any]], intern: Any, main_tid: int,
@@ -86,12 +88,33 @@ def _pairs(snap: dict[str, list[Any]], trigger_ns: int, keep_ns: int) -> tuple[C
     return ClockPair(first, first + offset), ClockPair(last, last + offset)
 
 
+def _ranges(marks: list[Any], offset: int) -> list[list[Any]]:
+    """Closed mstx ranges ``[message, tid, t0, t1]`` (epoch ns): push/pop per thread, start/end by id."""
+    out: list[list[Any]] = []
+    stacks: dict[int, list[tuple[int, Any]]] = {}
+    open_: dict[int, tuple[int, Any, int]] = {}
+    for ts, kind, tid, msg, _dom, rid in marks:
+        if kind == 2:
+            stacks.setdefault(tid, []).append((ts, msg))
+        elif kind == 3:
+            st = stacks.get(tid)
+            if st:
+                t0, m = st.pop()
+                out.append([str(m), tid, t0 + offset, ts + offset])
+        elif kind == 4:
+            open_[rid] = (ts, msg, tid)
+        elif kind == 5 and rid in open_:
+            t0, m, t = open_.pop(rid)
+            out.append([str(m), t, t0 + offset, ts + offset])
+    return out
+
+
 def _flight_doc(snap: dict[str, list[Any]], flight: dict[str, Any], offset: int, keep_ns: int,
                 main_tid: int, names: dict[int, str], rank: int) -> bytes:
     doc = {**flight, "keep_s": keep_ns / 1e9, "rank": rank, "pid": os.getpid(),
            "threads": {str(t): n for t, n in names.items()}, "main_tid": main_tid,
            "steps": [[i, t0 + offset, t1 + offset] for i, t0, t1 in snap["steps"]],
-           "stacks": _stacks(snap, offset)}
+           "ranges": _ranges(snap["marks"], offset), "stacks": _stacks(snap, offset)}
     return orjson.dumps(doc)
 
 

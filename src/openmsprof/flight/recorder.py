@@ -19,6 +19,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from openmsprof.config.model import ProfileConfig
+from openmsprof.fileio import fs
 from openmsprof.flight import dump
 from openmsprof.flight.history import History, capture_stacks, mono_ns, thread_names
 from openmsprof.flight.options import FlightOptions, check, signal_number
@@ -275,9 +276,27 @@ class FlightRecorder:
             if o.then_capture:
                 flight["then_capture"] = {"steps": 0, "what": "not captured: a session is already running"}
             root = dump.write_job(self.output, snap, flight, trig.t_ns, self.keep_ns, self.main_tid, names, rank)
+        self._torch_fr(root)
         self.dumps.append(root)
         step = f" step {trig.step}" if trig.step is not None else ""
         _say(f"flight recorder: {trig.kind}{step} -> {root}")
+
+    @staticmethod
+    def _torch_fr(root: Path) -> None:
+        """PyTorch's own flight recorder (``TORCH_FR_BUFFER_SIZE`` > 0), when a process group is up:
+        its JSON dump goes beside ours as ``host/torch_fr.json`` (cluster joins the two)."""
+        dist = sys.modules.get("torch.distributed")
+        if dist is None or not os.environ.get("TORCH_FR_BUFFER_SIZE", os.environ.get("TORCH_NCCL_TRACE_BUFFER_SIZE")):
+            return
+        try:
+            if not (dist.is_available() and dist.is_initialized()):
+                return
+            c10d = sys.modules.get("torch._C._distributed_c10d")
+            data = c10d._dump_fr_trace_json(True, False) if c10d is not None else None
+        except Exception:  # noqa: S110 - an older torch, or no trace buffer
+            return
+        if data:
+            fs.write_file_atomic(root / "host" / dump.TORCH_FR_FILE, data)
 
     def _end_capture(self) -> None:
         s, self._capture = self._capture, None
