@@ -67,7 +67,7 @@ def _frame_growth(doc: dict[str, Any], windows: np.ndarray, slow: int, slow_ns: 
             c[0 if is_slow else 1] += 1
             c[2] += depth
             c[3] += 1
-    out = []
+    out: list[dict[str, Any]] = []
     for (file, func), (cs, cn, dsum, dn) in counts.items():
         share_s = cs / n_slow if n_slow else 0.0
         share_n = cn / n_norm if n_norm else 0.0
@@ -87,7 +87,7 @@ def _range_growth(doc: dict[str, Any], windows: np.ndarray, slow: int) -> list[d
         hi = np.minimum(windows[:, 1], t1)
         acc = per.setdefault(str(msg), np.zeros(len(windows)))
         acc += np.clip(hi - lo, 0, None)
-    out = []
+    out: list[dict[str, Any]] = []
     others = np.arange(len(windows)) != slow
     for msg, acc in per.items():
         med = float(np.median(acc[others])) if others.any() else 0.0

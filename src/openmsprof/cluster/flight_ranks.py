@@ -6,7 +6,7 @@ at the trigger, ``host/torch_fr.json``, or ``TORCH_NCCL_DEBUG_INFO_TEMP_FILE``-s
 from __future__ import annotations
 
 import io
-import pickle  # noqa: S403 - read with a class-less unpickler below
+import pickle
 import re
 from pathlib import Path
 from typing import Any

@@ -24,8 +24,8 @@ from openmsprof.flight.history import Frame
 from openmsprof.recorder import jobdir
 from openmsprof.recorder.clock import ClockPair, read_pair
 from openmsprof.recorder.rawfile import SliceWriter, StringTable
-from openmsprof.recorder.session import Session
 from openmsprof.recorder.records import GENERIC, RECORDS_MAGIC, Kind
+from openmsprof.recorder.session import Session
 
 __all__ = ["FLIGHT_FILE", "TORCH_FR_FILE", "finish_capture", "write_into_session", "write_job"]
 

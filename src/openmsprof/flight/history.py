@@ -85,7 +85,7 @@ class History:
         for ident, top in frames.items():
             if ident in skip:
                 continue
-            out = []
+            out: list[Frame] = []
             f: FrameType | None = top
             while f is not None and len(out) < MAX_DEPTH:
                 out.append(self.frame(f))
@@ -143,7 +143,7 @@ def capture_stacks(skip: set[int] | None = None) -> list[dict[str, Any]]:
     for ident, top in sys._current_frames().items():
         if skip and ident in skip:
             continue
-        frames = []
+        frames: list[list[Any]] = []
         f: FrameType | None = top
         while f is not None and len(frames) < MAX_DEPTH:
             code = f.f_code

@@ -107,7 +107,7 @@ def check(opts: FlightOptions) -> list[str]:
             errors.append(f"flight recorder: signal {opts.signal!r} cannot be caught; choose e.g. SIGUSR2")
     out = Path(opts.output or ".")
     probe = out if out.exists() else next((p for p in out.parents if p.exists()), Path("/"))
-    if out.exists() and not out.is_dir() or out.is_symlink():
+    if (out.exists() and not out.is_dir()) or out.is_symlink():
         errors.append(f"flight recorder: output {str(out)!r} is not a directory")
     elif not os.access(probe, os.W_OK | os.X_OK):
         errors.append(f"flight recorder: output {str(out)!r} is not writable")

@@ -35,7 +35,7 @@ __all__ = ["FlightRecorder", "flight_recorder"]
 def _say(line: str) -> None:
     try:
         sys.stderr.write(f"openmsprof: {line}\n")
-    except Exception:  # noqa: S110 - a closed stderr must not break the program
+    except Exception:
         pass
 
 
@@ -45,7 +45,7 @@ def current_rank() -> int:
     try:
         if dist is not None and dist.is_available() and dist.is_initialized():
             return int(dist.get_rank())
-    except Exception:  # noqa: S110 - a half-torn-down process group
+    except Exception:
         pass
     try:
         return int(os.environ.get("RANK", "-1"))
@@ -114,7 +114,8 @@ class FlightRecorder:
         self.main_tid = threading.get_native_id()
         self.step_index = 0
         self.step_t0 = self.last_progress = mono_ns()
-        self._hang_fired = False
+        self._hang_fired = True  # the watch begins at the first step end (a process that never
+        # steps, e.g. a spawned DataLoader worker armed from the environment, is not watched)
         self.tap = MarkerTap(self.history, o.step_range, self._range_step)
         self.tap.install()
         step_hooks.add(self.step)
@@ -198,7 +199,7 @@ class FlightRecorder:
         now = mono_ns() if t_ns is None else t_ns
         if not self.limit.allow(kind, now):
             return False
-        skip = {self.sampler.ident or 0, self._worker.ident if self._worker else 0}
+        skip = {self.sampler.ident or 0, (self._worker.ident or 0) if self._worker else 0}
         trig = Trigger(kind, now, **fields)
         stacks = capture_stacks(skip)
         with self._lock:
@@ -293,7 +294,7 @@ class FlightRecorder:
                 return
             c10d = sys.modules.get("torch._C._distributed_c10d")
             data = c10d._dump_fr_trace_json(True, False) if c10d is not None else None
-        except Exception:  # noqa: S110 - an older torch, or no trace buffer
+        except Exception:
             return
         if data:
             fs.write_file_atomic(root / "host" / dump.TORCH_FR_FILE, data)

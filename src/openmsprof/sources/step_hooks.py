@@ -26,5 +26,5 @@ def notify() -> None:
     for fn in list(listeners):
         try:
             fn()
-        except Exception:  # noqa: S110 - the profiled program goes on
+        except Exception:
             pass

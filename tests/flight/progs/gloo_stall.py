@@ -5,10 +5,10 @@ import os
 import sys
 import time
 
-import torch
 import torch.distributed as dist
 
 import openmsprof
+import torch
 
 
 def stall() -> None:
