@@ -11,7 +11,15 @@ import sys
 import time
 from pathlib import Path
 
-from tests.flight.conftest import child_env, cli, flight_doc, functions_in_samples, info, jobs, run_code
+from tests.flight.conftest import (
+    child_env,
+    cli,
+    flight_doc,
+    functions_in_samples,
+    info,
+    jobs,
+    run_code,
+)
 
 SLOW = """
     import sys, time

@@ -109,6 +109,8 @@ def check(opts: FlightOptions) -> list[str]:
     probe = out if out.exists() else next((p for p in out.parents if p.exists()), Path("/"))
     if (out.exists() and not out.is_dir()) or out.is_symlink():
         errors.append(f"flight recorder: output {str(out)!r} is not a directory")
+    elif not probe.is_dir():
+        errors.append(f"flight recorder: output {str(out)!r} is not writable ({str(probe)!r} is not a directory)")
     elif not os.access(probe, os.W_OK | os.X_OK):
         errors.append(f"flight recorder: output {str(out)!r} is not writable")
     return errors
