@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-PROGS = Path(__file__).resolve().parent / "progs"
+PROGS = Path(__file__).resolve().parents[2] / "examples" / "flight"
 
 
 def child_env(**extra: str) -> dict[str, str]:

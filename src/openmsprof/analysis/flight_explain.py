@@ -4,17 +4,20 @@ where each thread waits at a hang (docs/flight-recorder.md)."""
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 
-from openmsprof.config.errors import RawDataError
+from openmsprof.config.errors import ProfilingError, RawDataError
 from openmsprof.fileio.read_guard import read_regular
 from openmsprof.flight.dump import FLIGHT_FILE
+from openmsprof.parse.importer import ensure_imported
 
-__all__ = ["explain", "load_flight", "render_text", "top_frame"]
+__all__ = ["db_ranges", "explain", "load_flight", "render_text", "top_frame"]
 
 _OWN_THREADS = ("openmsprof-flight",)
 
@@ -79,10 +82,22 @@ def _frame_growth(doc: dict[str, Any], windows: np.ndarray, slow: int, slow_ns: 
     return out
 
 
-def _range_growth(doc: dict[str, Any], windows: np.ndarray, slow: int) -> list[dict[str, Any]]:
+def db_ranges(job: Path) -> list[tuple[str, int, int]]:
+    """The job's closed mstx ranges (push/pop, start/end) from its database, imported if needed."""
+    try:
+        db = ensure_imported(job)
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
+            return [(str(m), int(a), int(b)) for m, a, b in con.execute(
+                "SELECT s.value, e.startNs, e.endNs FROM MSTX_EVENTS e JOIN STRING_IDS s ON s.id = e.message "
+                "WHERE e.eventType IN (1, 2) AND e.endNs > e.startNs")]
+    except (ProfilingError, sqlite3.Error, OSError):
+        return []
+
+
+def _range_growth(ranges: list[tuple[str, int, int]], windows: np.ndarray, slow: int) -> list[dict[str, Any]]:
     """Per mstx range name: ms inside the slow step vs the median over the other steps."""
     per: dict[str, np.ndarray] = {}
-    for msg, _tid, t0, t1 in doc.get("ranges", []):
+    for msg, t0, t1 in ranges:
         lo = np.maximum(windows[:, 0], t0)
         hi = np.minimum(windows[:, 1], t1)
         acc = per.setdefault(str(msg), np.zeros(len(windows)))
@@ -128,7 +143,7 @@ def explain(job: Path) -> dict[str, Any] | None:
         others = np.delete(durs, k)
         median = float(np.median(others))
         frames = _frame_growth(doc, windows, k, slow_ns, median)
-        ranges = _range_growth(doc, windows, k)
+        ranges = _range_growth(db_ranges(job), windows, k)
         delta = slow_ns - median
         res.update(step=step, duration_ms=slow_ns / 1e6, median_ms=median / 1e6,
                    frames=frames[:10], ranges=ranges[:10])

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import os
 import time
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 
 from openmsprof.config.errors import StorageError
@@ -35,29 +37,43 @@ FLIGHT_FILE = "flight.json"
 TORCH_FR_FILE = "torch_fr.json"
 
 
+_GENERIC_DTYPE = np.dtype([("kind", "u1"), ("flags", "u1"), ("aux", "<u2"), ("tid", "<u4"), ("t0", "<i8"),
+                           ("t1", "<i8"), ("a", "<u4"), ("b", "<u4")])
+
+
+def _mstx(marks: list[Any], intern: Any) -> tuple[bytes, set[int]]:
+    """MARK/PUSH/POP/RANGE_START/RANGE_END records, column-wise (one C pass per column)."""
+    if not marks:
+        return b"", set()
+    n = len(marks)
+
+    def col(i: int, dtype: Any) -> np.ndarray:
+        return np.fromiter(map(itemgetter(i), marks), dtype=dtype, count=n)
+
+    msg, dom = list(map(itemgetter(3), marks)), list(map(itemgetter(4), marks))
+    ids = {m: intern(m) for m in set(msg) | set(dom)}
+    kinds = col(1, np.uint8)
+    rec = np.zeros(n, dtype=_GENERIC_DTYPE)
+    rec["kind"] = kinds
+    tids = col(2, np.int64) & 0xFFFFFFFF
+    rec["tid"] = tids
+    rec["t0"] = col(0, np.int64)
+    rec["t1"] = np.where(kinds >= 4, col(5, np.int64), rec["t0"])
+    rec["a"] = np.fromiter(map(ids.__getitem__, msg), dtype=np.uint32, count=n)
+    rec["b"] = np.fromiter(map(ids.__getitem__, dom), dtype=np.uint32, count=n)
+    return rec.tobytes(), {int(t) for t in np.unique(tids)}
+
+
 def _records(snap: dict[str, list[Any]], intern: Any, main_tid: int,
              names: dict[int, str]) -> dict[str, bytearray]:
     pack = GENERIC.pack
-    out: dict[str, bytearray] = {"Mstx": bytearray(), "Step": bytearray(), "HostSampler": bytearray(),
-                                 "Thread": bytearray()}
-    mstx = out["Mstx"]
-    tids: set[int] = set()
     mask = 0xFFFFFFFF
-    for ts, kind, tid, msg, dom, rid in snap["marks"]:
-        tid &= mask
-        tids.add(tid)
-        if kind in (1, 2):
-            mstx += pack(kind, 0, 0, tid, ts, ts, intern(msg), intern(dom))
-        elif kind == 3:
-            mstx += pack(3, 0, 0, tid, ts, ts, 0, 0)
-        elif kind == 4:
-            mstx += pack(4, 0, 0, tid, ts, rid, intern(msg), intern(dom))
-        else:
-            mstx += pack(5, 0, 0, tid, ts, rid, 0, 0)
+    data, tids = _mstx(snap["marks"], intern)
+    out: dict[str, bytearray] = {"Mstx": bytearray(data), "Step": bytearray(), "HostSampler": bytearray(),
+                                 "Thread": bytearray()}
     for index, t0, t1 in snap["steps"]:
         out["Step"] += pack(Kind.STEP_RANGE, 0, 0, main_tid & mask, t0, t1, index & mask, 0)
-    for _ts, packed in snap["host"]:
-        out["HostSampler"] += packed
+    out["HostSampler"] = bytearray(b"".join(p for _ts, p in snap["host"]))
     for tid in sorted(tids | {main_tid & mask} | {t & mask for t in names}):
         name = names.get(tid)
         if name:
@@ -88,33 +104,12 @@ def _pairs(snap: dict[str, list[Any]], trigger_ns: int, keep_ns: int) -> tuple[C
     return ClockPair(first, first + offset), ClockPair(last, last + offset)
 
 
-def _ranges(marks: list[Any], offset: int) -> list[list[Any]]:
-    """Closed mstx ranges ``[message, tid, t0, t1]`` (epoch ns): push/pop per thread, start/end by id."""
-    out: list[list[Any]] = []
-    stacks: dict[int, list[tuple[int, Any]]] = {}
-    open_: dict[int, tuple[int, Any, int]] = {}
-    for ts, kind, tid, msg, _dom, rid in marks:
-        if kind == 2:
-            stacks.setdefault(tid, []).append((ts, msg))
-        elif kind == 3:
-            st = stacks.get(tid)
-            if st:
-                t0, m = st.pop()
-                out.append([str(m), tid, t0 + offset, ts + offset])
-        elif kind == 4:
-            open_[rid] = (ts, msg, tid)
-        elif kind == 5 and rid in open_:
-            t0, m, t = open_.pop(rid)
-            out.append([str(m), t, t0 + offset, ts + offset])
-    return out
-
-
 def _flight_doc(snap: dict[str, list[Any]], flight: dict[str, Any], offset: int, keep_ns: int,
                 main_tid: int, names: dict[int, str], rank: int) -> bytes:
     doc = {**flight, "keep_s": keep_ns / 1e9, "rank": rank, "pid": os.getpid(),
            "threads": {str(t): n for t, n in names.items()}, "main_tid": main_tid,
            "steps": [[i, t0 + offset, t1 + offset] for i, t0, t1 in snap["steps"]],
-           "ranges": _ranges(snap["marks"], offset), "stacks": _stacks(snap, offset)}
+           "stacks": _stacks(snap, offset)}
     return orjson.dumps(doc)
 
 
