@@ -101,3 +101,25 @@ def test_threads_born_mid_session_are_sampled() -> None:
         stop.set()
         t.join()
     assert 4242 in {s[1] for s in h.stacks}
+
+
+FORK = """
+    import os, sys, time
+    import openmsprof
+
+    with openmsprof.flight_recorder(sys.argv[1], slow_step=3, signal="SIGUSR2") as fr:
+        for i in range(3):
+            time.sleep(0.01)
+            fr.step()
+        pid = os.fork()
+        if pid == 0:  # a forked worker: disarmed, its exit writes nothing and waits for nothing
+            os._exit(0 if not fr.armed else 3)
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status), "parent armed", fr.armed)
+"""
+
+
+def test_forked_child_runs_disarmed(tmp_path: Path) -> None:
+    res = run_code(FORK, tmp_path, str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr
+    assert "child 0 parent armed True" in res.stdout

@@ -82,6 +82,7 @@ class FlightRecorder:
         self._capture_left = 0
         self._pending = 0
         self._idle = threading.Condition(self._lock)
+        self._fork_hook = False
 
     # -- life cycle ----------------------------------------------------------------------
     def start(self) -> FlightRecorder:
@@ -126,8 +127,27 @@ class FlightRecorder:
         if o.on_exception:
             self._prev_hook, sys.excepthook = sys.excepthook, self._excepthook
         atexit.register(self.stop)
+        if not self._fork_hook:
+            self._fork_hook = True
+            os.register_at_fork(after_in_child=self._forked)
         self.armed = True
         return self
+
+    def _forked(self) -> None:
+        """A forked child (a DataLoader worker) has no sampler or dump thread: it runs disarmed."""
+        if self.armed:
+            self.armed = False
+            self.tap.remove()
+            step_hooks.remove(self.step)
+            if self._signum is not None:
+                try:
+                    _signal.signal(self._signum, self._prev_handler if self._prev_handler is not None
+                                   else _signal.SIG_DFL)
+                except (OSError, ValueError):
+                    pass
+            if sys.excepthook == self._excepthook:
+                sys.excepthook = self._prev_hook
+            atexit.unregister(self.stop)
 
     def stop(self, timeout: float = 30.0) -> list[Path]:
         """Disarm; waits (at most ``timeout`` s) for dumps under way.  Returns the jobs written."""

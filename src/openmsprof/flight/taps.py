@@ -53,7 +53,9 @@ class MarkerTap:
             o_push(message, domain)
             t, tid = now(), tid_of()
             add((t, 2, tid, message, domain, 0))
-            stacks().setdefault(tid, []).append(t if message == step_name else -1)
+            st = stacks().setdefault(tid, [])
+            if len(st) < 1024:  # pushes never popped must not grow it without bound
+                st.append(t if message == step_name else -1)
 
         def pop() -> None:
             o_pop()
