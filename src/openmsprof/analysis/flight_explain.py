@@ -35,6 +35,12 @@ def _name(frame: list[Any]) -> str:
     return f"{frame[1]} ({Path(str(frame[0])).name}:{frame[2]})"
 
 
+def _library(path: str) -> bool:
+    """Frames of the standard library, installed packages and openmsprof itself."""
+    return (path.startswith("<") or "/lib/python3" in path or "site-packages" in path
+            or "/openmsprof/" in path)
+
+
 def top_frame(frames: list[list[Any]]) -> list[Any] | None:
     """The innermost frame of a stack that is not the flight recorder's own code."""
     for fr in frames:
@@ -117,8 +123,13 @@ def _threads(doc: dict[str, Any]) -> list[dict[str, Any]]:
     for t in doc.get("trigger_stacks", []):
         if str(t.get("thread", "")).startswith(_OWN_THREADS):
             continue
-        fr = top_frame(t.get("frames", []))
-        out.append({"thread": t.get("thread"), "tid": t.get("tid"), "waits_in": _name(fr) if fr else "?",
+        frames = t.get("frames", [])
+        fr = top_frame(frames)
+        where = _name(fr) if fr else "?"
+        user = next((f for f in frames if not _library(str(f[0]))), None)
+        if fr is not None and user is not None and user is not fr:
+            where += f" called from {_name(user)}"
+        out.append({"thread": t.get("thread"), "tid": t.get("tid"), "waits_in": where,
                     "frames": [_name(f) for f in t.get("frames", [])[:8]]})
     return out
 

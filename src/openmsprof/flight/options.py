@@ -35,7 +35,7 @@ class FlightOptions:
     step_range: str | None = None
     warmup: int = 5
     stack_hz: float = 20.0
-    host_hz: float = 10.0
+    host_hz: float = 2.0
 
 
 _NAMES = {f.name for f in fields(FlightOptions)}
