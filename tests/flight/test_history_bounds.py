@@ -70,9 +70,9 @@ TWO_SLOW = """
     import sys, time
     import openmsprof
 
-    with openmsprof.flight_recorder(sys.argv[1], slow_step=3, keep_s=float(sys.argv[2]), signal=None) as fr:
+    with openmsprof.flight_recorder(sys.argv[1], slow_step=8, keep_s=float(sys.argv[2]), signal=None) as fr:
         for i in range(40):
-            time.sleep(0.3 if i in (10, 14) else 0.01)
+            time.sleep(0.6 if i in (10, 14) else 0.01)
             fr.step()
     print("dumps", len(fr.dumps))
 """

@@ -28,9 +28,9 @@ TORCH_STEPS = """
     import openmsprof.torch as torch_npu
 
     def slow_data():
-        time.sleep(0.4)
+        time.sleep(0.7)
 
-    with openmsprof.flight_recorder(sys.argv[1], slow_step=3, signal=None) as fr:
+    with openmsprof.flight_recorder(sys.argv[1], slow_step=8, signal=None) as fr:
         with torch_npu.profiler.profile(schedule=torch_npu.profiler.schedule(wait=100, warmup=0, active=1),
                                         on_trace_ready=None) as prof:
             for i in range(20):
@@ -59,9 +59,9 @@ RANGES = """
     import openmsprof
 
     def slow_phase():
-        time.sleep(0.4)
+        time.sleep(0.7)
 
-    with openmsprof.flight_recorder(sys.argv[1], slow_step=3, signal=None, step_range="train_step") as fr:
+    with openmsprof.flight_recorder(sys.argv[1], slow_step=8, signal=None, step_range="train_step") as fr:
         for i in range(20):
             if sys.argv[2] == "push":
                 mstx.range_push("train_step")
@@ -103,7 +103,7 @@ NO_CHANGE = """
     from openmsprof import mstx
 
     def loader_stall():
-        time.sleep(0.5)
+        time.sleep(0.7)
 
     for i in range(20):
         mstx.range_push("step")
@@ -118,7 +118,7 @@ def test_collect_flight_recorder_needs_no_code_change(tmp_path: Path, out: Path)
     prog = tmp_path / "train.py"
     prog.write_text(textwrap.dedent(NO_CHANGE))
     res = subprocess.run([sys.executable, "-m", "openmsprof", "collect", "--flight-recorder",
-                          "slow_step=3,step_range=step,signal=off", "--output", str(out), "-m", str(prog)],
+                          "slow_step=8,step_range=step,signal=off", "--output", str(out), "-m", str(prog)],
                          env=child_env(), capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     (job,) = jobs(out)
@@ -133,7 +133,7 @@ def test_environment_variable_arms_under_the_bootstrap(tmp_path: Path, out: Path
 
     prog = tmp_path / "train.py"
     prog.write_text(textwrap.dedent(NO_CHANGE))
-    env = child_env(OPENMSPROF_FLIGHT_RECORDER=f"slow_step=3,step_range=step,output={out}")
+    env = child_env(OPENMSPROF_FLIGHT_RECORDER=f"slow_step=8,step_range=step,output={out}")
     env["PYTHONPATH"] = f"{bootstrap_dir()}:{env['PYTHONPATH']}"
     res = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
@@ -146,10 +146,10 @@ CAPTURE = """
     import openmsprof
     from openmsprof import mstx
 
-    with openmsprof.flight_recorder(sys.argv[1], slow_step=3, signal=None, then_capture=3) as fr:
+    with openmsprof.flight_recorder(sys.argv[1], slow_step=8, signal=None, then_capture=3) as fr:
         for i in range(30):
             mstx.mark(f"iter {i}")
-            time.sleep(0.3 if i == 10 else 0.01)
+            time.sleep(0.6 if i == 10 else 0.01)
             fr.step()
             fr.wait_idle(10)
     print("dumps", len(fr.dumps))

@@ -29,9 +29,10 @@ SLOW = """
         time.sleep(0.02)
 
     def planted_slow_function():
-        time.sleep(0.6)
+        time.sleep(0.8)
 
-    with openmsprof.flight_recorder(sys.argv[1], slow_step=3, signal=None) as fr:
+    # factor 8: a loaded machine's scheduling hiccups stay under it; the planted step is ~40x
+    with openmsprof.flight_recorder(sys.argv[1], slow_step=8, signal=None) as fr:
         for i in range(30):
             normal_work()
             if i == 12:
@@ -48,7 +49,7 @@ def test_planted_slow_step_gives_one_job_naming_step_and_function(tmp_path: Path
     (job,) = jobs(out)
     trig = info(job)["flight"]["trigger"]
     assert trig["kind"] == "slow_step" and trig["step"] == 12
-    assert trig["duration_ns"] > 3 * trig["median_ns"] and trig["threshold_ns"] == 3 * trig["median_ns"]
+    assert trig["duration_ns"] > 8 * trig["median_ns"] and trig["threshold_ns"] == 8 * trig["median_ns"]
     assert "planted_slow_function" in functions_in_samples(job)
     # the samples naming the function lie inside step 12's span
     doc = flight_doc(job)
