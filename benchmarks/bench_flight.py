@@ -153,18 +153,20 @@ def fill_history(seconds: float = 30.0) -> History:
 def bench_dump(repeats: int, corunner: bool) -> None:
     h = fill_history()
     snap = h.snapshot()
-    times = []
+    times, cpus = [], []
     with tempfile.TemporaryDirectory() as tmp, CoRunner(enabled=corunner):
         for _ in range(repeats):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             snap = h.snapshot()
             dump.write_job(Path(tmp), snap, {"trigger": {"kind": "manual"}, "evicted": {}}, time.perf_counter_ns(),
                            h.keep_ns, 1000, {1000: "MainThread"}, -1)
             times.append(time.perf_counter() - t0)
+            cpus.append(time.thread_time() - c0)
         load = loadavg()
     print(f"  dump of 30 s (co-runner {'on' if corunner else 'off'}): {len(snap['marks'])} marks, "
           f"{len(snap['stacks'])} stack samples, {len(snap['steps'])} steps, {len(snap['host'])} host samples: "
-          f"{statistics.median(times):.3f} s ({min(times):.3f}–{max(times):.3f}); load {load:.2f}")
+          f"wall {statistics.median(times):.3f} s ({min(times):.3f}–{max(times):.3f}), CPU "
+          f"{statistics.median(cpus):.3f} s ({min(cpus):.3f}–{max(cpus):.3f}); load {load:.2f}")
 
 
 def main() -> None:
@@ -174,13 +176,19 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--mem-seconds", type=float, default=60)
+    ap.add_argument("--only", choices=("steps", "memory", "dump"), action="append",
+                    help="run only these parts (repeatable; default all)")
     a = ap.parse_args()
     rounds, steps, mem_s, reps = (4, 30, 12, 2) if a.quick else (a.rounds, a.steps, a.mem_seconds, 5)
     print(f"bench_flight: {psutil.cpu_count()} CPUs, load {loadavg():.2f}")
+    parts = set(a.only or ("steps", "memory", "dump"))
     for co in corunner_modes(a.corunner):
-        bench_steps(rounds, steps, co)
-        bench_memory(mem_s, co)
-        bench_dump(reps, co)
+        if "steps" in parts:
+            bench_steps(rounds, steps, co)
+        if "memory" in parts:
+            bench_memory(mem_s, co)
+        if "dump" in parts:
+            bench_dump(reps, co)
 
 
 if __name__ == "__main__":

@@ -63,6 +63,10 @@ def test_planted_slow_step_gives_one_job_naming_step_and_function(tmp_path: Path
     with sqlite3.connect(job / "sqlite" / "msprof.db") as db:
         (n,) = db.execute("SELECT count(*) FROM STEP_TIME").fetchone()
     assert n == len(doc["steps"]) >= 13
+    exp = cli("export", "timeline", "-dir", str(job))
+    assert exp.returncode == 0 and list((job / "timeline").glob("*.json")), exp.stderr
+    show = cli("show", "-dir", str(job))
+    assert show.returncode == 0 and "Steps" in show.stdout, show.stderr
     ana = cli("analyze", "-dir", str(job))
     assert ana.returncode == 0, ana.stderr
     head = next(line for line in ana.stdout.splitlines() if line.startswith("step 12:"))
