@@ -84,10 +84,15 @@ def bench_steps(rounds: int, steps: int, corunner: bool) -> None:
 
 
 MEM_CHILD = """
-import os, sys, time, psutil
+import os, sys, threading, time, psutil
 import openmsprof
 from openmsprof import mstx
 secs, mb = float(sys.argv[1]), float(sys.argv[2])
+stop = threading.Event()
+def deep(n):  # 8 idle threads 60 frames deep: the stack store fills its share within the run
+    return deep(n - 1) if n else stop.wait()
+for k in range(8):
+    threading.Thread(target=deep, args=(60,), daemon=True).start()
 p = psutil.Process()
 base = p.memory_info().rss
 fr = openmsprof.flight_recorder(sys.argv[3], keep_s=3600, memory_mb=mb, signal=None).start()
@@ -99,7 +104,7 @@ while time.time() - t0 < secs:
     if time.time() - t0 >= nxt:
         h = fr.history
         print(f"{time.time() - t0:.0f} {(p.memory_info().rss - base) / 2**20:.1f} {h.estimate_bytes() / 2**20:.1f} "
-              f"{len(h.marks)} {sum(h.evicted.values())}", flush=True)
+              f"{len(h.marks)} {sum(h.evicted.values())} {h.stack_bytes / 2**20:.1f}", flush=True)
         nxt += max(1.0, secs / 6)
 fr.stop()
 """
@@ -117,7 +122,8 @@ def bench_memory(seconds: float, corunner: bool) -> None:
     peak = max(float(r[1]) for r in rows)
     print(f"  memory (co-runner {'on' if corunner else 'off'}, memory_mb=16, keep_s=3600): RSS growth by time "
           + ", ".join(f"{r[0]}s {r[1]} MB" for r in rows)
-          + f"; estimate {rows[-1][2]} MB, marks kept {rows[-1][3]}, evicted {rows[-1][4]}; peak {peak} MB; load {load:.2f}")
+          + f"; estimate {rows[-1][2]} MB (stacks {rows[-1][5]} MB), marks kept {rows[-1][3]}, evicted {rows[-1][4]}; "
+          f"peak {peak} MB; load {load:.2f}")
 
 
 def fill_history(seconds: float = 30.0) -> History:

@@ -41,3 +41,12 @@ def test_two_rank_gloo_stall_is_diagnosed_by_cluster(out: Path) -> None:
     assert diag["stalled_first"]["rank"] == 1
     r0 = next(r for r in diag["ranks"] if r["rank"] == 0)
     assert r0["torch_fr"]["pending"][0][0] == r0["torch_fr"]["last_completed_seq"] + 1
+    # PyTorch's dumps as TORCH_NCCL_DEBUG_INFO_TEMP_FILE writes them (*trace_rank_N), beside ours
+    traces = out / "traces"
+    traces.mkdir()
+    for j in dumps:
+        (j / "host" / "torch_fr.json").rename(traces / f"nccl_trace_rank_{info(j)['rank_id']}")
+    again = cli("cluster", "-d", str(out))
+    assert again.returncode == 0, again.stderr
+    rank0 = next(line for line in again.stdout.splitlines() if line.strip().startswith("rank 0:"))
+    assert "torch FR pending [[" in rank0 and "gloo:all_reduce" in rank0

@@ -72,7 +72,7 @@ class FlightRecorder:
         self.armed = False
         self.dumps: list[Path] = []
         self.failures: list[str] = []
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a signal handler may run inside a held section (main thread)
         self._queue: queue.SimpleQueue[tuple[str, Any] | None] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
         self._prev_handler: Any = None
