@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import orjson
+
 from tests.flight.conftest import (
     child_env,
     cli,
@@ -71,6 +73,11 @@ def test_planted_slow_step_gives_one_job_naming_step_and_function(tmp_path: Path
     assert ana.returncode == 0, ana.stderr
     head = next(line for line in ana.stdout.splitlines() if line.startswith("step 12:"))
     assert "in planted_slow_function" in head and "vs median" in head
+    as_json = cli("analyze", "-dir", str(job), "--format", "json")
+    assert as_json.returncode == 0, as_json.stderr
+    explained = orjson.loads(as_json.stdout)["flight"]
+    assert explained["step"] == 12 and explained["cause"]["function"] == "planted_slow_function"
+    assert explained["cause"]["share_slow"] > 0.5 and explained["cause"]["share_median"] == 0
 
 
 HANG = """

@@ -112,8 +112,8 @@ def _range_growth(ranges: list[tuple[str, int, int]], windows: np.ndarray, slow:
     others = np.arange(len(windows)) != slow
     for msg, acc in per.items():
         med = float(np.median(acc[others])) if others.any() else 0.0
-        out.append({"range": msg, "slow_ms": acc[slow] / 1e6, "median_ms": med / 1e6,
-                    "growth_ms": (acc[slow] - med) / 1e6})
+        out.append({"range": msg, "slow_ms": float(acc[slow]) / 1e6, "median_ms": med / 1e6,
+                    "growth_ms": (float(acc[slow]) - med) / 1e6})
     out.sort(key=lambda r: -r["growth_ms"])
     return out
 
