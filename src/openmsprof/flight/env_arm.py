@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import os
 
+from openmsprof.flight.capture import say
 from openmsprof.flight.options import ENV, parse_spec
-from openmsprof.flight.recorder import FlightRecorder, _say
+from openmsprof.flight.recorder import FlightRecorder
 
 __all__ = ["arm_from_env", "with_output"]
 
@@ -32,7 +33,7 @@ def arm_from_env(environ: dict[str, str] | None = None) -> FlightRecorder | None
     opts, errors = parse_spec(spec)
     if errors:
         for line in errors:
-            _say(line)
+            say(line)
         return None
     fr = FlightRecorder(**vars(opts)).start()
     _armed = fr if fr.armed else None

@@ -18,39 +18,16 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
-from openmsprof.config.model import ProfileConfig
-from openmsprof.fileio import fs
 from openmsprof.flight import dump
+from openmsprof.flight.capture import Capture, current_rank, say, torch_fr
 from openmsprof.flight.history import History, capture_stacks, mono_ns, thread_names
 from openmsprof.flight.options import FlightOptions, check, signal_number
 from openmsprof.flight.sampler import Sampler
 from openmsprof.flight.taps import MarkerTap
 from openmsprof.flight.triggers import RateLimit, SlowStep, Trigger
-from openmsprof.recorder import session
 from openmsprof.sources import step_hooks
 
 __all__ = ["FlightRecorder", "flight_recorder"]
-
-
-def _say(line: str) -> None:
-    try:
-        sys.stderr.write(f"openmsprof: {line}\n")
-    except Exception:
-        pass
-
-
-def current_rank() -> int:
-    """torch.distributed's rank when initialised, else ``RANK`` from the environment, else -1."""
-    dist = sys.modules.get("torch.distributed")
-    try:
-        if dist is not None and dist.is_available() and dist.is_initialized():
-            return int(dist.get_rank())
-    except Exception:
-        pass
-    try:
-        return int(os.environ.get("RANK", "-1"))
-    except ValueError:
-        return -1
 
 
 class FlightRecorder:
@@ -78,8 +55,7 @@ class FlightRecorder:
         self._prev_handler: Any = None
         self._signum: int | None = None
         self._prev_hook: Any = None
-        self._capture: session.Session | None = None
-        self._capture_left = 0
+        self.capture = Capture()
         self._pending = 0
         self._idle = threading.Condition(self._lock)
         self._fork_hook = False
@@ -103,7 +79,7 @@ class FlightRecorder:
                 self._signum = None
         if errors:
             for line in errors:
-                _say(line)
+                say(line)
             self.failures = errors
             return self
         self.output = Path(os.path.abspath(o.output or "."))
@@ -166,7 +142,7 @@ class FlightRecorder:
                 pass
         if sys.excepthook == self._excepthook:
             sys.excepthook = self._prev_hook
-        if self._capture is not None:
+        if self.capture.session is not None:
             self._queue.put(("end_capture", None))
         self._queue.put(None)
         if self._worker is not None:
@@ -201,9 +177,9 @@ class FlightRecorder:
         self.history.add_step(index, t0, t1)
         self.last_progress = t1
         self._hang_fired = False
-        if self._capture_left:
-            self._capture_left -= 1
-            if not self._capture_left:
+        if self.capture.left:
+            self.capture.left -= 1
+            if not self.capture.left:
                 self._queue.put(("end_capture", None))
         if self.slow is not None:
             hit = self.slow.check(t1 - t0)
@@ -261,15 +237,15 @@ class FlightRecorder:
                 if what == "dump":
                     self._dump(*arg)
                 elif what == "end_capture":
-                    self._end_capture()
+                    self.capture.end()
             except Exception as exc:  # the program never dies of a dump
-                _say(f"flight recorder: {what} failed: {type(exc).__name__}: {exc}")
+                say(f"flight recorder: {what} failed: {type(exc).__name__}: {exc}")
 
     def _dump(self, trig: Trigger, stacks: list[dict[str, Any]]) -> None:
         try:
             self.__dump(trig, stacks)
         except Exception as exc:
-            _say(f"flight recorder: {trig.kind} dump not written: {type(exc).__name__}: {exc}")
+            say(f"flight recorder: {trig.kind} dump not written: {type(exc).__name__}: {exc}")
         finally:
             with self._lock:
                 self._pending -= 1
@@ -284,48 +260,17 @@ class FlightRecorder:
                   "options": {k: v for k, v in vars(self.options).items() if k != "output"}}
         rank = current_rank()
         o = self.options
-        if o.then_capture and self._capture is None and session.current() is None:
-            s = session.start(ProfileConfig(msproftx=True), self.output, exclusive_output=False, rank_id=rank)
-            self._capture, self._capture_left = s, o.then_capture
-            flight["then_capture"] = {"steps": o.then_capture, "what": "recorder session (markers, "
-                                      "ORT/acl tasks); torch.profiler activities not supported here"}
-            self._capture_start = dump.write_into_session(s, snap, flight, trig.t_ns, self.keep_ns,
-                                                          self.main_tid, names, rank)
-            self._capture_flight = flight
-            root = s.root
+        if o.then_capture and self.capture.possible():
+            root = self.capture.begin(self.output, o.then_capture, rank, snap, flight, trig.t_ns, self.keep_ns,
+                                      self.main_tid, names)
         else:
             if o.then_capture:
                 flight["then_capture"] = {"steps": 0, "what": "not captured: a session is already running"}
             root = dump.write_job(self.output, snap, flight, trig.t_ns, self.keep_ns, self.main_tid, names, rank)
-        self._torch_fr(root)
+        torch_fr(root)
         self.dumps.append(root)
         step = f" step {trig.step}" if trig.step is not None else ""
-        _say(f"flight recorder: {trig.kind}{step} -> {root}")
-
-    @staticmethod
-    def _torch_fr(root: Path) -> None:
-        """PyTorch's own flight recorder (``TORCH_FR_BUFFER_SIZE`` > 0), when a process group is up:
-        its JSON dump goes beside ours as ``host/torch_fr.json`` (cluster joins the two)."""
-        dist = sys.modules.get("torch.distributed")
-        if dist is None or not os.environ.get("TORCH_FR_BUFFER_SIZE", os.environ.get("TORCH_NCCL_TRACE_BUFFER_SIZE")):
-            return
-        try:
-            if not (dist.is_available() and dist.is_initialized()):
-                return
-            c10d = sys.modules.get("torch._C._distributed_c10d")
-            data = c10d._dump_fr_trace_json(True, False) if c10d is not None else None
-        except Exception:
-            return
-        if data:
-            fs.write_file_atomic(root / "host" / dump.TORCH_FR_FILE, data)
-
-    def _end_capture(self) -> None:
-        s, self._capture = self._capture, None
-        if s is None:
-            return
-        if session.current() is s:
-            session.stop()
-        dump.finish_capture(s.root, self._capture_start, self._capture_flight)
+        say(f"flight recorder: {trig.kind}{step} -> {root}")
 
     def wait_idle(self, timeout: float = 30.0) -> bool:
         """Wait until no dump is under way (tests, benchmarks)."""
