@@ -51,6 +51,9 @@ def work_step(a: np.ndarray, n_py: int) -> float:
     return s + acc
 
 
+SAMPLER_SHARE: list[float] = []
+
+
 def one_round(armed: bool, steps: int, out: Path) -> tuple[float, float]:
     a = np.random.default_rng(0).random((96, 96))
     fr = openmsprof.flight_recorder(out, slow_step=1000, hang_s=600, signal=None) if armed else None
@@ -65,12 +68,14 @@ def one_round(armed: bool, steps: int, out: Path) -> tuple[float, float]:
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     if fr is not None:
         fr.stop()
+        SAMPLER_SHARE.append(fr.sampler.cpu_ns / 1e9 / cpu)
         assert not fr.dumps, "an armed round triggered"
     return wall / steps, cpu / steps
 
 
 def bench_steps(rounds: int, steps: int, corunner: bool) -> None:
     wall_r, cpu_r, bare_ms = [], [], []
+    SAMPLER_SHARE.clear()
     with tempfile.TemporaryDirectory() as tmp, CoRunner(enabled=corunner):
         for r in range(rounds):
             order = (False, True) if r % 2 == 0 else (True, False)
@@ -80,7 +85,8 @@ def bench_steps(rounds: int, steps: int, corunner: bool) -> None:
             bare_ms.append(res[False][0] * 1e3)
         load = loadavg()
     print(f"  steps (co-runner {'on' if corunner else 'off'}): bare step {statistics.median(bare_ms):.2f} ms; "
-          f"armed/bare wall {summary(wall_r)}, CPU {summary(cpu_r)}; {rounds} rounds x {steps} steps; load {load:.2f}")
+          f"armed/bare wall {summary(wall_r)}, CPU {summary(cpu_r)}; the sampler thread's share of the armed "
+          f"rounds' CPU {summary(SAMPLER_SHARE)}; {rounds} rounds x {steps} steps; load {load:.2f}")
 
 
 MEM_CHILD = """
