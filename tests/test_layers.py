@@ -12,7 +12,7 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[1] / "src" / "openmsprof"
 LAYERS = {
     "fileio": 0, "config": 0, "recorder": 1, "machine": 1, "sources": 2,
-    "profile_api": 3, "mstx": 3, "acl": 3, "torch": 3, "demo": 3, "tensorflow": 3,
+    "profile_api": 3, "mstx": 3, "acl": 3, "torch": 3, "demo": 3, "tensorflow": 3, "flight": 3,
     "parse": 4, "export": 5, "analysis": 6, "cluster": 6,
     "load": 7, "collector": 7, "_bootstrap": 7, "cli": 7,
 }

@@ -23,6 +23,7 @@ from openmsprof.config import (
     SessionError,
     StorageError,
 )
+from openmsprof.flight import flight_recorder
 from openmsprof.load import load
 from openmsprof.profile_api import profile, start, stop
 from openmsprof.recorder.session import Session
@@ -36,6 +37,7 @@ __all__ = [
     "SessionError",
     "StorageError",
     "__version__",
+    "flight_recorder",
     "load",
     "mstx",
     "profile",

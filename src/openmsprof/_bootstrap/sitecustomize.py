@@ -50,11 +50,20 @@ def _openmsprof_autostart() -> None:
     start_from_spec(spec)
 
 
+def _openmsprof_flight() -> None:
+    if not os.environ.get("OPENMSPROF_FLIGHT_RECORDER"):
+        return
+    from openmsprof.flight.env_arm import arm_from_env
+
+    arm_from_env()
+
+
 def _openmsprof_main() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     steps = (("could not restore PYTHONPATH", _openmsprof_unhook),
              ("error in the shadowed sitecustomize", lambda: _openmsprof_chain(here)),
-             ("profiling not started", _openmsprof_autostart))
+             ("profiling not started", _openmsprof_autostart),
+             ("flight recorder not armed", _openmsprof_flight))
     for what, step in steps:
         try:
             step()

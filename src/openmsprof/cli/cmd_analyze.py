@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from openmsprof.analysis import advisor
+from openmsprof.analysis import advisor, flight_explain
 from openmsprof.analysis.report_html import write_html
 from openmsprof.cli.argtypes import input_dir
 from openmsprof.config.errors import ConfigError, PathError
@@ -55,7 +55,12 @@ def run(args: argparse.Namespace) -> int:
     if base is not None and not base.exists():
         raise PathError(f"--base {args.base!r} does not exist")
     doc = advisor.report(Path(args.dir), rules, args.peaks)
+    flight = flight_explain.explain(Path(args.dir))
+    if flight is not None:
+        doc["flight"] = flight
     text = (advisor.render_json if args.format == "json" else advisor.render_text)(doc)
+    if flight is not None and args.format != "json":
+        text = flight_explain.render_text(flight) + text
     if out is None:
         sys.stdout.write(text)
     else:

@@ -7,8 +7,18 @@ import argparse
 import sys
 from pathlib import Path
 
+import orjson
+
+from openmsprof.cluster import flight_ranks
 from openmsprof.config.errors import ConfigError
 from openmsprof.config.paths import resolve_output
+from openmsprof.fileio import fs
+
+
+def _prof_jobs(root: Path) -> list[Path]:
+    """Every PROF_ job and torch rank dir under ``root`` (three levels)."""
+    return [p for pat in ("PROF_*", "*/PROF_*", "*/*/PROF_*", "*_ascend_pt", "*/*_ascend_pt")
+            for p in root.glob(pat) if p.is_dir()]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -42,6 +52,15 @@ def run(args: argparse.Namespace) -> int:
     root = resolve_output(args.dir, "cluster input")
     output = resolve_output(args.output, "cluster output") if args.output else None
     modes = [m for spec in args.modes for m in spec.split(",") if m] or ["all"]
+    diag = flight_ranks.diagnose(Path(root))
+    if diag is not None:
+        for line in flight_ranks.render(diag):
+            print(line)
+        target = fs.make_dir(Path(output or root) / "cluster_analysis_output")
+        fs.write_file_atomic(target / "flight_diagnosis.json", orjson.dumps(diag, option=orjson.OPT_INDENT_2))
+        print(target / "flight_diagnosis.json")
+        if all((p / "host" / "flight.json").is_file() for p in _prof_jobs(Path(root))):
+            return 0  # flight dumps only: their history has no tasks or communication for the views
     res = run_cluster(Path(root), modes, output and Path(output), scheduler=args.scheduler,
                       scheduler_file=args.scheduler_file, workers=args.workers, shared=not args.files_on_workers)
     for line in res.problems:

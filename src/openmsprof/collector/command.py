@@ -12,6 +12,7 @@ from openmsprof.collector import local, program
 from openmsprof.config import cli_flags
 from openmsprof.config.errors import ProfilingError
 from openmsprof.config.model import ProfileConfig
+from openmsprof.flight.options import check, parse_spec
 
 DESCRIPTION = """Profile a program with no code change (seed 002 "one-step" profiling).
 Locally the program runs with an acl.json (OPENMSPROF_ACL_JSON) and a process-level session
@@ -47,6 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
          help="remote: keep the uploaded program and raw data on the board")
     _add(parser, ("--profile-config",), dest="profile_config", metavar="JSON", help=argparse.SUPPRESS)
     _add(parser, ("--quiet-jobs",), dest="quiet_jobs", action="store_true", help=argparse.SUPPRESS)
+    _add(parser, ("--flight-recorder",), dest="flight_recorder", metavar="SPEC",
+         help="arm the flight recorder instead of a continuous session, e.g. \"slow_step=3,hang_s=60\" "
+              "(keep_s, slow_step, hang_s, on_exception, signal, then_capture, memory_mb, step_range); "
+              "a job is written only when a trigger fires")
     _add(parser, ("-m", "--main"), dest="program", metavar="PROGRAM",
          help="the program: a .py runs with this Python, an executable as is, a bare name from PATH; "
               "its arguments follow -- or come inside one quoted value (-m \"app.py --epochs 3\")")
@@ -86,17 +91,30 @@ def run(ns: argparse.Namespace) -> int:
         if result.report.partial:
             rc = rc or 1
     else:
+        if getattr(ns, "flight_recorder", None) is not None and ns.board:
+            print("openmsprof: --flight-recorder: not supported here with --config (remote boards)", file=sys.stderr)
         if ns.project:
             raise ProfilingError("--project is for remote runs (with --config board.ini)")
         argv = program.resolve(name, args)
         output = local.prepare_output(output_arg(ns))
-        res = local.run(argv, config, output)
+        flight = getattr(ns, "flight_recorder", None)
+        if flight is not None:
+            opts, refused = parse_spec(flight)
+            opts.output = str(output)
+            refused = refused + check(opts)
+            for line in refused:
+                print(f"openmsprof: {line}", file=sys.stderr)
+            flight = "" if refused else flight
+        res = local.run(argv, config, output, flight=flight)
         rc, jobs = res.returncode, res.jobs
     return _finish(ns, rc, jobs, config)
 
 
 def _finish(ns: argparse.Namespace, rc: int, jobs: list[Any], config: ProfileConfig) -> int:
     if getattr(ns, "quiet_jobs", False):  # the board side of a remote run: the host reports
+        return rc
+    if not jobs and getattr(ns, "flight_recorder", None) is not None:
+        print("openmsprof: flight recorder: no trigger fired; nothing written", file=sys.stderr)
         return rc
     if not jobs:
         if config.switch:

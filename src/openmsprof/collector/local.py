@@ -24,6 +24,8 @@ from openmsprof.config.errors import PathError
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.paths import resolve_output
 from openmsprof.fileio import fs
+from openmsprof.flight import options as flight_options
+from openmsprof.flight.env_arm import with_output
 
 FORWARDED = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 _SI_KERNEL = 0x80  # si_code of a signal raised by the kernel (e.g. the terminal's Ctrl-C)
@@ -56,8 +58,11 @@ def exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def run(argv: list[str], config: ProfileConfig, output: Path, *, cwd: str | None = None) -> LocalResult:
-    """Run ``argv`` profiled into ``output``; returns the exit code and the new job dirs."""
+def run(argv: list[str], config: ProfileConfig, output: Path, *, cwd: str | None = None,
+        flight: str | None = None) -> LocalResult:
+    """Run ``argv`` profiled into ``output``; returns the exit code and the new job dirs.
+    With ``flight`` (a flight recorder spec) no continuous session starts: each Python process
+    arms a flight recorder writing into ``output`` when a trigger fires."""
     before = list_jobs(output)
     config = config.replace(output=str(output))
     tmp = Path(tempfile.mkdtemp(prefix="openmsprof_collect_"))
@@ -65,6 +70,10 @@ def run(argv: list[str], config: ProfileConfig, output: Path, *, cwd: str | None
         acl_path = tmp / "acl.json"
         fs.write_file_atomic(acl_path, orjson.dumps(options.acl_json(config), option=orjson.OPT_INDENT_2))
         env = options.child_env(dict(os.environ), config, acl_path)
+        if flight is not None:
+            env.pop(options.AUTOSTART_ENV, None)
+            if flight:  # "" = the spec was refused: the program runs unprofiled
+                env[flight_options.ENV] = with_output(flight, str(output))
         rc = run_forwarding(argv, env, cwd=cwd)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

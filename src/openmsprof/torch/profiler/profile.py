@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from openmsprof.sources import markers
+from openmsprof.sources import markers, step_hooks
 from openmsprof.torch.profiler import _analysis_worker, _writer, prof_dir
 from openmsprof.torch.profiler._enums import ProfilerAction
 from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
@@ -119,6 +119,8 @@ class profile(_KinetoProfile):
 
     def step(self) -> None:
         """Mark a step boundary; outside windows this is a counter and one schedule call."""
+        if step_hooks.listeners:  # the flight recorder takes its steps from here
+            step_hooks.notify()
         if self._step_rf is not None:
             self._exit_step()
         prev = self.current_action
