@@ -13,6 +13,10 @@
  *   Conn.insert_rows(sql, rows)       an iterable of sequences of int/float/str/bytes/None
  *   Conn.close()
  *   libversion_number()               the loaded library's version (compared with sqlite3's)
+ *
+ * One call at a time: a method entered while another runs on the same connection (another thread,
+ * while this one waits on SQLite without the GIL, or the rows' iterator calling back) raises
+ * RuntimeError instead of closing or re-preparing under it.  The flag is read and set under the GIL.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -56,6 +60,7 @@ typedef struct {
     PyObject_HEAD
     sqlite3 *db;
     PyObject *stmts; /* dict: sql text -> PyCapsule(sqlite3_stmt *) */
+    int busy;        /* a method is running (set and read with the GIL held) */
 } Conn;
 
 static PyObject *raise_db(sqlite3 *db, int rc) {
@@ -69,8 +74,25 @@ static PyObject *raise_db(sqlite3 *db, int rc) {
     return NULL;
 }
 
+/* enter a method: -1 with RuntimeError when another call is running on this connection */
+static int enter(Conn *self) {
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "the connection is in use by another call (one thread at a time)");
+        return -1;
+    }
+    self->busy = 1;
+    return 0;
+}
+
+static void leave(Conn *self) { self->busy = 0; }
+
+/* enter() and check that the connection is open (left again on failure) */
 static int check_open(Conn *self) {
+    if (enter(self) < 0)
+        return -1;
     if (self->db == NULL) {
+        leave(self);
         PyErr_SetString(PyExc_ValueError, "the connection is closed");
         return -1;
     }
@@ -126,16 +148,22 @@ static int Conn_init(Conn *self, PyObject *args, PyObject *kw) {
     const char *path;
     if (!PyArg_ParseTuple(args, "s", &path))
         return -1;
-    if (self->db != NULL)
-        return 0;
-    self->stmts = PyDict_New();
-    if (self->stmts == NULL)
+    if (enter(self) < 0)
         return -1;
+    if (self->db != NULL) {
+        leave(self);
+        return 0;
+    }
+    if (self->stmts == NULL && (self->stmts = PyDict_New()) == NULL) {
+        leave(self);
+        return -1;
+    }
     sqlite3 *db = NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = S.open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     Py_END_ALLOW_THREADS
+    leave(self);
     if (rc != SQLITE_OK) {
         raise_db(db, rc);
         if (db)
@@ -146,32 +174,38 @@ static int Conn_init(Conn *self, PyObject *args, PyObject *kw) {
     return 0;
 }
 
-static PyObject *Conn_close(Conn *self, PyObject *unused) {
+static void close_db(Conn *self) {
     if (self->db != NULL) {
         finalize_all(self);
         S.close(self->db);
         self->db = NULL;
     }
+}
+
+static PyObject *Conn_close(Conn *self, PyObject *unused) {
+    if (enter(self) < 0)
+        return NULL;
+    close_db(self);
+    leave(self);
     Py_RETURN_NONE;
 }
 
 static void Conn_dealloc(Conn *self) {
-    Py_XDECREF(Conn_close(self, NULL));
+    close_db(self);  /* no call can be running: each holds a reference to self */
     Py_CLEAR(self->stmts);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static PyObject *Conn_execute(Conn *self, PyObject *arg) {
-    if (check_open(self) < 0)
-        return NULL;
     const char *sql = PyUnicode_AsUTF8(arg);
-    if (sql == NULL)
+    if (sql == NULL || check_open(self) < 0)
         return NULL;
     char *err = NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = S.exec(self->db, sql, NULL, NULL, &err);
     Py_END_ALLOW_THREADS
+    leave(self);
     if (err)
         S.free(err);
     if (rc != SQLITE_OK)
@@ -210,8 +244,10 @@ static PyObject *Conn_insert_matrix(Conn *self, PyObject *args) {
     if (check_open(self) < 0)
         return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        leave(self);
         return NULL;
+    }
     PyObject *result = NULL;
     if (view.ndim != 2 || view.itemsize != 8 || !is_int64_format(view.format) || k < 1) {
         PyErr_SetString(PyExc_TypeError, "insert_matrix wants a C-contiguous 2-D int64 matrix and k >= 1");
@@ -259,6 +295,7 @@ static PyObject *Conn_insert_matrix(Conn *self, PyObject *args) {
         result = PyLong_FromLongLong(done_rows);
 done:
     PyBuffer_Release(&view);
+    leave(self);
     return result;
 }
 
@@ -306,13 +343,18 @@ static PyObject *Conn_insert_rows(Conn *self, PyObject *args) {
         return NULL;
     if (check_open(self) < 0)
         return NULL;
+    /* the iterator and the rows' conversions run Python code: busy stays set across them */
     sqlite3_stmt *st = stmt_for(self, sql);
-    if (st == NULL)
+    if (st == NULL) {
+        leave(self);
         return NULL;
+    }
     int want = S.bind_parameter_count(st);
     PyObject *it = PyObject_GetIter(rows);
-    if (it == NULL)
+    if (it == NULL) {
+        leave(self);
         return NULL;
+    }
     long long total = 0;
     PyObject *row;
     while ((row = PyIter_Next(it)) != NULL) {
@@ -343,11 +385,13 @@ static PyObject *Conn_insert_rows(Conn *self, PyObject *args) {
         total += got;
     }
     Py_DECREF(it);
+    leave(self);
     if (PyErr_Occurred())
         return NULL;
     return PyLong_FromLongLong(total);
 fail:
     Py_DECREF(it);
+    leave(self);
     return NULL;
 }
 

@@ -6,6 +6,11 @@
  *   op line:   pre + tid + post + st "," du "," wt [+ tail] "\n"
  *   time line: tth + tid "," du "," st "," en "\n"
  * with every time >= 0 written as "{v // 1000}.{v % 1000:03d}".
+ *
+ * Memory-safe whatever Python hands in or does from its callbacks (head(), tail(), a key's
+ * __hash__/__eq__, a value's __bool__/__add__/__lt__): the start index is bounds-checked
+ * (IndexError), the list's length is re-read every row, and every row, group list and value is
+ * owned (a strong reference) across each call into Python.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -65,10 +70,15 @@ static int is_str3(PyObject *t) {
 /* tails_{cpu,job}.get(tk) or tail(cpu_obj, tk): a new reference to a str, NULL on error */
 static PyObject *tail_of(PyObject *cache, PyObject *tail, PyObject *cpu_obj, PyObject *tk) {
     PyObject *tl = PyDict_GetItemWithError(cache, tk);
-    if (tl != NULL && PyObject_IsTrue(tl) == 1) {
-        Py_INCREF(tl);
-    } else {
-        if (PyErr_Occurred()) return NULL;
+    if (tl == NULL && PyErr_Occurred()) return NULL;
+    Py_XINCREF(tl);  /* owned across its __bool__ */
+    int truth = tl != NULL ? PyObject_IsTrue(tl) : 0;
+    if (truth < 0) {
+        Py_DECREF(tl);
+        return NULL;
+    }
+    if (!truth) {
+        Py_XDECREF(tl);
         tl = PyObject_CallFunctionObjArgs(tail, cpu_obj, tk, NULL);
         if (tl == NULL) return NULL;
     }
@@ -78,6 +88,27 @@ static PyObject *tail_of(PyObject *cache, PyObject *tail, PyObject *cpu_obj, PyO
         return NULL;
     }
     return tl;
+}
+
+/* g[k] of a group list that must still have four items: a new reference, NULL with TypeError */
+static PyObject *group_item(PyObject *g, Py_ssize_t k) {
+    if (PyList_GET_SIZE(g) != 4) {
+        PyErr_SetString(PyExc_TypeError, "groups: a list of four expected");
+        return NULL;
+    }
+    PyObject *x = PyList_GET_ITEM(g, k);
+    Py_INCREF(x);
+    return x;
+}
+
+/* g[k] = v (v stolen) in a group list that must still have four items; 0, or -1 with TypeError */
+static int group_set(PyObject *g, Py_ssize_t k, PyObject *v) {
+    if (PyList_GET_SIZE(g) != 4) {
+        Py_DECREF(v);
+        PyErr_SetString(PyExc_TypeError, "groups: a list of four expected");
+        return -1;
+    }
+    return PyList_SetItem(g, k, v);
 }
 
 /* groups[hk]: [count, sum, min, max] of the durations (the Python loop's rules) */
@@ -108,40 +139,43 @@ static int add_group(PyObject *groups, PyObject *hk, long long d, int *complete,
         PyDict_Clear(groups);
         return 0;
     }
-    if (!PyList_Check(g) || PyList_GET_SIZE(g) != 4) {
+    if (!PyList_Check(g)) {
         PyErr_SetString(PyExc_TypeError, "groups: a list of four expected");
         return -1;
     }
-    PyObject *dd = PyLong_FromLongLong(d);
-    if (dd == NULL) return -1;
-    PyObject *one = PyLong_FromLong(1);
-    PyObject *n = one ? PyNumber_Add(PyList_GET_ITEM(g, 0), one) : NULL;
-    Py_XDECREF(one);
-    PyObject *sum = n ? PyNumber_Add(PyList_GET_ITEM(g, 1), dd) : NULL;
-    if (sum == NULL) {
-        Py_XDECREF(n);
-        Py_DECREF(dd);
-        return -1;
-    }
-    PyList_SetItem(g, 0, n);
-    PyList_SetItem(g, 1, sum);
-    int lt = PyObject_RichCompareBool(dd, PyList_GET_ITEM(g, 2), Py_LT);
-    if (lt < 0) goto fail;
+    Py_INCREF(g);  /* owned: the additions and comparisons below may run Python code */
+    PyObject *dd = PyLong_FromLongLong(d), *one = PyLong_FromLong(1), *x = NULL, *y = NULL;
+    int rc = -1;
+    if (dd == NULL || one == NULL) goto out;
+    /* each step re-reads the list through the checked accessors: a callback may have resized it */
+    PyObject *n = (x = group_item(g, 0)) ? PyNumber_Add(x, one) : NULL;
+    Py_CLEAR(x);
+    if (n == NULL || group_set(g, 0, n) < 0) goto out;  /* n is stolen, even on error */
+    PyObject *sum = (x = group_item(g, 1)) ? PyNumber_Add(x, dd) : NULL;
+    Py_CLEAR(x);
+    if (sum == NULL || group_set(g, 1, sum) < 0) goto out;
+    if ((x = group_item(g, 2)) == NULL) goto out;
+    int lt = PyObject_RichCompareBool(dd, x, Py_LT);
+    if (lt < 0) goto out;
     if (lt) {
         Py_INCREF(dd);
-        PyList_SetItem(g, 2, dd);
+        if (group_set(g, 2, dd) < 0) goto out;
     }
-    int gt = PyObject_RichCompareBool(dd, PyList_GET_ITEM(g, 3), Py_GT);
-    if (gt < 0) goto fail;
+    if ((y = group_item(g, 3)) == NULL) goto out;
+    int gt = PyObject_RichCompareBool(dd, y, Py_GT);
+    if (gt < 0) goto out;
     if (gt) {
         Py_INCREF(dd);
-        PyList_SetItem(g, 3, dd);
+        if (group_set(g, 3, dd) < 0) goto out;
     }
-    Py_DECREF(dd);
-    return 0;
-fail:
-    Py_DECREF(dd);
-    return -1;
+    rc = 0;
+out:
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    Py_XDECREF(one);
+    Py_XDECREF(dd);
+    Py_DECREF(g);
+    return rc;
 }
 
 /* one side's lines (job or twin), UTF-8: op line to ops, time line to times; 0 or -1 */
@@ -171,6 +205,10 @@ static PyObject *render(PyObject *self, PyObject *args) {
     int has_prev = prev_obj != Py_None, of = 0;
     long long prev = 0;
     Py_ssize_t i0 = i;
+    if (i < 0 || i > PyList_GET_SIZE(rows)) {
+        PyErr_Format(PyExc_IndexError, "render: start index %zd outside 0..%zd", i, PyList_GET_SIZE(rows));
+        goto fail;
+    }
     if (has_prev) {
         if (!PyLong_CheckExact(prev_obj)) goto done;
         prev = PyLong_AsLongLongAndOverflow(prev_obj, &of);
@@ -179,8 +217,9 @@ static PyObject *render(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    Py_ssize_t n = PyList_GET_SIZE(rows), width = tensor ? 21 : 10;
-    for (; i < n; i++) {
+    Py_ssize_t width = tensor ? 21 : 10;
+    /* the length is re-read every row: head() and tail() are Python and may change the list */
+    for (; i < PyList_GET_SIZE(rows); i++) {
         PyObject *row = PyList_GET_ITEM(rows, i);
         if (!PyTuple_CheckExact(row) || PyTuple_GET_SIZE(row) < width) break;
         PyObject *so = PyTuple_GET_ITEM(row, 0), *eo = PyTuple_GET_ITEM(row, 1), *to = PyTuple_GET_ITEM(row, 2);
@@ -215,8 +254,12 @@ static PyObject *render(PyObject *self, PyObject *args) {
         memcpy(tline + tlinen, st, stn); tlinen += stn; tline[tlinen++] = ',';
         memcpy(tline + tlinen, en, enn); tlinen += enn; tline[tlinen++] = '\n';
 
+        Py_INCREF(row);  /* owned across the callbacks: they may replace rows[i] */
         PyObject *hk = PyTuple_GetSlice(row, 3, 10), *h = NULL, *tk = NULL, *tl = NULL;
-        if (hk == NULL) goto fail;
+        if (hk == NULL) {
+            Py_DECREF(row);
+            goto fail;
+        }
         h = PyDict_GetItemWithError(heads, hk);
         if (h != NULL) {
             Py_INCREF(h);
@@ -260,12 +303,14 @@ static PyObject *render(PyObject *self, PyObject *args) {
                 if (rc < 0) goto error;
             }
         }
+        Py_DECREF(row);
         Py_DECREF(hk);
         Py_DECREF(h);
         Py_XDECREF(tk);
         Py_XDECREF(tl);
         continue;
     error:
+        Py_DECREF(row);
         Py_DECREF(hk);
         Py_XDECREF(h);
         Py_XDECREF(tk);
