@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test lint typecheck bench clean sanitize
 
 $(STAMP): pyproject.toml setup.py src/openmsprof/recorder/_ring.c src/openmsprof/export/msprof/_task_lines.c
 	$(PY) -m venv $(VENV)
@@ -41,6 +41,11 @@ test: $(STAMP) $(TF215)/.installed $(REF)/.installed
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(MAKE) sanitize
+
+# The C extensions built with ASan+UBSan into build/sanitize; the recorder, C-extension and fuzz tests against them.
+sanitize: $(STAMP)
+	$(BIN)/python -m tests.sanitize
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

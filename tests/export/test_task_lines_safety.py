@@ -7,6 +7,7 @@ interpreter, so a regression fails its test by the signal instead of killing the
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -39,7 +40,7 @@ def ctx(head=None, groups=None, tails=None, tail=None, tensor=False):
 def _run(body: str) -> object:
     code = _PRELUDE + textwrap.dedent(body)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                       env={"PYTHONPATH": _SRC, "PATH": "/usr/bin:/bin"})
+                       env={**os.environ, "PYTHONPATH": _SRC})
     assert p.returncode == 0, f"exit {p.returncode} (negative: killed by that signal): {p.stderr[-2000:]}"
     return json.loads(p.stdout)
 

@@ -319,9 +319,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--case-timeout", type=float, default=20.0)
     ap.add_argument("--memory-mb", type=int, default=2048,
-                    help="address-space limit: a case that needs more fails with MemoryError")
+                    help="address-space limit: a case that needs more fails with MemoryError "
+                         "(0: none, for AddressSanitizer's shadow memory)")
     args = ap.parse_args(argv)
-    resource.setrlimit(resource.RLIMIT_AS, (args.memory_mb << 20, args.memory_mb << 20))
+    if args.memory_mb > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (args.memory_mb << 20, args.memory_mb << 20))
     logging.getLogger("openmsprof").setLevel(logging.ERROR)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as t:

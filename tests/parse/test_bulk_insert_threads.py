@@ -7,6 +7,7 @@ signal instead of killing the run."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -84,7 +85,7 @@ print(json.dumps({"ok": sum(r for r in results if r != "refused"),
 
 def _run(code: str, *args: str) -> dict[str, object]:
     p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                       timeout=300, env={"PYTHONPATH": _SRC, "PATH": "/usr/bin:/bin"})
+                       timeout=300, env={**os.environ, "PYTHONPATH": _SRC})
     assert p.returncode == 0, f"exit {p.returncode} (negative: killed by that signal): {p.stderr[-2000:]}"
     out: dict[str, object] = json.loads(p.stdout)
     return out
