@@ -45,7 +45,12 @@ def test_torn_and_missing_files_reported_per_rank(synthetic: Path, tmp_path: Pat
     assert {r.split(",")[2] for r in rows[1:]} == {"0", "1", "2"}
     comm_doc = orjson.loads((run.output / "cluster_communication.json").read_bytes())
     (group,) = comm_doc
-    assert group == "(0, 1, 3)"  # rank 2's collectives are missing, the others' are all there
+    # rank 2's intact communication_matrix.json still places it in the group; its collectives
+    # (the torn communication.json) are missing, the others' are all there
+    assert group == "(0, 1, 2, 3)"
+    per_rank = [set(ranks) for ops in comm_doc[group].values() for key, ranks in ops.items()
+                if not key.startswith("Total")]
+    assert per_rank and all(r == {"0", "1", "3"} for r in per_rank)
 
 
 def test_not_a_rank_dir_and_duplicates(synthetic: Path, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ Files: ``cluster_step_trace_time.csv`` (step_trace); ``cluster_communication.jso
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +22,9 @@ import pandas as pd
 from openmsprof.cluster import opstats, runner, sqlviews, views_comm, views_step, waits
 from openmsprof.cluster.discover import discover
 from openmsprof.cluster.store import restore_small
-from openmsprof.config.errors import ConfigError
+from openmsprof.config.errors import ConfigError, ProfilingError
 from openmsprof.fileio import fs
+from openmsprof.fileio.read_guard import read_json
 
 __all__ = ["MODES", "ClusterRun", "run_cluster"]
 
@@ -57,8 +59,8 @@ def _metadata(partials: list[dict[str, Any]], key: str) -> dict[str, Any] | None
     for p in partials:
         meta = Path(p["path"]) / "profiler_metadata.json"
         try:
-            doc = orjson.loads(meta.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
+            doc = read_json(meta, meta.name) if os.path.lexists(meta) else None
+        except ProfilingError:  # refused or unreadable: the rank's own parse reported its files
             continue
         if isinstance(doc, dict) and isinstance(doc.get(key), dict):
             return doc[key]

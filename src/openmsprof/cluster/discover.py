@@ -7,13 +7,13 @@ Duplicate ranks keep the newest collection and are reported; mixed world sizes a
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-
-from openmsprof.config.errors import ConfigError
+from openmsprof.config.errors import ConfigError, ProfilingError
+from openmsprof.fileio.read_guard import read_json
 
 __all__ = ["Discovery", "RankSource", "discover"]
 
@@ -38,10 +38,16 @@ class Discovery:
     problems: list[str] = field(default_factory=list)
 
 
-def _json(path: Path) -> dict:
+def _json(path: Path, problems: list[str] | None = None) -> dict:
+    """The JSON object in ``path`` through the read guard; {} when absent or unusable (a refusal
+    of the guard, a FIFO or link say, is added to ``problems``)."""
+    if not os.path.lexists(path):
+        return {}
     try:
-        doc = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        doc = read_json(path, path.name)
+    except ProfilingError as exc:
+        if problems is not None:
+            problems.append(str(exc))
         return {}
     return doc if isinstance(doc, dict) else {}
 
@@ -52,7 +58,7 @@ def _pt_source(d: Path, problems: list[str]) -> RankSource | None:
         problems.append(f"{d}: no profiler_info_{{rank}}.json; not a rank dir")
         return None
     rank = int(infos[0].group(1))
-    meta = _json(d / "profiler_metadata.json")
+    meta = _json(d / "profiler_metadata.json", problems)
     args = meta.get("distributed_args")
     ws = args.get("world_size") if isinstance(args, dict) else None
     ws = ws if isinstance(ws, int) else None

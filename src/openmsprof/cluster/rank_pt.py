@@ -3,12 +3,16 @@
 Columns are found by their documented names (the torch_npu headers), tolerantly: an absent
 optional column becomes empty, a torn file is reported for that rank and the rest still read.
 ``kernel_details.csv`` is streamed block by block into a Parquet writer, so a rank of millions
-of kernels is never held whole in memory.
+of kernels is never held whole in memory.  Every file is opened through
+:mod:`openmsprof.fileio.read_guard`: a FIFO, device, socket or symbolic link, or a file past its
+size bound, is a :class:`ProfilingError` naming it (the caller reports it for that rank).
 """
 
 from __future__ import annotations
 
 import csv
+import io
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,9 +22,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-__all__ = ["KERNEL_SCHEMA", "comm_tables", "read_step_trace", "stream_kernels"]
+from openmsprof.config.errors import ProfilingError
+from openmsprof.fileio.read_guard import open_regular, read_json, read_regular
+
+__all__ = ["COMM_MAX_BYTES", "KERNEL_MAX_BYTES", "KERNEL_SCHEMA", "STEP_TRACE_MAX_BYTES", "comm_tables",
+           "read_step_trace", "stream_kernels"]
 
 OUT = "ASCEND_PROFILER_OUTPUT"
+#: size bounds: step_trace_time.csv (a few rows per step) and communication(_matrix).json are read
+#: whole; kernel_details.csv is streamed (bounded memory), its bound only refuses the absurd
+STEP_TRACE_MAX_BYTES = 256 << 20
+COMM_MAX_BYTES = 1 << 30
+KERNEL_MAX_BYTES = 1 << 40
 KERNEL_COLS = {"Step Id": "step", "Step ID": "step", "Name": "name", "Type": "op_type",
                "Accelerator Core": "task_type", "Start Time(us)": "start_us", "Duration(us)": "dur_us",
                "Input Shapes": "input_shapes"}
@@ -40,7 +53,8 @@ def _num(v: Any) -> float:
 
 def read_step_trace(rank: int, path: Path) -> pa.Table:
     """step_trace_time.csv as read by msprof-analyze: every column but Step/Device_id as float."""
-    tab = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(column_types={"Step": pa.string()},
+    data = read_regular(path, "step_trace_time.csv", STEP_TRACE_MAX_BYTES)
+    tab = pacsv.read_csv(pa.BufferReader(data), convert_options=pacsv.ConvertOptions(column_types={"Step": pa.string()},
                                                                      strings_can_be_null=False))
     if "Step" not in tab.column_names:
         raise ValueError(f"{path}: no 'Step' column")
@@ -75,11 +89,26 @@ def _op_rows(rank: int, step: str, kind: str, ops: dict) -> tuple[list[dict], li
     return rows, bws
 
 
-def comm_tables(rank: int, comm: Path, matrix: Path) -> dict[str, list[dict]]:
-    """communication.json → ``comm`` and ``comm_bw`` rows; communication_matrix.json → ``matrix``."""
+def _comm_doc(path: Path, errors: list[str] | None) -> Any:
+    """The JSON of ``path`` (None when absent); a refusal or parse error goes to ``errors`` when
+    given (the other file is still read), else it is raised."""
+    if not os.path.lexists(path):
+        return None
+    try:
+        return read_json(path, path.name, COMM_MAX_BYTES)
+    except ProfilingError as exc:
+        if errors is None:
+            raise
+        errors.append(str(exc))
+        return None
+
+
+def comm_tables(rank: int, comm: Path, matrix: Path, errors: list[str] | None = None) -> dict[str, list[dict]]:
+    """communication.json → ``comm`` and ``comm_bw`` rows; communication_matrix.json → ``matrix``
+    (an unreadable one is a line in ``errors`` when given, the other one still read)."""
     out: dict[str, list[dict]] = {"comm": [], "comm_bw": [], "matrix": []}
-    if comm.exists():
-        doc = orjson.loads(comm.read_bytes())
+    doc = _comm_doc(comm, errors)
+    if doc is not None:
         for step, kinds in (doc.items() if isinstance(doc, dict) else ()):
             for kind, ops in (kinds.items() if isinstance(kinds, dict) else ()):
                 if isinstance(ops, dict):
@@ -88,8 +117,8 @@ def comm_tables(rank: int, comm: Path, matrix: Path) -> dict[str, list[dict]]:
                         row["seq"] = len(out["comm"])
                         out["comm"].append(row)
                     out["comm_bw"] += bws
-    if matrix.exists():
-        doc = orjson.loads(matrix.read_bytes())
+    doc = _comm_doc(matrix, errors)
+    if doc is not None:
         for step, kinds in (doc.items() if isinstance(doc, dict) else ()):
             for kind, ops in (kinds.items() if isinstance(kinds, dict) else ()):
                 for key, links in (ops.items() if isinstance(ops, dict) else ()):
@@ -123,10 +152,17 @@ def _kernel_batch(rank: int, batch: pa.RecordBatch) -> pa.Table:
 
 def stream_kernels(rank: int, path: Path, sink: Callable[[pa.Table], None]) -> int:
     """Feed kernel_details.csv to ``sink`` in blocks of the kernel schema; returns the row count."""
-    with open(path, newline="", encoding="utf-8", errors="replace") as f:
-        header = next(csv.reader([f.readline()]), [])
+    fd, _size = open_regular(path, "kernel_details.csv", KERNEL_MAX_BYTES)
+    with os.fdopen(fd, "rb") as f:  # the file checked is the file read
+        head = f.readline(1 << 20)
+        header = next(csv.reader([head.decode("utf-8", errors="replace")]), [])
+        f.seek(0)
+        return _stream(rank, f, header, sink)
+
+
+def _stream(rank: int, f: io.BufferedReader, header: list[str], sink: Callable[[pa.Table], None]) -> int:
     wanted = [c for c in header if c in KERNEL_COLS]  # only the columns we keep are converted
-    reader = pacsv.open_csv(path, read_options=pacsv.ReadOptions(block_size=2 << 20, use_threads=False),
+    reader = pacsv.open_csv(f, read_options=pacsv.ReadOptions(block_size=2 << 20, use_threads=False),
                             convert_options=pacsv.ConvertOptions(
                                 column_types={k: pa.string() for k in KERNEL_COLS},
                                 include_columns=wanted or None, strings_can_be_null=False))

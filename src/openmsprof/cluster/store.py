@@ -28,7 +28,9 @@ from openmsprof.cluster.rank_pt import (
     read_step_trace,
     stream_kernels,
 )
+from openmsprof.config.errors import ProfilingError
 from openmsprof.fileio import fs
+from openmsprof.fileio.read_guard import read_json
 
 __all__ = ["SMALL_TABLES", "cached_partial", "parse_rank", "rank_store", "restore_small", "source_key"]
 
@@ -71,10 +73,12 @@ def _clock(src: RankSource) -> dict[str, Any]:
     if info_path is None:
         return {}
     try:
-        info = orjson.loads(info_path.read_bytes())
-    except orjson.JSONDecodeError:
+        info = read_json(info_path, info_path.name)
+    except ProfilingError:
         return {}
-    end = info.get("end_info") or {}
+    end = (info.get("end_info") if isinstance(info, dict) else None) or {}
+    if not isinstance(end, dict):
+        return {}
     return {"epoch_ns": end.get("collectionTimeEnd"), "mono_ns": end.get("MonotonicTimeEnd")}
 
 
@@ -83,15 +87,19 @@ def _parse_pt_small(src: RankSource, out: Path, problems: list[str]) -> dict[str
     files = src.path / OUT
     try:
         tables["step_trace"] = read_step_trace(src.rank, files / "step_trace_time.csv")
+    except ProfilingError as exc:  # the read guard's refusal: one line naming the file
+        problems.append(f"rank {src.rank}: step_trace_time.csv unreadable ({exc})")
     except (OSError, ValueError, pa.ArrowInvalid) as exc:
         problems.append(f"rank {src.rank}: step_trace_time.csv unreadable ({str(exc).splitlines()[0][:160]})")
     try:
-        rows = comm_tables(src.rank, files / "communication.json", files / "communication_matrix.json")
+        errors: list[str] = []
+        rows = comm_tables(src.rank, files / "communication.json", files / "communication_matrix.json", errors)
+        problems += [f"rank {src.rank}: communication json unreadable ({e})" for e in errors]
         for name, data in rows.items():
             if data:
                 tables[name] = pa.Table.from_pylist(data)
-    except (OSError, orjson.JSONDecodeError) as exc:
-        problems.append(f"rank {src.rank}: communication json unreadable ({str(exc)[:160]})")
+    except OSError as exc:
+        problems.append(f"rank {src.rank}: communication json unreadable ({str(exc)[:300]})")
     for name, table in tables.items():
         _write(out / f"{name}.parquet", table)
     return {name: t.num_rows for name, t in tables.items()}
@@ -100,13 +108,15 @@ def _parse_pt_small(src: RankSource, out: Path, problems: list[str]) -> dict[str
 def _parse_pt_kernels(src: RankSource, out: Path, problems: list[str]) -> dict[str, Any]:
     kernels = 0
     path = src.path / OUT / "kernel_details.csv"
-    if not path.exists():
+    if not os.path.lexists(path):
         problems.append(f"rank {src.rank}: no kernel_details.csv")
         return {"kernels": 0}
     tmp = out / "kernels.parquet.tmp"
     writer = pq.ParquetWriter(tmp, KERNEL_SCHEMA, compression="zstd")
     try:
         kernels = stream_kernels(src.rank, path, writer.write_table)
+    except ProfilingError as exc:  # refused by the read guard (a FIFO, a device, a link, too large)
+        problems.append(f"rank {src.rank}: {exc}")
     except (OSError, pa.ArrowInvalid) as exc:
         problems.append(f"rank {src.rank}: kernel_details.csv torn after {kernels} rows "
                         f"({str(exc).splitlines()[0][:160]})")
@@ -129,8 +139,8 @@ def _parse_prof(src: RankSource, out: Path) -> dict[str, Any]:
 
 def _manifest(path: Path, key: str) -> dict[str, Any]:
     try:
-        old = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        old = read_json(path, "the store's manifest.json") if os.path.lexists(path) else {}
+    except ProfilingError:
         return {}
     return old if isinstance(old, dict) and old.get("key") == key else {}
 
