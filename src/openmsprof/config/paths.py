@@ -13,6 +13,14 @@ from pathlib import Path
 
 from openmsprof.config.errors import PathError
 
+#: system roots refused as an output (or a tree to write into): writing a job, a
+#: cluster_analysis_output/ or a store there is never what was meant
+#: (a user's choices such as /tmp, /home, /root, /opt, /mnt stay allowed)
+SYSTEM_ROOTS = frozenset({"/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
+                          "/run", "/sbin", "/sys", "/usr", "/var", "/usr/bin", "/usr/lib", "/usr/local",
+                          "/usr/sbin", "/usr/share", "/var/lib", "/var/log"})
+#: pseudo file systems: nothing is written anywhere under them (/dev/shm excepted)
+_PSEUDO = ("/proc/", "/sys/", "/dev/")
 MAX_PATH_BYTES = 4096
 MAX_COMPONENT_BYTES = 255
 _EXTRA_OK = frozenset("._-/~ ")
@@ -78,6 +86,9 @@ def resolve_output(path: str | os.PathLike[str], what: str = "output path") -> P
     if ".." in text.split("/"):
         raise PathError(f"{what} {text!r} contains a '..' component; give the directory without it")
     p = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
+    norm = "/" + str(p).strip("/")
+    if norm in SYSTEM_ROOTS or (norm.startswith(_PSEUDO) and not (norm + "/").startswith("/dev/shm/")):
+        raise PathError(f"{what} {text!r} is the system directory {norm!r}; give a directory of your own")
     link = find_symlink(p)
     if link is not None:
         raise PathError(f"{what} {os.fspath(path)!r} goes through a symbolic link at {str(link)!r}; refused")

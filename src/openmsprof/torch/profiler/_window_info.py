@@ -29,6 +29,13 @@ def torch_activities(activities: Any) -> tuple[list[str], list[Any], list[str]]:
     import torch.profiler as tp
 
     names: list[str] = []
+    if activities and (isinstance(activities, str) or not hasattr(activities, "__iter__")):
+        if _enums.activity_name(activities) is not None:  # one activity, not in a list
+            activities = [activities]
+        else:  # profile(activities=5): one line, the defaults; training goes on
+            log.warning("openmsprof: activities=%r is not a list of ProfilerActivity; using CPU and NPU",
+                        activities)
+            activities = None
     for act in activities if activities else ["CPU", "NPU"]:
         name = _enums.activity_name(act)
         if name is None:
