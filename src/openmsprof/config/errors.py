@@ -61,6 +61,15 @@ class RawDataError(ProfilingError):
     """Raw data that cannot be read at all (bad magic, not a job)."""
 
 
+class AlreadySimplified(RawDataError):
+    """A rank dir analysed before whose raw framework data data_simplification removed: nothing
+    to analyse again; its output folder ``output`` stands as it is (not an error for the caller)."""
+
+    def __init__(self, message: str, output: object) -> None:
+        super().__init__(message)
+        self.output = output
+
+
 class ConfigPathError(ConfigError, PathError):
     """An unsafe path inside a configuration (acl.json output, CLI flag): both a
     :class:`ConfigError` and a :class:`PathError`."""

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from openmsprof.config.errors import RawDataError
+from openmsprof.config.errors import AlreadySimplified, RawDataError
 from openmsprof.export import overhead
 from openmsprof.export.ascend_pt import (
     cann,
@@ -79,6 +79,12 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
     level = _level(exp)
     types = exp.get("_export_type") or ["text"]
     types = [types] if isinstance(types, str) else types
+    done = rank_dir / OUTPUT / "analyse.done"
+    if not (rank_dir / "FRAMEWORK" / framework.FRAMEWORK_TRACE).exists() and done.is_file() \
+            and exp.get("_data_simplification", True):
+        raise AlreadySimplified(f"{escape(rank_dir)!r} was analysed already and its raw framework data "
+                                f"(FRAMEWORK/) was removed by data_simplification; {OUTPUT}/ kept as it is",
+                                rank_dir / OUTPUT)
     fw = framework.load(rank_dir, info, parallel=parallel)
     npu_records.write(rank_dir, fw, info)  # torch_npu's raw records beside the Kineto trace
     ov = Overlap(fw)

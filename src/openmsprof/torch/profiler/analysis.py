@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from openmsprof.config.errors import PathError, ProfilingError
+from openmsprof.config.errors import AlreadySimplified, PathError, ProfilingError
 from openmsprof.config.paths import resolve_output
 
 log = logging.getLogger("openmsprof")
@@ -47,6 +47,9 @@ def analyse(profiler_path: str | os.PathLike[str], max_process_number: int | Non
     for d in dirs:
         try:
             done.append(analyse_dir(d))
+        except AlreadySimplified as exc:  # healthy: its output stands (one line, not an error)
+            log.warning("openmsprof: %s", exc)
+            done.append(Path(str(exc.output)))
         except ProfilingError as exc:
             log.warning("openmsprof: %s: %s", d, exc)
     return done
