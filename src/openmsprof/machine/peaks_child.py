@@ -21,6 +21,7 @@ from pathlib import Path
 
 import orjson
 
+from openmsprof.config.errors import PathError
 from openmsprof.fileio import fs
 from openmsprof.machine import peaks as P
 from openmsprof.machine.peaks_cache import measuring, open_lock, wait_for_measurement
@@ -32,10 +33,12 @@ _DROP_ENV = ("OPENMSPROF_AUTOSTART", "OPENMSPROF_BOOTSTRAP_DIR", "PROFILING_MODE
              "PROFILING_OPTIONS")
 
 
-def spawn(job_host: Path) -> subprocess.Popen[bytes]:
+def spawn(job_host: Path, host_fd: int | None = None) -> subprocess.Popen[bytes]:
     """Start the detached, nice-19 measurement for ``job_host`` (returns at once); it times
     torch and ONNX Runtime when this process has imported them.  The lock is taken here and
-    handed to the child, so a reader arriving before the child runs already waits for it."""
+    handed to the child, so a reader arriving before the child runs already waits for it.
+    ``host_fd`` (the session's directory fd of ``job_host``) is handed over too: the child
+    writes peaks.json into that directory, never through a link swapped in for its path."""
     env = {k: v for k, v in os.environ.items() if k not in _DROP_ENV}
     fd = open_lock()
     try:
@@ -47,9 +50,11 @@ def spawn(job_host: Path) -> subprocess.Popen[bytes]:
         argv = [sys.executable, "-m", "openmsprof.machine.peaks_child", str(job_host)]
         argv += [f"--{m}" for m in ("torch", "onnxruntime") if m in sys.modules]
         argv += [f"--lock-fd={fd}"] if locked else []
+        argv += [f"--host-fd={host_fd}"] if host_fd is not None else []
+        passed = ((fd,) if locked else ()) + ((host_fd,) if host_fd is not None else ())
         child = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 start_new_session=True, pass_fds=(fd,) if locked else ())
+                                 start_new_session=True, pass_fds=passed)
     finally:
         os.close(fd)  # the child's copy keeps the lock
     try:
@@ -70,8 +75,15 @@ def main(argv: list[str]) -> int:
             doc = P.measure(import_torch="--torch" in argv,
                             import_ort="--onnxruntime" in argv)
             fs.write_file_atomic(P.cache_path(), orjson.dumps(doc, option=orjson.OPT_INDENT_2))
-    if job_host.is_dir():
-        fs.write_file_atomic(job_host / P.PEAKS_FILE, orjson.dumps(doc))
+    host_fds = [int(a.split("=", 1)[1]) for a in argv if a.startswith("--host-fd=")]
+    try:  # through the directory fd: a host/ swapped for a link is never written through
+        host_fd = host_fds[0] if host_fds else fs.open_dir_fd(job_host)
+    except PathError:
+        return 1
+    try:
+        fs.write_file_at(host_fd, P.PEAKS_FILE, orjson.dumps(doc))
+    finally:
+        os.close(host_fd)
     return 0
 
 

@@ -212,12 +212,14 @@ class Session:
         if choice.lower() in ("off", "0", "no"):
             return
         try:
+            if not fs.same_dir(self.job.host, self._host_fd):
+                raise PathError(f"'{fs.escape(self.job.host)}' was replaced after the start (symbolic link?)")
             doc = peaks.load_peaks(choice) if choice else peaks.cached(measure_missing=False)
             if doc:
-                fs.write_file_atomic(self.job.host / peaks.PEAKS_FILE, orjson.dumps(doc))
+                fs.write_file_at(self._host_fd, peaks.PEAKS_FILE, orjson.dumps(doc))
                 if choice or peaks.covers(doc):
                     return  # else: the child adds the runtime's ceilings to both copies
-            child = peaks_child.spawn(self.job.host)
+            child = peaks_child.spawn(self.job.host, self._host_fd)
             self.note(f"machine peaks: measuring in background process {child.pid} (nice 19); "
                       f"it writes host/{peaks.PEAKS_FILE} and the machine's cache")
         except Exception as exc:
@@ -254,12 +256,12 @@ class Session:
         except Exception as exc:
             self.note(f"could not write end_info: {exc}", warn=True)
         finally:
+            self._write_peaks()  # through the host dir fd, like the end records
             os.close(self._host_fd)
             os.close(self._root_fd)
         if dropped:
             self.note(f"{dropped} records dropped (buffers full): "
                       f"{self.overhead['drops_by_thread_kind']}", warn=True)
-        self._write_peaks()
         self.note(f"session stopped: {self.overhead['records_written']} records, "
                   f"{self.overhead['bytes_written']} bytes")
         os.close(self._log_fd)
