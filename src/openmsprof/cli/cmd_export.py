@@ -10,6 +10,7 @@ from pathlib import Path
 from openmsprof.cli import oneline
 from openmsprof.cli.argtypes import finite_float, input_dir
 from openmsprof.config.errors import ConfigError, ProfilingError
+from openmsprof.export.exportlock import job_lock
 from openmsprof.export.jobdb import find_jobs
 from openmsprof.export.msprof.msprof_analyze_layout import (
     export_summary_and_layout,
@@ -77,7 +78,8 @@ def for_each_job(directory: str, action: Callable[[Path], list[Path]], what: str
     failed = 0
     for job in jobs:
         try:
-            paths = action(job)
+            with job_lock(job):  # one export of a job at a time (they share the tool-facing layout)
+                paths = action(job)
         except ProfilingError as exc:
             if len(jobs) == 1:
                 raise

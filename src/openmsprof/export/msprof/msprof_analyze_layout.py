@@ -40,6 +40,7 @@ import orjson
 from openmsprof.config.errors import ProfilingError
 from openmsprof.export import hostinfo, overhead
 from openmsprof.export.ascend_pt.torch_db import ANALYSIS_SCHEMA
+from openmsprof.export.exportlock import job_lock
 from openmsprof.export.jobdb import JobDB, open_job
 from openmsprof.export.msprof import headers as H
 from openmsprof.export.msprof import msprof_analyze_db as tool_facing_db
@@ -291,12 +292,13 @@ def prepare_db(job: Path) -> Path:
     """Make the job's ``msprof_{ts}.db`` current (of an imported job), as :func:`export_tool_facing`
     would first; ``export timeline`` runs it while its device child renders."""
     job = Path(job)
-    _sources(job)
-    db_path = tool_facing_db.current_db(job)
-    if db_path is None:
-        db_path = tool_facing_db.write_db(job, _stamp())
-        tool_facing_db.remember(job, db_path)
-    return db_path
+    with job_lock(job):
+        _sources(job)
+        db_path = tool_facing_db.current_db(job)
+        if db_path is None:
+            db_path = tool_facing_db.write_db(job, _stamp())
+            tool_facing_db.remember(job, db_path)
+        return db_path
 
 
 def _part(name: str) -> str:
@@ -314,8 +316,16 @@ def export_tool_facing(job: Path, parts: tuple[str, ...] = PARTS, ready: Iterabl
     ``JOB/summary/`` once the db is ready, given the twins to write in its task pass (op_summary
     and task_time of this layout, see :mod:`summary_task_pass`) and a step to run meanwhile (the
     db's copy when fresh, then the merged tables of :data:`FROM_DB`, while the summary's child
-    renders; what it did not do is done afterwards); its paths count as ``ready``."""
+    renders; what it did not do is done afterwards); its paths count as ``ready``.
+    Serialized with the job's other exports (:mod:`openmsprof.export.exportlock`)."""
     job = Path(job)
+    with job_lock(job):
+        return _export_tool_facing(job, parts, ready, summary)
+
+
+def _export_tool_facing(job: Path, parts: tuple[str, ...], ready: Iterable[Path],
+                        summary: Callable[[Twins | None, Callable[[], None] | None], list[Path]] | None,
+                        ) -> list[Path]:
     with open_job(job):
         pass  # ensures sqlite/msprof.db is current
     out = fs.make_dir(job / OUTPUT_DIR)
