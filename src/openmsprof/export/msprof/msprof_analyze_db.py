@@ -30,7 +30,18 @@ from openmsprof.export.hccl_enums import ENUMS
 from openmsprof.fileio import fs
 from openmsprof.fileio.read_guard import read_json
 
-__all__ = ["DB_RE", "current_db", "engine_types", "remember", "remove_others", "write_db"]
+__all__ = ["DB_RE", "current_db", "disk_full", "engine_types", "remember", "remove_others", "write_db"]
+
+_SQLITE_FULL = 13
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's "database or disk is full" (SQLITE_FULL), or an OS full disk."""
+    if isinstance(exc, StorageError):
+        return True
+    if isinstance(exc, sqlite3.OperationalError):
+        return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF == _SQLITE_FULL or "is full" in str(exc)
+    return isinstance(exc, OSError) and exc.errno in (28, 122)  # ENOSPC, EDQUOT
 
 DB_RE = re.compile(r"^msprof_\d{14}\.db$")
 EXTRA_TABLES = """
@@ -161,7 +172,7 @@ def _copy_db(src: Path, tmp: Path, final: Path) -> None:
         if fd >= 0:
             os.close(fd)
         tmp.unlink(missing_ok=True)
-        if isinstance(exc, StorageError):  # fs.copy_fd's full disk, named as this file's
+        if disk_full(exc):  # fs.copy_fd's (or the WAL backup's) full disk, named as this file's
             raise StorageError(fs.disk_full_message(final, "writing")) from None
         raise
     os.close(fd)
@@ -205,9 +216,11 @@ def write_db(job: Path, stamp: str) -> Path:
             devices = [d for (d,) in con.execute("SELECT DISTINCT deviceId FROM TASK")]
             if mhz > 0 and not con.execute("SELECT count(*) FROM AICORE_FREQ").fetchone()[0]:
                 con.executemany("INSERT INTO AICORE_FREQ VALUES (?,?,?)", [(d, start, mhz) for d in devices])
-    except BaseException:
+    except BaseException as exc:
         con.close()
         tmp.unlink(missing_ok=True)
+        if disk_full(exc):  # one line naming the file and the free space, not SQLite's traceback
+            raise StorageError(fs.disk_full_message(final, "writing")) from None
         raise
     con.close()
     os.replace(tmp, final)

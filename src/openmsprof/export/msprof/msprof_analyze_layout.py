@@ -37,7 +37,7 @@ from typing import Any
 
 import orjson
 
-from openmsprof.config.errors import ProfilingError
+from openmsprof.config.errors import ProfilingError, StorageError
 from openmsprof.export import hostinfo, overhead
 from openmsprof.export.ascend_pt.torch_db import ANALYSIS_SCHEMA
 from openmsprof.export.exportlock import job_lock
@@ -274,8 +274,13 @@ def _analysis_db(job: Path) -> Path:
     try:
         with con:
             con.executescript(ANALYSIS_SCHEMA)
-    finally:
+    except BaseException as exc:
         con.close()
+        tmp.unlink(missing_ok=True)
+        if tool_facing_db.disk_full(exc):
+            raise StorageError(fs.disk_full_message(path, "writing")) from None
+        raise
+    con.close()
     os.replace(tmp, path)
     return path
 
