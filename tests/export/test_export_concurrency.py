@@ -39,7 +39,7 @@ def test_concurrent_timeline_and_summary_exports_of_one_job(tmp_path: Path) -> N
     for _ in range(4):
         procs = [_export("timeline", job), _export("summary", job), _export("timeline", job)]
         results = [(p.wait(timeout=300), *p.communicate()) for p in procs]
-        for rc, out, err in results:
+        for rc, _out, err in results:
             assert rc == 0 and "Traceback" not in err, err[-3000:]
     out = job / "mindstudio_profiler_output"
     names = sorted(p.name for p in out.iterdir())
@@ -61,7 +61,7 @@ def test_an_export_waits_for_the_one_holding_the_job(tmp_path: Path) -> None:
         time.sleep(3.0)
         assert p.poll() is None  # still waiting
         assert not (job / "mindstudio_profiler_output").exists()
-    out, err = p.communicate(timeout=300)
+    _out, err = p.communicate(timeout=300)
     assert p.returncode == 0, err[-3000:]
     waits = [ln for ln in err.splitlines() if "another export of" in ln]
     assert len(waits) == 1 and "waiting for it" in waits[0]
