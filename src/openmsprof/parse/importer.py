@@ -21,6 +21,7 @@ import orjson
 
 from openmsprof.config.errors import PathError, RawDataError
 from openmsprof.fileio import fs
+from openmsprof.fileio.read_guard import escape
 from openmsprof.parse import api_groups, schema
 from openmsprof.parse.convert import DirConverter, JobCounters
 from openmsprof.parse.db_builder import DB_NAME, DbWriter, ImportLock
@@ -113,6 +114,22 @@ def _summarise(counts: dict[str, int], report: ReadReport) -> list[str]:
         out.append(f"{report.dropped_bytes} bytes of raw data could not be read")
     out.extend(f"{n} × {what}" for what, n in sorted(counts.items()))
     return out
+
+
+def _linked_raw(job: JobInfo) -> list[str]:
+    """The raw files and folders of ``job`` that are symbolic links (never read): the
+    ``host``/``device_*`` folders themselves, and any entry of their ``data/`` folders."""
+    linked = []
+    for p in sorted(job.root.iterdir()) if job.root.is_dir() else []:
+        if p.is_symlink() and (p.name == "host" or p.name.startswith("device_")):
+            linked.append(p.name)
+    for d in job.dirs:
+        if d.path.is_symlink():
+            linked.append(f"{d.path.parent.name}/{d.path.name}")
+        elif d.path.is_dir() and not d.path.parent.is_symlink():
+            linked += [f"{d.path.parent.name}/{d.path.name}/{p.name}" for p in sorted(d.path.iterdir())
+                       if p.is_symlink()]
+    return linked
 
 
 def import_job(job_dir: Path, *, progress: bool | None = None, output: Path | None = None) -> ImportResult:
@@ -212,6 +229,10 @@ def _import_locked(job_dir: Path, sqlite_dir: Path, progress: bool | None, t_sta
     for table, n in writer.duplicates.items():
         counters.add(f"{table} row with a duplicate key (dropped)", n)
     warnings = job.warnings + _summarise(counters.counts, report)
+    linked = _linked_raw(job)
+    if linked:  # refused like a FIFO, but said: one line with the count
+        warnings.append(f"{len(linked)} raw file(s) or folder(s) are symbolic links; not read: "
+                        + ", ".join(escape(n) for n in linked[:3]) + (", ..." if len(linked) > 3 else ""))
     if job.dropped:
         detail = "; ".join(f"thread {tid}: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
                            for tid, kinds in sorted(job.drops.items())[:8])
