@@ -18,6 +18,7 @@ from openmsprof.export.ascend_pt import (
     cann,
     comm_views,
     framework,
+    gc_track,
     kernel_job,
     memory,
     npu_records,
@@ -102,6 +103,7 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
         lay.apis = extra.apis if level >= 1 else None
         lay.extra = overhead.trace_events(extra.overhead, trace_view.enc_pid(fw.pid, 8, trace_view.HOST_DEV),
                                           int(fw.op_ts.min()) if fw.n_ops else None)
+        lay.extra += gc_track.trace_events(gc_track.read(rank_dir), trace_view.enc_pid(fw.pid, 9, trace_view.HOST_DEV))
         trace_view.fitted(fw, ov, lay)  # before the fork: both halves write the same fit
         tv = out / "trace_view.json"
         pending = trace_split.start_tail(tv, fw, ov, lay) if parallel else None

@@ -24,7 +24,7 @@ from typing import Any
 
 from openmsprof.config.errors import PathError
 from openmsprof.fileio import fs
-from openmsprof.torch.profiler import prof_dir
+from openmsprof.torch.profiler import _gc_watch, prof_dir
 
 __all__ = ["FRAMEWORK_TRACE", "OVERHEAD_KEY", "RECOVERED_KEY", "TEMP_SUFFIX", "save", "temp_trace_name"]
 
@@ -87,6 +87,8 @@ def save(path: Path, tmp: Path, files: dict[str, Any], where: str, made: bool = 
         info[RECOVERED_KEY] = files["recovered"]
     prof_dir.write_json(path / f"profiler_info_{rank}.json", info)
     prof_dir.write_json(path / "profiler_metadata.json", files["meta"])
+    if files.get("gc_events") is not None:  # gc_detect_threshold: the window's long collections
+        prof_dir.write_json(path / "FRAMEWORK" / _gc_watch.FILE, files["gc_events"])
     if notes:  # the window's log: each switch this machine could not honour, once
         fs.write_file_atomic(path / "logs" / "collection.log", "".join(f"not supported here: {n}\n" for n in notes))
     return True

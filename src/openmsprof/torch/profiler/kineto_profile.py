@@ -28,6 +28,7 @@ from openmsprof.recorder import jobdir, session
 from openmsprof.recorder.clock import read_pair
 from openmsprof.sources import emit, host_sampler, markers  # noqa: F401  (register listeners)
 from openmsprof.torch.profiler import (
+    _gc_watch,
     _window_exports,
     _window_files,
     _window_info,
@@ -89,6 +90,8 @@ class _KinetoProfile:
         self._window: _Window | None = None
         self._handed_off = False  # the last window's files went to another process
         self._static_files: dict[str, Any] | None = None
+        self._gc: _gc_watch.GcWatch | None = None
+        self._gc_doc: dict[str, Any] | None = None
         self._usage = [h for h in self.experimental_config.to_dict()["_host_sys"] if h in ("cpu", "mem")]
         self.saved: list[Path] = []
 
@@ -174,6 +177,10 @@ class _KinetoProfile:
         self._kineto.start_trace()
         _mstx.set_recording(True)
         exp = self.experimental_config
+        threshold = exp.to_dict().get("_gc_detect_threshold")
+        if threshold is not None:  # torch_npu's GC detection: long collections as trace events
+            self._gc = _gc_watch.GcWatch(float(threshold))
+            self._gc.start()
         usage = self._usage
         win = self._ready_window() if (exp.msprof_tx or usage) and session.current() is None else None
         if win is not None:
@@ -190,6 +197,9 @@ class _KinetoProfile:
     def _stop(self) -> None:
         self._stop_t0 = time.perf_counter()
         _mstx.set_recording(False)
+        if self._gc is not None:
+            self._gc_doc = self._gc.stop()
+            self._gc = None
         if self._session is not None:
             try:
                 if session.current() is self._session:
@@ -226,6 +236,8 @@ class _KinetoProfile:
                                   "notes": list(self._notes), "torch_version": prof_dir.torch_version_text()}
         files = {**self._static_files, "start": self._start_info(), "end": end, "rank": prof_dir.get_rank(),
                  "meta": prof_dir.metadata(self._metadata), "window_end_s": round(spent, 6)}
+        if self._gc_doc is not None:
+            files["gc_events"], self._gc_doc = self._gc_doc, None
         fallback = partial(win.save, tmp, files, self.saved)
         self._handed_off = self._hand_off(win.path, tmp, files, fallback)
         if not self._handed_off:
