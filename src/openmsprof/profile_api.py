@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
 
+from openmsprof.config.errors import ConfigError
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.validate import from_kwargs
 from openmsprof.recorder import session
 from openmsprof.sources import emit, host_sampler, markers  # noqa: F401  (register listeners)
+
+log = logging.getLogger("openmsprof")
 
 
 def start(output: str | os.PathLike[str] | None = None, config: ProfileConfig | None = None,
           **switches: Any) -> session.Session:
     """Start process-wide profiling.  ``switches`` are :class:`ProfileConfig` fields, validated
     (unknown key or bad value → :class:`~openmsprof.config.errors.ConfigError`)."""
-    cfg = config if config is not None else from_kwargs(**switches)
-    if output is not None:
-        cfg = cfg.replace(output=os.fspath(output))
+    cfg = _config(output, config, switches)
+    if not cfg.switch:
+        raise ConfigError("switch=False turns profiling off: there is nothing to start "
+                          "(profile(switch=False) runs its block without profiling)")
     return session.start(cfg)
+
+
+def _config(output: str | os.PathLike[str] | None, config: ProfileConfig | None,
+            switches: dict[str, Any]) -> ProfileConfig:
+    cfg = config if config is not None else from_kwargs(**switches)
+    return cfg.replace(output=os.fspath(output)) if output is not None else cfg
 
 
 def stop() -> Path:
@@ -37,6 +48,9 @@ class profile:
         self.job: Path | None = None
 
     def __enter__(self) -> profile:
+        if not _config(self.output, None, self.switches).switch:  # the block runs unprofiled
+            log.warning("openmsprof: switch=off: profiling is off for this block; nothing is collected")
+            return self
         self.session = start(self.output, **self.switches)
         self.job = self.session.root
         return self

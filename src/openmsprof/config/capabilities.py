@@ -85,6 +85,9 @@ def reasons(cfg: ProfileConfig, here: Machine | None = None) -> list[str]:
     if missing:
         out.append(f"host_sys={','.join(missing)}: only {' and '.join(SAMPLED_HOST_SYS)} host "
                    "sampling is implemented; nothing is collected for the rest")
+    if cfg.gc_detect_threshold is not None:
+        out.append(f"gc_detect_threshold={cfg.gc_detect_threshold}: Python GC events are recorded by the "
+                   "torch_npu profiler (trace_view.json's Python GC track), not by this session")
     return out
 
 
