@@ -71,8 +71,14 @@ def test_emitted_equals_recorded_plus_dropped_per_thread(tmp_path: Path, backend
     job = _job(tmp_path)
     over = json.loads((job / "host" / "openmsprof_overhead.json").read_text())
     assert set(over) == {"records_written", "bytes_written", "records_dropped", "drops_by_thread_kind",
-                         "flusher_cpu_ns", "backend"}
+                         "drop_reasons", "flusher_cpu_ns", "backend", "pid"}
     assert over["backend"] == backend
+    # the drop report says why: rings (native) or lists (python) full because the flusher fell behind
+    assert sum(over["drop_reasons"].values()) == over["records_dropped"]
+    if over["records_dropped"]:
+        assert set(over["drop_reasons"]) == {"ring_full" if backend == "native" else "python_buffers_full"}
+        log = (job / "host" / "collection.log").read_text()
+        assert "ring full: the flusher fell behind" in log if backend == "native" else "Python buffers full" in log
     recs = rawfile.read_all_records(job / "host" / "data")
     marks = recs[recs["kind"] == Kind.MARK]
     total_dropped = 0

@@ -33,8 +33,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["FULL", "LIST_CAP", "MARK_CAP", "TLS", "WAKE", "ThreadBuffer", "allot_marks", "append",
-           "configure", "drop_rows", "length", "memory_bytes", "register_current_thread", "snapshot"]
+__all__ = ["FULL", "LIST_CAP", "MARK_CAP", "TLS", "WAKE", "ThreadBuffer", "after_fork_child", "allot_marks",
+           "append", "configure", "drop_rows", "length", "memory_bytes", "register_current_thread", "set_open",
+           "snapshot"]
 
 TLS = threading.local()
 #: Set by a producer whose list is full: the flusher wakes now instead of at its interval.
@@ -42,6 +43,9 @@ WAKE = threading.Event()
 #: The session flusher's ``try_drain`` while a session runs: a producer whose marker list is
 #: full drains on its own thread (when no drain is under way) instead of dropping.
 HELPER: Callable[[], bool] | None = None
+#: False in a forked child that does not follow the fork (``OPENMSPROF_FOLLOW_FORK=0``):
+#: :func:`append` keeps nothing.
+_open = True
 #: Tag of a batch of tasks (``emit.record_tasks``); an in-memory tag, not a record kind.
 TASK_BATCH = 100
 
@@ -138,6 +142,8 @@ def allot_marks() -> list[int]:
 def append(record: tuple[Any, ...]) -> None:
     """Append a tuple of a kind other than the markers: a full list (or a thread over the
     budget) drops the record, counts it for the thread and kind and wakes the flusher."""
+    if not _open:
+        return
     try:
         buf = TLS.buf
     except AttributeError:
@@ -222,3 +228,34 @@ def next_connection_id() -> int:
 
 def next_range_id() -> int:
     return next(_range_ids)
+
+
+def set_open(on: bool) -> None:
+    """Whether :func:`append` keeps records (off in a child that does not follow the fork)."""
+    global _open
+    _open = bool(on)
+
+
+def after_fork_child() -> None:
+    """In a forked child: the parent's buffered records are the parent's (it writes them): drop
+    them without a word, forget the threads that do not exist here, and replace every lock and
+    event another thread may have held at the fork."""
+    global _registry_lock, _used, WAKE
+    _registry_lock = threading.Lock()
+    WAKE = threading.Event()
+    try:
+        me: ThreadBuffer | None = TLS.buf
+    except AttributeError:
+        me = None
+    _dead_drops.clear()
+    _registry[:] = [me] if me is not None else []
+    _used = 0
+    if me is not None:
+        me.lock = threading.Lock()
+        del me.items[:]
+        if me.marks is not FULL:
+            del me.marks[:]
+        me.drops[:] = [0] * len(me.drops)
+        me.tid = threading.get_native_id()
+        me.thread = threading.current_thread()
+        _used = me.mark_bytes + me.item_bytes

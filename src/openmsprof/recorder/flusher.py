@@ -10,22 +10,18 @@ that use them.  Any error stops collection with a warning; the application is ne
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
-from openmsprof.fileio import fs
 from openmsprof.recorder import buffers, threads
+from openmsprof.recorder.datadir import DataDir
 from openmsprof.recorder.encode import Encoder
-from openmsprof.recorder.rawfile import SliceWriter, StringTable
 from openmsprof.recorder.records import (
     GENERIC,
-    RECORDS_MAGIC,
     Kind,
 )
 
@@ -37,56 +33,6 @@ CHUNK = 1 << 15
 #: Encoded marker chunks (<= CHUNK records each) waiting for the writer: a producer that finds
 #: this many queued drops instead of taking its list (memory stays bounded if writes stall).
 QUEUE_CHUNKS = 4
-
-
-class DataDir:
-    """Writers of one ``.../data`` directory: a string table and one slice series per source."""
-
-    def __init__(self, path: Path, dev: str) -> None:
-        self.path, self.dev = path, dev
-        #: every slice is created relative to this fd (O_NOFOLLOW): a data dir swapped for a
-        #: symlink mid-run cannot redirect the writes
-        self.dir_fd = fs.open_dir_fd(path)
-        self.strings = StringTable(path, dev, self.dir_fd)
-        self.channels: dict[str, SliceWriter] = {}
-        self.pending: dict[str, bytearray] = {}
-
-    def out(self, source: str) -> bytearray:
-        buf = self.pending.get(source)
-        if buf is None:
-            buf = self.pending[source] = bytearray()
-        return buf
-
-    def write_records(self, source: str, data: bytes | memoryview) -> int:
-        """Write ``data`` (whole records) to ``source`` now; the caller flushed the strings."""
-        ch = self.channels.get(source)
-        if ch is None:
-            ch = self.channels[source] = SliceWriter(self.path, source, "records", self.dev,
-                                                     RECORDS_MAGIC, dir_fd=self.dir_fd)
-        return ch.write(data)
-
-    def flush(self) -> int:
-        written = self.strings.flush()
-        for source, data in self.pending.items():
-            if data:
-                ch = self.channels.get(source)
-                if ch is None:
-                    ch = self.channels[source] = SliceWriter(self.path, source, "records", self.dev,
-                                                             RECORDS_MAGIC, dir_fd=self.dir_fd)
-                written += ch.write(data)
-                data.clear()
-        return written
-
-    def close(self) -> None:
-        try:
-            self.flush()
-            self.strings.close()
-            for ch in self.channels.values():
-                ch.close()
-        finally:
-            if self.dir_fd >= 0:
-                os.close(self.dir_fd)
-                self.dir_fd = -1
 
 
 class Flusher(Encoder):
