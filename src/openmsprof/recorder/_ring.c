@@ -131,7 +131,26 @@ static inline int64_t mono_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static void on_thread_exit(void *p) { atomic_store_explicit(&((ring_t *)p)->dead, 1, memory_order_release); }
+/* A thread ends (its pthread key destructor, no GIL): the ring can take no more records, so the
+ * budget keeps only the pages it wrote (the rest was never touched, so never memory); the
+ * flusher is woken to write and free it.  Threads born and dead in quick succession would
+ * otherwise spend the budget until the flusher's next cycle. */
+static void on_thread_exit(void *p) {
+    ring_t *r = (ring_t *)p;
+    pthread_mutex_lock(&reg_lock); /* against stop() freeing the ring's data meanwhile */
+    if (r->data != NULL) {
+        uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+        uint64_t n = head < r->cap ? head : r->cap;
+        size_t touched = ((size_t)n * sizeof(rec_t) + 4095) & ~(size_t)4095;
+        if (touched < r->bytes) {
+            atomic_fetch_sub(&budget_used, r->bytes - touched);
+            r->bytes = touched;
+        }
+    }
+    atomic_store_explicit(&r->dead, 1, memory_order_release);
+    pthread_mutex_unlock(&reg_lock);
+    pthread_cond_signal(&fl_cond);
+}
 
 /* Take a lock with the GIL held: a taken lock is waited for with the GIL released, so no other
  * Python thread is ever stopped behind a lock (the holders never need the GIL). */

@@ -157,8 +157,14 @@ class StringTable:
         self.writer = SliceWriter(data_dir, "Strings", "table", dev, STRINGS_MAGIC, dir_fd=dir_fd)
 
     def flush(self) -> int:
-        with self.lock:
+        # bounded: a producer interrupted by a raising signal handler inside __missing__ may
+        # have left the lock held; the swap below is one statement either way
+        got = self.lock.acquire(timeout=2.0)
+        try:
             data, self.pending = self.pending, bytearray()
+        finally:
+            if got:
+                self.lock.release()
         return self.writer.write(data)
 
     def close(self) -> None:
