@@ -111,6 +111,14 @@ def test_twenty_forks_under_producer_load_follow_each_child(tmp_path: Path, back
     for kid in kids:
         assert (job / "host" / f"openmsprof_overhead.pid{kid}.json").is_file()
     assert (job / "host" / "end_info").is_file()
+    # the timeline draws each child's threads as its own process's
+    r = subprocess.run([sys.executable, "-m", "openmsprof", "export", "timeline", "-dir", str(job)],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    text = (job / "timeline" / "msprof_host.json").read_text()
+    for kid in kids:
+        assert f'"Process {kid} Thread {kid} (MainThread)"' in text, kid
+    assert f'"Process {parent} ' not in text
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -80,7 +80,7 @@ typedef struct {
 } slice_t;
 
 /* ---- configuration and state ------------------------------------------------------------ */
-static uint64_t cfg_ring_records = 1u << 17;           /* 4 MB rings */
+static uint64_t cfg_ring_records = 1u << 19;           /* 16 MB rings (core.py sizes them from the budget) */
 static uint64_t cfg_budget = 56ull * 1024 * 1024;      /* ring data ceiling */
 static uint64_t cfg_string_bytes = 8ull * 1024 * 1024; /* pending string entries ceiling */
 static uint64_t cfg_string_cache = 65536;
@@ -249,8 +249,12 @@ static int64_t intern(PyObject *obj) {
 }
 
 /* ---- rings -------------------------------------------------------------------------------- */
+/* a thread's ring: the configured size, but at most half of what is left of the budget, so
+ * that threads starting together all get one (sizes fall geometrically as the budget fills) */
 static void ring_alloc_data(ring_t *r) {
     uint64_t n = cfg_ring_records;
+    uint64_t used = atomic_load(&budget_used), left = used < cfg_budget ? cfg_budget - used : 0;
+    while (n > MIN_RING && (uint64_t)n * sizeof(rec_t) > left / 2) n >>= 1;
     while (n >= MIN_RING) {
         size_t bytes = (size_t)n * sizeof(rec_t);
         uint64_t used = atomic_fetch_add(&budget_used, bytes);
@@ -295,8 +299,9 @@ static inline void put_rec(ring_t *r, int kind, int aux, int64_t t0, int64_t t1,
     rec->kind = (uint8_t)kind; rec->flags = 0; rec->aux = (uint16_t)aux; rec->tid = r->tid;
     rec->t0 = t0; rec->t1 = t1; rec->a = a; rec->b = b;
     atomic_store_explicit(&r->head, h + 1, memory_order_release);
-    /* half full: wake the flusher now (once per half ring; a cheap no-op without waiters) */
-    if (h + 1 - t == (r->cap >> 1)) pthread_cond_signal(&fl_cond);
+    /* a quarter and half full: wake the flusher now (a cheap no-op without waiters) */
+    uint64_t fill = h + 1 - t;
+    if (fill == (r->cap >> 2) || fill == (r->cap >> 1)) pthread_cond_signal(&fl_cond);
 }
 
 static ring_t *my_ring(void) {
