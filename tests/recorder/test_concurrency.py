@@ -18,6 +18,9 @@ from openmsprof import mstx
 from openmsprof.recorder import core, rawfile
 from openmsprof.recorder.records import Kind
 
+#: Under AddressSanitizer (LD_PRELOAD=libasan, the sanitizer CI build) everything runs several
+#: times slower: the programs still run whole, the timing bounds are not checked.
+SANITIZED = "libasan" in os.environ.get("LD_PRELOAD", "")
 BACKENDS = [pytest.param("native", marks=pytest.mark.skipif(core.ring is None, reason="native core not built")),
             "python"]
 
@@ -101,7 +104,7 @@ def test_signal_handler_raising_inside_marks(tmp_path: Path, backend: str) -> No
     # left held (a held lock drops every later record of the thread: most of the 200,000)
     assert marks <= res["done"] + res["raised"]
     assert marks + res["dropped"] >= res["done"]
-    assert res["dropped"] < res["done"] // 10, res
+    assert res["dropped"] < res["done"] // (2 if SANITIZED else 10), res  # a held lock: > 80 %
     assert int(np.count_nonzero(recs["kind"] == 0)) == 0
     from openmsprof.parse.importer import import_job
 
@@ -160,6 +163,8 @@ def test_no_call_waits_on_a_lock_with_the_gil_during_a_large_drain(tmp_path: Pat
                                              OPENMSPROF_RECORDER_MB="1024", OPENMSPROF_RING_RECORDS=str(1 << 23)))
     assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads(r.stdout.splitlines()[-1])
+    if SANITIZED:
+        return  # no hang, no crash; the latency bound needs the real build
     assert res["written"] > 1_000_000 and res["calls"] > 50, res
     assert res["stats_ms"] < 150, res
     assert res["first_ms"] < 150, res

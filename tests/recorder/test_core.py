@@ -112,6 +112,8 @@ def test_memory_stays_under_the_ceiling_flat_out(tmp_path: Path, backend: str) -
                          capture_output=True, text=True, timeout=240, env=_env(backend))
     assert base.returncode == 0 and big.returncode == 0, big.stderr
     grow_kb = int(big.stdout.splitlines()[1]) - int(base.stdout.splitlines()[1])
+    if "libasan" in os.environ.get("LD_PRELOAD", ""):
+        pytest.skip("AddressSanitizer's allocator keeps freed memory in quarantine: RSS says nothing here")
     assert grow_kb < 80 * 1024, f"peak RSS grew by {grow_kb} kB for 1.6 M markers"
 
 
