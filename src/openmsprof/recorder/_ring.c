@@ -4,7 +4,9 @@
  * and framework steps) are C functions called with the GIL held:
  * each writes one record into its own thread's single-producer/single-consumer ring and
  * publishes it with a release store; no lock, no Python object per event.  A full ring drops
- * the record and counts it per thread and kind; a producer never blocks.
+ * the record and counts it per thread and kind (and why); a producer never waits for the
+ * flusher's I/O: only a thread's first record and a new string take a lock, one held for a few
+ * pointer operations, and they wait for it with the GIL released.
  *
  * A native flusher thread (no GIL) moves whole ring segments to disk with writev, into slices
  * opened relative to the data directory's fd with O_NOFOLLOW.  Strings are interned by the
