@@ -12,8 +12,12 @@
    emitted = recorded + dropped per thread and times the import (records/s).
 3. Flusher CPU at 1 M records/s (paced), raw bytes per record.
 4. ``--kills N`` SIGKILLs of a 4-thread flat-out marker at random points: kill-to-newest-record.
+5. Native burst: one thread flat out for 1 s at the default budget, share kept and drop reasons.
 
-Run: ``.venv/bin/python benchmarks/bench_markers.py [--quick] [--kills 20] [--seconds 10]``.
+Every part runs with and without the co-runner (``--corunner {off,on,both}``, default both),
+rounds interleaved.  Nothing is drained or paused untimed: each timed block is one run of calls.
+
+Run: ``.venv/bin/python benchmarks/bench_markers.py [--quick] [--kills 20] [--seconds 10] [--per-call-only]``.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from openmsprof.recorder.records import Kind
 from openmsprof.sources import markers
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.corunner import CoRunner, corunner_modes
 from tests.recorder.flatout import kill_once  # the same child as the test
 
 
@@ -97,63 +102,52 @@ BACKEND_FNS = {
 }
 
 
-BATCH = 8000  # calls per timed segment: below the fallback's per-thread list cap (8192)
-
-
-def batched(body: Callable[[int], None], n: int, between: Callable[[], None], per: int = BATCH) -> tuple[float, float]:
-    """ns per call over ``n`` calls timed in segments of BATCH, as wall time and as the CPU time
-    of the whole process (every thread, the flusher's included; time the machine's other work
-    preempted this process is not in it); ``between`` runs untimed (frees what the segment
-    allocated: the floor's list, the fallback's drained lists)."""
-    total = cpu = 0
+def timed_block(body: Callable[[int], None], n: int) -> tuple[float, float]:
+    """ns per call over ``n`` calls in one timed block, as wall time and as the CPU time of the
+    whole process (every thread, the flusher's included; time the machine's other work
+    preempted this process is not in it).  Nothing runs untimed in between: a recorder's
+    flusher runs, and a fallback producer drains its own full list, inside the block."""
     wall_ns, cpu_ns = time.perf_counter_ns, time.process_time_ns
-    for _ in range(max(1, n // per)):
-        c0 = cpu_ns()
-        t0 = wall_ns()
-        body(per)
-        t1 = wall_ns()
-        cpu += cpu_ns() - c0
-        total += t1 - t0
-        between()
-    calls = max(1, n // per) * per
-    return total / calls, cpu / calls
+    c0 = cpu_ns()
+    t0 = wall_ns()
+    body(n)
+    t1 = wall_ns()
+    return (t1 - t0) / n, (cpu_ns() - c0) / n
 
 
-def per_call(n: int, rounds: int, tmp: Path) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """Interleaved rounds; each side's session (flusher thread running) lives through its timed
-    segments.  Returns wall ns and process-CPU ns per call, by side."""
-    res: dict[str, list[float]] = {}
-    cpu: dict[str, list[float]] = {}
+def per_call(n: int, rounds: int, tmp: Path, modes: list[bool]) -> dict[bool, tuple[dict[str, list[float]], dict[str, list[float]]]]:
+    """Interleaved rounds (each round: every condition of ``modes``, co-runner off/on, and in
+    it every side); each backend's session (flusher thread running) lives through its timed
+    block.  Returns wall ns and process-CPU ns per call, by condition and side."""
+    out: dict[bool, tuple[dict[str, list[float]], dict[str, list[float]]]] = {m: ({}, {}) for m in modes}
     backends = [b for b, f in BACKEND_FNS.items() if f is not None]
-    base = (0.0, 0.0)
-
-    def add(name: str, ns: tuple[float, float]) -> None:
-        res.setdefault(name, []).append(ns[0] - base[0])
-        cpu.setdefault(name, []).append(ns[1] - base[1])
-
-    def nothing() -> None:
-        pass
-
     for r in range(rounds):
-        base = batched(loop, n, nothing)
-        body, buf = make_floor()
-        add("floor", batched(body, n, buf.clear))
-        add("off mark", batched(mark_body(mstx.mark), n, nothing))
-        for b in backends:
-            fns = BACKEND_FNS[b]
-            assert fns is not None
-            mark, push, pop = fns()
-            core.BACKEND = b
-            s = session.start(output=tmp / f"{b}{r}")
-            # untimed between segments: the fallback's tuples drained, the native flusher let run
-            drain = s.flusher.drain if b == "python" else (lambda: time.sleep(0.001))
-            add(f"{b} mark", batched(mark_body(mark), n, drain))
-            add(f"{b} push+pop", batched(pushpop_body(push, pop), n // 2, drain, BATCH // 2))
-            session.stop()
-            if s.overhead["records_dropped"]:
-                print(f"  ({b} round {r}: {s.overhead['records_dropped']} records dropped, flusher "
-                      f"starved by the load; {load()})")
-    return res, cpu
+        for busy in modes:
+            res, cpu = out[busy]
+            with CoRunner(enabled=busy):
+                base = timed_block(loop, n)
+
+                def add(name: str, ns: tuple[float, float]) -> None:
+                    res.setdefault(name, []).append(ns[0] - base[0])  # noqa: B023
+                    cpu.setdefault(name, []).append(ns[1] - base[1])  # noqa: B023
+
+                body, buf = make_floor()
+                add("floor", timed_block(body, n))
+                buf.clear()
+                add("off mark", timed_block(mark_body(mstx.mark), n))
+                for b in backends:
+                    fns = BACKEND_FNS[b]
+                    assert fns is not None
+                    mark, push, pop = fns()
+                    core.BACKEND = b
+                    s = session.start(output=tmp / f"{b}{r}{int(busy)}")
+                    add(f"{b} mark", timed_block(mark_body(mark), n))
+                    add(f"{b} push+pop", timed_block(pushpop_body(push, pop), n // 2))
+                    session.stop()
+                    if s.overhead["records_dropped"]:
+                        print(f"  ({b} round {r}, co-runner {'on' if busy else 'off'}: "
+                              f"{s.overhead['records_dropped']} records dropped: {s.overhead['drop_reasons']}; {load()})")
+    return out
 
 
 def peers(n: int) -> dict[str, float]:
@@ -295,6 +289,47 @@ def flusher_share(backend: str, seconds: float, tmp: Path) -> tuple[float, float
             int(issued), imp)
 
 
+BURST = """
+import json, sys, time
+import openmsprof
+from openmsprof import mstx
+from openmsprof.recorder import session
+openmsprof.start(output=sys.argv[1])
+mark = mstx.mark
+end = time.monotonic() + 1.0
+k = 0
+while time.monotonic() < end:
+    for _ in range(1000):
+        mark("flat")
+    k += 1000
+s = session.stop()
+print(json.dumps({"emitted": k, "written": s.overhead["records_written"], "why": s.overhead["drop_reasons"]}))
+"""
+
+
+def burst(rounds: int, tmp: Path, modes: list[bool]) -> None:
+    """5. One thread marks flat out for 1 s on the native core at the default budget: the share
+    of its records kept, and why the rest dropped; rounds interleave the co-runner off/on."""
+    kept: dict[bool, list[float]] = {m: [] for m in modes}
+    rates: dict[bool, list[float]] = {m: [] for m in modes}
+    why: dict[bool, dict[str, int]] = {m: {} for m in modes}
+    for r in range(rounds):
+        for busy in modes:
+            with CoRunner(enabled=busy):
+                out = tmp / f"burst{r}{int(busy)}"
+                res = subprocess.run([sys.executable, "-c", BURST, str(out)], capture_output=True, text=True,
+                                     timeout=120, env=dict(os.environ, OPENMSPROF_RECORDER="native"))
+            d = json.loads(res.stdout.splitlines()[-1])
+            kept[busy].append(100.0 * (d["written"] - 1) / d["emitted"])  # - the thread-name record
+            rates[busy].append(d["emitted"] / 1e6)
+            for k, v in d["why"].items():
+                why[busy][k] = why[busy].get(k, 0) + v
+    for busy in modes:
+        print(f"burst native, 1 thread x 1 s flat out, default budget, co-runner {'on' if busy else 'off'}: "
+              f"kept {fmt(kept[busy], 2).strip()} %, rate {fmt(rates[busy], 2).strip()} M/s, "
+              f"drops by reason {why[busy] or 'none'}; {load()}")
+
+
 #: import speed per CPU-second of the importing process (all its threads), by backend
 IMPORT_CPU: dict[str, float] = {}
 
@@ -314,28 +349,37 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--kills", type=int, default=20)
+    ap.add_argument("--corunner", choices=("off", "on", "both"), default="both")
+    ap.add_argument("--per-call-only", action="store_true", help="only part 1 (per-call cost)")
     args = ap.parse_args()
     n, rounds = (100_000, 5) if args.quick else (300_000, 9)
     backends = [b for b, f in BACKEND_FNS.items() if f is not None]
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         print(f"per call, ns (median (min-max) of {rounds} interleaved rounds of {n}); {load()}")
-        res, cpu = per_call(n, rounds, tmp)
-        for name, xs in res.items():
-            print(f"  {name:44s} {fmt(xs)}")
+        by_mode = per_call(n, rounds, tmp, corunner_modes(args.corunner))
+        for busy, (res, cpu) in by_mode.items():
+            print(f" co-runner {'on' if busy else 'off'} ({os.cpu_count()} busy processes):" if busy
+                  else " co-runner off:")
+            for name, xs in res.items():
+                print(f"  {name:44s} {fmt(xs)}")
+            print(f"  the same calls in CPU time of the whole process (all threads; {load()}):")
+            for name, xs in cpu.items():
+                print(f"  {name:44s} {fmt(xs)}")
+            for label, by in (("wall", res), ("CPU", cpu)):
+                floor = statistics.median(by["floor"])
+                for b in backends:
+                    paired = [m / f for m, f in zip(by[f"{b} mark"], by["floor"], strict=True)]
+                    print(f"  ratio ({label}) {b} mark / floor: {statistics.median(by[f'{b} mark']) / floor:.2f}x "
+                          f"(per round {fmt(paired, 2).strip()}); push+pop / floor: "
+                          f"{statistics.median(by[f'{b} push+pop']) / floor:.2f}x")
+            print(f"  off: {statistics.median(res['off mark']):.1f} ns ({load()})")
+        if core.ring is not None:
+            burst(3 if args.quick else 7, tmp, corunner_modes(args.corunner))
+        if args.per_call_only:
+            return 0
         for name, ns in peers(n // 10).items():
             print(f"  {name:44s} {ns:8.1f}")
-        print(f"  the same calls in CPU time of the whole process (all threads; {load()}):")
-        for name, xs in cpu.items():
-            print(f"  {name:44s} {fmt(xs)}")
-        for label, by in (("wall", res), ("CPU", cpu)):
-            floor = statistics.median(by["floor"])
-            for b in backends:
-                paired = [m / f for m, f in zip(by[f"{b} mark"], by["floor"], strict=True)]
-                print(f"  ratio ({label}) {b} mark / floor: {statistics.median(by[f'{b} mark']) / floor:.2f}x "
-                      f"(per round {fmt(paired, 2).strip()}); push+pop / floor: "
-                      f"{statistics.median(by[f'{b} push+pop']) / floor:.2f}x")
-        print(f"  off: {statistics.median(res['off mark']):.1f} ns ({load()})")
         for b in backends:
             s = sustained(b, args.seconds if not args.quick else 3.0, tmp)
             print(f"sustained {b}: 4 threads x {args.seconds if not args.quick else 3.0:.0f} s flat out: "

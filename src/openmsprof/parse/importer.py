@@ -27,7 +27,13 @@ from openmsprof.parse.convert import DirConverter, JobCounters
 from openmsprof.parse.db_builder import DB_NAME, DbWriter, ImportLock
 from openmsprof.parse.jobinfo import DataDirInfo, JobInfo, device_names, find_jobs, is_job, read_job
 from openmsprof.parse.strings import LocalMap, StringIds
-from openmsprof.recorder.rawfile import ReadReport, iter_record_chunks, list_slices, read_strings
+from openmsprof.recorder.rawfile import (
+    ReadReport,
+    child_pids,
+    iter_record_chunks,
+    list_slices,
+    read_strings,
+)
 
 __all__ = ["ImportResult", "ensure_imported", "find_jobs", "import_job"]
 
@@ -147,7 +153,7 @@ def import_job(job_dir: Path, *, progress: bool | None = None, output: Path | No
         lock.release()
 
 
-def _produce(plan: list[tuple[DataDirInfo, LocalMap, list[Any]]], job: JobInfo, strings: StringIds,
+def _produce(plan: list[tuple[DataDirInfo, LocalMap, list[Any], int]], job: JobInfo, strings: StringIds,
              counters: JobCounters, report: ReadReport, writer: DbWriter, out: queue.Queue[Any],
              stop: threading.Event, advance: Any, groups: api_groups.ApiGroups) -> None:
     """Worker thread: read and convert chunks, hand prepared batches to the writer thread."""
@@ -162,9 +168,9 @@ def _produce(plan: list[tuple[DataDirInfo, LocalMap, list[Any]]], job: JobInfo, 
 
     try:
         convs = []
-        for d, local, slices in plan:
+        for d, local, slices, pid in plan:
             off = d.offset_ns if d.offset_ns is not None else job.offset_ns
-            conv = DirConverter(d.device_id, job.pid, off, strings, local, counters, groups)
+            conv = DirConverter(d.device_id, pid, off, strings, local, counters, groups)
             convs.append(conv)
             for _src, _dev, _n, path in slices:
                 try:
@@ -190,9 +196,12 @@ def _import_locked(job_dir: Path, sqlite_dir: Path, progress: bool | None, t_sta
     counters = JobCounters()
     plan = []
     for d in job.dirs:
-        local = LocalMap(read_strings(d.path, report), strings)
-        plan.append((d, local, list_slices(d.path)))
-    total = sum(p.stat().st_size for _d, _l, sl in plan for *_x, p in sl)
+        # the session process's stream, then one per process forked during the session (its
+        # own string ids; its rows carry its pid in globalTid)
+        for pid in [None, *child_pids(d.path)]:
+            local = LocalMap(read_strings(d.path, report, pid), strings)
+            plan.append((d, local, list_slices(d.path, pid=pid), job.pid if pid is None else pid & 0x7FFFFFFF))
+    total = sum(p.stat().st_size for _d, _l, sl, _p in plan for *_x, p in sl)
     writer = DbWriter(sqlite_dir)
     bar, task = _progress(progress, total)
 

@@ -226,15 +226,30 @@ def read_job(root: Path) -> JobInfo:
     return job
 
 
+#: At most this many forked children's overhead files are read (``openmsprof_overhead.pid{pid}.json``).
+_MAX_CHILD_FILES = 4096
+
+
 def _read_drops(job: JobInfo, host: Path) -> None:
-    """Drop counts from host/openmsprof_overhead.json (else end_info), range-checked."""
-    over = _read_json(host / "openmsprof_overhead.json") or {}
+    """Drop counts from host/openmsprof_overhead.json (else end_info), plus those of the
+    processes forked during the session (``openmsprof_overhead.pid{pid}.json``), range-checked."""
+    _add_drops(job, _read_json(host / "openmsprof_overhead.json") or {}, host)
+    try:
+        children = sorted(p for p in os.listdir(host)
+                          if p.startswith("openmsprof_overhead.pid") and p.endswith(".json"))
+    except OSError:
+        children = []
+    for name in children[:_MAX_CHILD_FILES]:
+        _add_drops(job, _read_json(host / name, job.warnings) or {}, None)
+
+
+def _add_drops(job: JobInfo, over: dict[str, Any], host: Path | None) -> None:
     total = _int(over, "records_dropped")
-    if total is None:
+    if total is None and host is not None:
         total = _int(_read_json(host / "end_info"), "openmsprofDropped")
     if total is None or not 0 <= total < 1 << 62:
         return
-    job.dropped = total
+    job.dropped += total
     raw = over.get("drops_by_thread_kind")
     if isinstance(raw, dict):
         for tid, kinds in list(raw.items())[:10_000]:

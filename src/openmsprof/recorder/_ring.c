@@ -4,7 +4,9 @@
  * and framework steps) are C functions called with the GIL held:
  * each writes one record into its own thread's single-producer/single-consumer ring and
  * publishes it with a release store; no lock, no Python object per event.  A full ring drops
- * the record and counts it per thread and kind; a producer never blocks.
+ * the record and counts it per thread and kind (and why); a producer never waits for the
+ * flusher's I/O: only a thread's first record and a new string take a lock, one held for a few
+ * pointer operations, and they wait for it with the GIL released.
  *
  * A native flusher thread (no GIL) moves whole ring segments to disk with writev, into slices
  * opened relative to the data directory's fd with O_NOFOLLOW.  Strings are interned by the
@@ -12,6 +14,15 @@
  * the flusher writes before the records using them.  Memory: ring data is taken from a fixed
  * budget (the ceiling); a thread that finds the budget spent gets no ring and its records are
  * counted as dropped.
+ *
+ * Locks and the GIL: reg_lock (the ring list), str_lock (pending string entries) and fl_lock (the
+ * flusher's wake-up) are each held for a few pointer operations only, never across I/O and never
+ * while waiting for the GIL; a caller holding the GIL that finds one taken releases the GIL while
+ * it waits (lock_gil_safe).  Fork: a prepare handler takes all three, the parent's handler
+ * releases them, the child's re-initialises them and switches recording off; the Python session
+ * then calls child_reset() (the parent's buffered records are discarded, never written twice) and,
+ * when it follows the fork, start() again with the child's own file names.  docs/internals.md
+ * "Fork and threads" states the contract.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -32,6 +43,10 @@
 #define HEADER_SIZE 16
 #define SLICE_BYTES (64u * 1024u * 1024u)
 #define MIN_RING 2048u   /* records */
+/* why a record was dropped: its ring was full (the flusher behind), the thread got no ring (the
+ * memory budget spent), its string could not be queued (string memory full), bad arguments */
+enum { WHY_FULL, WHY_NO_MEMORY, WHY_STRINGS, WHY_BAD_ARGS, NWHY };
+static const char *why_names[NWHY] = {"ring_full", "no_memory", "string_memory_full", "bad_arguments"};
 
 typedef struct {
     uint8_t kind, flags;
@@ -53,6 +68,7 @@ typedef struct ring {
     uint32_t name_id;
     _Atomic uint64_t drops[NKINDS]; /* written by the producer */
     _Atomic uint64_t lost[NKINDS];  /* written by the flusher: buffered when collection halted */
+    _Atomic uint64_t why[NWHY];     /* drops by reason (written by the producer) */
     _Atomic int dead;
     int thread_written;
     struct ring *next;
@@ -66,7 +82,7 @@ typedef struct {
 } slice_t;
 
 /* ---- configuration and state ------------------------------------------------------------ */
-static uint64_t cfg_ring_records = 1u << 17;           /* 4 MB rings */
+static uint64_t cfg_ring_records = 1u << 19;           /* 16 MB rings (core.py sizes them from the budget) */
 static uint64_t cfg_budget = 56ull * 1024 * 1024;      /* ring data ceiling */
 static uint64_t cfg_string_bytes = 8ull * 1024 * 1024; /* pending string entries ceiling */
 static uint64_t cfg_string_cache = 65536;
@@ -100,6 +116,14 @@ static uint64_t interval_ns = 200000000ull;
 static uint64_t floor_bytes = 0, max_bytes = 0, check_every = 1024ull * 1024;
 static _Atomic uint64_t records_written = 0, bytes_written = 0, flusher_cpu_ns = 0;
 static _Atomic uint64_t newest_written_ns = 0, dropped_strings = 0;
+/* domain filter: 0 none, 1 include (record only these), 2 exclude (record all but these) */
+static int dom_mode = 0;
+static PyObject *dom_set = NULL;     /* frozenset of domain names */
+static PyObject *default_dom = NULL; /* "default": the domain of a marker without one */
+static uint32_t dom_gen = 0;            /* bumped by set_domains: per-thread stacks start afresh */
+static __thread uint64_t skip_stack[4]; /* per thread: was the push at this depth filtered out */
+static __thread int skip_depth = 0;
+static __thread uint32_t skip_gen = 0;
 static _Atomic int halt_code = 0; /* 1 floor, 2 storage limit, 3 write error */
 static _Atomic int halt_errno = 0;
 
@@ -109,18 +133,71 @@ static inline int64_t mono_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static void on_thread_exit(void *p) { atomic_store_explicit(&((ring_t *)p)->dead, 1, memory_order_release); }
+/* A thread ends (its pthread key destructor, no GIL): the ring can take no more records, so the
+ * budget keeps only the pages it wrote (the rest was never touched, so never memory); the
+ * flusher is woken to write and free it.  Threads born and dead in quick succession would
+ * otherwise spend the budget until the flusher's next cycle. */
+static void on_thread_exit(void *p) {
+    ring_t *r = (ring_t *)p;
+    pthread_mutex_lock(&reg_lock); /* against stop() freeing the ring's data meanwhile */
+    if (r->data != NULL) {
+        uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+        uint64_t n = head < r->cap ? head : r->cap;
+        size_t touched = ((size_t)n * sizeof(rec_t) + 4095) & ~(size_t)4095;
+        if (touched < r->bytes) {
+            atomic_fetch_sub(&budget_used, r->bytes - touched);
+            r->bytes = touched;
+        }
+    }
+    atomic_store_explicit(&r->dead, 1, memory_order_release);
+    pthread_mutex_unlock(&reg_lock);
+    pthread_cond_signal(&fl_cond);
+}
 
-static void after_fork_child(void) {
-    /* the flusher does not exist in a child: record nothing there */
+/* Take a lock with the GIL held: a taken lock is waited for with the GIL released, so no other
+ * Python thread is ever stopped behind a lock (the holders never need the GIL). */
+static void lock_gil_safe(pthread_mutex_t *m) {
+    if (pthread_mutex_trylock(m) == 0) return;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(m);
+    Py_END_ALLOW_THREADS
+}
+
+/* fork: no lock may be held by a thread that does not exist in the child */
+static void fork_prepare(void) {
+    pthread_mutex_lock(&reg_lock);
+    pthread_mutex_lock(&str_lock);
+    pthread_mutex_lock(&fl_lock);
+}
+
+static void fork_parent(void) {
+    pthread_mutex_unlock(&fl_lock);
+    pthread_mutex_unlock(&str_lock);
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static _Atomic int forked_child = 0; /* set in a child until child_reset() ran */
+
+static void fork_child(void) {
+    /* async-signal-safe work only (a fork+exec child runs this too): fresh locks, recording off;
+     * the flusher thread does not exist here.  child_reset() does the rest under the GIL. */
+    pthread_mutex_init(&reg_lock, NULL);
+    pthread_mutex_init(&str_lock, NULL);
+    pthread_mutex_init(&fl_lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&fl_cond, &ca);
+    pthread_condattr_destroy(&ca);
     atomic_store(&enabled, 0);
     atomic_store(&collecting, 0);
+    atomic_store(&forked_child, flusher_running);
     flusher_running = 0;
 }
 
 /* ---- strings ------------------------------------------------------------------------------ */
 static int queue_string(uint32_t id, const char *s, Py_ssize_t n) {
-    pthread_mutex_lock(&str_lock);
+    lock_gil_safe(&str_lock);
     size_t need = str_len + 8 + (size_t)n;
     if (need > cfg_string_bytes) {
         pthread_mutex_unlock(&str_lock);
@@ -174,8 +251,12 @@ static int64_t intern(PyObject *obj) {
 }
 
 /* ---- rings -------------------------------------------------------------------------------- */
+/* a thread's ring: the configured size, but at most half of what is left of the budget, so
+ * that threads starting together all get one (sizes fall geometrically as the budget fills) */
 static void ring_alloc_data(ring_t *r) {
     uint64_t n = cfg_ring_records;
+    uint64_t used = atomic_load(&budget_used), left = used < cfg_budget ? cfg_budget - used : 0;
+    while (n > MIN_RING && (uint64_t)n * sizeof(rec_t) > left / 2) n >>= 1;
     while (n >= MIN_RING) {
         size_t bytes = (size_t)n * sizeof(rec_t);
         uint64_t used = atomic_fetch_add(&budget_used, bytes);
@@ -195,7 +276,7 @@ static ring_t *new_ring(void) {
     ring_t *r = calloc(1, sizeof(ring_t));
     if (r == NULL) return NULL;
     r->tid = (uint32_t)syscall(SYS_gettid);
-    pthread_mutex_lock(&reg_lock);
+    lock_gil_safe(&reg_lock);
     r->next = rings;
     rings = r;
     pthread_mutex_unlock(&reg_lock);
@@ -211,14 +292,18 @@ static inline void put_rec(ring_t *r, int kind, int aux, int64_t t0, int64_t t1,
         int k = kind < NKINDS ? kind : 0;
         atomic_store_explicit(&r->drops[k], atomic_load_explicit(&r->drops[k], memory_order_relaxed) + 1,
                               memory_order_relaxed);
+        atomic_store_explicit(&r->why[WHY_FULL], atomic_load_explicit(&r->why[WHY_FULL], memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+        pthread_cond_signal(&fl_cond);
         return;
     }
     rec_t *rec = &r->data[h & r->mask];
     rec->kind = (uint8_t)kind; rec->flags = 0; rec->aux = (uint16_t)aux; rec->tid = r->tid;
     rec->t0 = t0; rec->t1 = t1; rec->a = a; rec->b = b;
     atomic_store_explicit(&r->head, h + 1, memory_order_release);
-    /* half full: wake the flusher now (once per half ring; a cheap no-op without waiters) */
-    if (h + 1 - t == (r->cap >> 1)) pthread_cond_signal(&fl_cond);
+    /* a quarter and half full: wake the flusher now (a cheap no-op without waiters) */
+    uint64_t fill = h + 1 - t;
+    if (fill == (r->cap >> 2) || fill == (r->cap >> 1)) pthread_cond_signal(&fl_cond);
 }
 
 static ring_t *my_ring(void) {
@@ -238,18 +323,54 @@ static ring_t *my_ring(void) {
     return r;
 }
 
-static inline void drop(ring_t *r, int kind) {
+static inline void drop(ring_t *r, int kind, int why) {
     atomic_store_explicit(&r->drops[kind], atomic_load_explicit(&r->drops[kind], memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    atomic_store_explicit(&r->why[why], atomic_load_explicit(&r->why[why], memory_order_relaxed) + 1,
                           memory_order_relaxed);
 }
 
 static void emit(int kind, int64_t ts, int64_t t1, PyObject *msg, PyObject *domain) {
     ring_t *r = my_ring();
     if (r == NULL) return;
-    if (r->data == NULL) { drop(r, kind); return; }
+    if (r->data == NULL) { drop(r, kind, WHY_NO_MEMORY); return; }
     int64_t a = msg ? intern(msg) : 0, b = domain ? intern(domain) : 0;
-    if (a < 0 || b < 0) { drop(r, kind); return; }
+    if (a < 0 || b < 0) { drop(r, kind, WHY_STRINGS); return; }
     put_rec(r, kind, 0, ts, t1, (uint32_t)a, (uint32_t)b);
+}
+
+/* ---- domain filter ---------------------------------------------------------------------- */
+/* 1 when a marker of domain dom (None: "default") is filtered out by the session's filter */
+static int dom_skip(PyObject *dom) {
+    PyObject *d = (dom == NULL || dom == Py_None) ? default_dom : dom;
+    int in;
+    if (PyUnicode_CheckExact(d)) in = PySet_Contains(dom_set, d);
+    else {
+        PyObject *text = PyObject_Str(d);
+        in = text ? PySet_Contains(dom_set, text) : -1;
+        Py_XDECREF(text);
+    }
+    if (in < 0) { PyErr_Clear(); in = 0; }
+    return dom_mode == 1 ? !in : in;
+}
+
+/* a push: remember whether it was filtered out, so that its pop is too */
+static int push_skip(PyObject *dom) {
+    if (skip_gen != dom_gen) { skip_gen = dom_gen; skip_depth = 0; }
+    int skip = dom_skip(dom);
+    if (skip_depth < 256) {
+        uint64_t bit = 1ull << (skip_depth & 63);
+        if (skip) skip_stack[skip_depth >> 6] |= bit; else skip_stack[skip_depth >> 6] &= ~bit;
+    } else skip = 0; /* deeper than 256: recorded, so that push and pop stay paired */
+    skip_depth++;
+    return skip;
+}
+
+static int pop_skip(void) {
+    if (skip_gen != dom_gen) { skip_gen = dom_gen; skip_depth = 0; }
+    if (skip_depth == 0) return 0;
+    skip_depth--;
+    return skip_depth < 256 && (skip_stack[skip_depth >> 6] >> (skip_depth & 63)) & 1;
 }
 
 /* ---- producers (METH_FASTCALL) ------------------------------------------------------------ */
@@ -282,6 +403,7 @@ static PyObject *py_mark(PyObject *self, PyObject *const *args, Py_ssize_t n, Py
     if (!atomic_load_explicit(&enabled, memory_order_relaxed)) Py_RETURN_NONE;
     PyObject *msg, *dom;
     if (msg_args(args, PyVectorcall_NARGS(n), kw, &msg, &dom) < 0) return NULL;
+    if (dom_mode && dom_skip(dom)) Py_RETURN_NONE;
     int64_t ts = mono_ns();
     emit(1, ts, ts, msg, dom);
     Py_RETURN_NONE;
@@ -291,6 +413,7 @@ static PyObject *py_push(PyObject *self, PyObject *const *args, Py_ssize_t n, Py
     if (!atomic_load_explicit(&enabled, memory_order_relaxed)) Py_RETURN_NONE;
     PyObject *msg, *dom;
     if (msg_args(args, PyVectorcall_NARGS(n), kw, &msg, &dom) < 0) return NULL;
+    if (dom_mode && push_skip(dom)) Py_RETURN_NONE;
     int64_t ts = mono_ns();
     emit(2, ts, ts, msg, dom);
     Py_RETURN_NONE;
@@ -298,6 +421,7 @@ static PyObject *py_push(PyObject *self, PyObject *const *args, Py_ssize_t n, Py
 
 static PyObject *py_pop(PyObject *self, PyObject *unused) {
     if (!atomic_load_explicit(&enabled, memory_order_relaxed)) Py_RETURN_NONE;
+    if (dom_mode && pop_skip()) Py_RETURN_NONE;
     int64_t ts = mono_ns();
     emit(3, ts, ts, NULL, NULL);
     Py_RETURN_NONE;
@@ -307,6 +431,7 @@ static PyObject *py_range_start(PyObject *self, PyObject *const *args, Py_ssize_
     if (!atomic_load_explicit(&enabled, memory_order_relaxed)) return PyLong_FromLong(0);
     PyObject *msg, *dom;
     if (msg_args(args, PyVectorcall_NARGS(n), kw, &msg, &dom) < 0) return NULL;
+    if (dom_mode && dom_skip(dom)) return PyLong_FromLong(0);
     uint64_t rid = ++range_ids;
     emit(4, mono_ns(), (int64_t)rid, msg, dom);
     return PyLong_FromUnsignedLongLong(rid);
@@ -336,11 +461,11 @@ static PyObject *py_api(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     long long level, t0, t1, conn;
     if (n != 5 || r->data == NULL || int_arg(args[1], &level) || int_arg(args[2], &t0) ||
         int_arg(args[3], &t1) || int_arg(args[4], &conn) || level < 0 || level > 0xFFFF) {
-        drop(r, 6);
+        drop(r, 6, r->data == NULL ? WHY_NO_MEMORY : WHY_BAD_ARGS);
         Py_RETURN_NONE;
     }
     int64_t a = intern(args[0]);
-    if (a < 0) { drop(r, 6); Py_RETURN_NONE; }
+    if (a < 0) { drop(r, 6, WHY_STRINGS); Py_RETURN_NONE; }
     put_rec(r, 6, (int)level, t0, t1, (uint32_t)a, (uint32_t)(conn & 0xFFFFFFFF));
     Py_RETURN_NONE;
 }
@@ -352,7 +477,7 @@ static PyObject *py_step_range(PyObject *self, PyObject *const *args, Py_ssize_t
     if (r == NULL) Py_RETURN_NONE;
     long long t0, t1, step;
     if (n != 3 || r->data == NULL || int_arg(args[0], &t0) || int_arg(args[1], &t1) || int_arg(args[2], &step)) {
-        drop(r, 12);
+        drop(r, 12, r->data == NULL ? WHY_NO_MEMORY : WHY_BAD_ARGS);
         Py_RETURN_NONE;
     }
     put_rec(r, 12, 0, t0, t1, (uint32_t)(step & 0xFFFFFFFF), 0);
@@ -440,21 +565,38 @@ static int space_ok(size_t incoming) {
     return 1;
 }
 
-/* one cycle; returns the largest ring fill seen (records) */
+/* one cycle; returns the largest ring fill seen (records).  reg_lock is held only to take a
+ * snapshot of the ring list and, after the writes, to free the rings of finished threads: never
+ * across I/O.  Rings are freed only here and by start/stop/child_reset while no flusher runs, so
+ * the snapshot's pointers stay valid through the writes. */
+typedef struct { ring_t *r; uint64_t head; } snap_t;
+static snap_t *snap = NULL;
+static size_t snap_cap = 0;
+
 static uint64_t drain_once(int final) {
     uint64_t most = 0;
     pthread_mutex_lock(&reg_lock);
-    /* heads first: every string those records use is already queued */
-    uint64_t heads_n = 0;
-    for (ring_t *r = rings; r; r = r->next) heads_n++;
-    uint64_t *heads = heads_n ? malloc(heads_n * sizeof(uint64_t)) : NULL;
-    uint64_t i = 0;
-    for (ring_t *r = rings; r; r = r->next, i++)
-        if (heads) heads[i] = atomic_load_explicit(&r->head, memory_order_acquire);
+    size_t n_rings = 0;
+    for (ring_t *r = rings; r; r = r->next) n_rings++;
+    if (n_rings > snap_cap) {
+        size_t nc = snap_cap ? snap_cap : 64;
+        while (nc < n_rings) nc *= 2;
+        snap_t *ns = realloc(snap, nc * sizeof(snap_t));
+        if (ns) { snap = ns; snap_cap = nc; }
+    }
+    if (n_rings > snap_cap) n_rings = snap_cap; /* no memory for a larger snapshot: the rest next cycle */
+    size_t i = 0;
+    /* heads first, then the strings: every string those records use is already queued */
+    for (ring_t *r = rings; r && i < n_rings; r = r->next, i++) {
+        snap[i].r = r;
+        snap[i].head = atomic_load_explicit(&r->head, memory_order_acquire);
+    }
     pthread_mutex_lock(&str_lock);
     char *sb = str_buf; size_t sl = str_len;
     str_buf = NULL; str_len = 0; str_cap = 0;
     pthread_mutex_unlock(&str_lock);
+    pthread_mutex_unlock(&reg_lock);
+
     int stopped = atomic_load(&halt_code) != 0;
     if (sl && !stopped && space_ok(sl)) {
         struct iovec iov = {sb, sl};
@@ -462,10 +604,10 @@ static uint64_t drain_once(int final) {
         if (err) halt(3, err);
     }
     free(sb);
-    i = 0;
-    ring_t **link = &rings;
-    for (ring_t *r = rings; r && heads; i++) {
-        uint64_t h = heads[i], t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    int dead_seen = 0;
+    for (i = 0; i < n_rings; i++) {
+        ring_t *r = snap[i].r;
+        uint64_t h = snap[i].head, t = atomic_load_explicit(&r->tail, memory_order_relaxed);
         uint64_t n = h - t;
         if (n > most) most = n;
         if (n) {
@@ -489,20 +631,26 @@ static uint64_t drain_once(int final) {
             }
             atomic_store_explicit(&r->tail, h, memory_order_release);
         }
-        ring_t *next = r->next;
-        if (atomic_load_explicit(&r->dead, memory_order_acquire) &&
-            atomic_load_explicit(&r->head, memory_order_acquire) == h) {
-            /* finished thread, drained: give its memory back; keep counts only if it dropped */
-            if (r->data) { free(r->data); atomic_fetch_sub(&budget_used, r->bytes); r->data = NULL; }
-            int any = 0;
-            for (int k = 0; k < NKINDS; k++) any |= (atomic_load(&r->drops[k]) | atomic_load(&r->lost[k])) != 0;
-            if (!any) { *link = next; free(r); r = next; continue; }
-        }
-        link = &r->next;
-        r = next;
+        dead_seen |= atomic_load_explicit(&r->dead, memory_order_acquire);
     }
-    free(heads);
-    pthread_mutex_unlock(&reg_lock);
+    if (dead_seen) {
+        /* finished threads, drained: give their memory back; keep counts only if they dropped */
+        pthread_mutex_lock(&reg_lock);
+        ring_t **link = &rings;
+        for (ring_t *r = rings; r;) {
+            ring_t *next = r->next;
+            if (atomic_load_explicit(&r->dead, memory_order_acquire) &&
+                atomic_load_explicit(&r->head, memory_order_acquire) == atomic_load(&r->tail)) {
+                if (r->data) { free(r->data); atomic_fetch_sub(&budget_used, r->bytes); r->data = NULL; }
+                int any = 0;
+                for (int k = 0; k < NKINDS; k++) any |= (atomic_load(&r->drops[k]) | atomic_load(&r->lost[k])) != 0;
+                if (!any) { *link = next; free(r); r = next; continue; }
+            }
+            link = &r->next;
+            r = next;
+        }
+        pthread_mutex_unlock(&reg_lock);
+    }
     (void)final;
     return most;
 }
@@ -572,13 +720,14 @@ static PyObject *py_start(PyObject *self, PyObject *args, PyObject *kw) {
     atomic_store(&flusher_cpu_ns, 0); atomic_store(&newest_written_ns, 0);
     atomic_store(&dropped_strings, 0); atomic_store(&halt_code, 0); atomic_store(&halt_errno, 0);
     /* forget rings of the previous session (their threads re-register lazily) */
-    pthread_mutex_lock(&reg_lock);
+    lock_gil_safe(&reg_lock);
     ring_t **link = &rings;
     for (ring_t *r = rings; r;) {
         ring_t *next = r->next;
         if (atomic_load(&r->dead)) { *link = next; free(r->data); free(r); r = next; continue; }
         atomic_store(&r->head, 0); atomic_store(&r->tail, 0);
         for (int k = 0; k < NKINDS; k++) { atomic_store(&r->drops[k], 0); atomic_store(&r->lost[k], 0); }
+        for (int w = 0; w < NWHY; w++) atomic_store(&r->why[w], 0);
         r->thread_written = 0;
         link = &r->next;
         r = next;
@@ -604,26 +753,59 @@ static PyObject *py_set_enabled(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+typedef struct { uint32_t tid; int kind; uint64_t n; } droprow_t;
+
+/* Counters of the running or last session.  reg_lock is taken with the GIL released when busy,
+ * and no Python object is made while it is held (a finaliser run by an allocation could mark). */
 static PyObject *stats_dict(void) {
-    PyObject *drops = PyList_New(0);
-    uint64_t total = 0;
-    pthread_mutex_lock(&reg_lock);
-    for (ring_t *r = rings; r; r = r->next)
+    uint64_t total = 0, why[NWHY] = {0}, lost = 0;
+    droprow_t *rows = NULL;
+    size_t nrows = 0, cap = 0;
+    lock_gil_safe(&reg_lock);
+    for (ring_t *r = rings; r; r = r->next) {
+        for (int w = 0; w < NWHY; w++) why[w] += atomic_load(&r->why[w]);
         for (int k = 1; k < NKINDS; k++) {
-            uint64_t n = atomic_load(&r->drops[k]) + atomic_load(&r->lost[k]);
+            uint64_t l = atomic_load(&r->lost[k]), n = atomic_load(&r->drops[k]) + l;
             if (!n) continue;
+            lost += l;
             total += n;
-            PyObject *t = Py_BuildValue("(IiK)", r->tid, k, (unsigned long long)n);
-            if (t) { PyList_Append(drops, t); Py_DECREF(t); }
+            if (nrows == cap) {
+                size_t nc = cap ? cap * 2 : 64;
+                droprow_t *nr = realloc(rows, nc * sizeof(droprow_t));
+                if (!nr) continue; /* counted in the total, left out of the rows */
+                rows = nr; cap = nc;
+            }
+            rows[nrows].tid = r->tid; rows[nrows].kind = k; rows[nrows].n = n;
+            nrows++;
         }
+    }
     pthread_mutex_unlock(&reg_lock);
-    return Py_BuildValue("{sKsKsKsNsKsKsisisK}", "records_written", (unsigned long long)atomic_load(&records_written),
+    PyObject *drops = PyList_New(0);
+    for (size_t i = 0; drops && i < nrows; i++) {
+        PyObject *t = Py_BuildValue("(IiK)", rows[i].tid, rows[i].kind, (unsigned long long)rows[i].n);
+        if (t) { PyList_Append(drops, t); Py_DECREF(t); } else PyErr_Clear();
+    }
+    free(rows);
+    if (drops == NULL) return NULL;
+    PyObject *reasons = PyDict_New();
+    if (reasons == NULL) { Py_DECREF(drops); return NULL; }
+    for (int w = 0; w < NWHY; w++) {
+        if (!why[w]) continue;
+        PyObject *v = PyLong_FromUnsignedLongLong(why[w]);
+        if (v) { PyDict_SetItemString(reasons, why_names[w], v); Py_DECREF(v); }
+    }
+    if (lost) {
+        PyObject *v = PyLong_FromUnsignedLongLong(lost);
+        if (v) { PyDict_SetItemString(reasons, "collection_halted", v); Py_DECREF(v); }
+    }
+    return Py_BuildValue("{sKsKsKsNsNsKsKsisisKsK}", "records_written", (unsigned long long)atomic_load(&records_written),
                          "bytes_written", (unsigned long long)atomic_load(&bytes_written),
-                         "records_dropped", (unsigned long long)total, "drops", drops,
+                         "records_dropped", (unsigned long long)total, "drops", drops, "drop_reasons", reasons,
                          "flusher_cpu_ns", (unsigned long long)atomic_load(&flusher_cpu_ns),
                          "newest_written_ns", (unsigned long long)atomic_load(&newest_written_ns),
                          "halt", atomic_load(&halt_code), "halt_errno", atomic_load(&halt_errno),
-                         "memory_bytes", (unsigned long long)atomic_load(&budget_used));
+                         "memory_bytes", (unsigned long long)atomic_load(&budget_used),
+                         "ring_records", (unsigned long long)cfg_ring_records);
 }
 
 static PyObject *py_stats(PyObject *self, PyObject *unused) { return stats_dict(); }
@@ -644,7 +826,7 @@ static PyObject *py_stop(PyObject *self, PyObject *unused) {
     slice_close(&str_slice);
     PyObject *st = stats_dict();
     /* release ring memory: producers are off (checked under the GIL we hold) */
-    pthread_mutex_lock(&reg_lock);
+    lock_gil_safe(&reg_lock);
     for (ring_t *r = rings; r; r = r->next)
         if (r->data) { free(r->data); atomic_fetch_sub(&budget_used, r->bytes); r->data = NULL; r->cap = 0; }
     pthread_mutex_unlock(&reg_lock);
@@ -652,6 +834,65 @@ static PyObject *py_stop(PyObject *self, PyObject *unused) {
     close(dir_fd);
     dir_fd = -1;
     return st;
+}
+
+/* set_domains(mode, names): 0 no filter, 1 record only domains in names, 2 all but those
+ * ("default" names the domain of a marker given none) */
+static PyObject *py_set_domains(PyObject *self, PyObject *args) {
+    int mode;
+    PyObject *names;
+    if (!PyArg_ParseTuple(args, "iO", &mode, &names)) return NULL;
+    if (mode < 0 || mode > 2) { PyErr_SetString(PyExc_ValueError, "mode must be 0, 1 or 2"); return NULL; }
+    PyObject *set = PyFrozenSet_New(names);
+    if (set == NULL) return NULL;
+    Py_XSETREF(dom_set, set);
+    dom_mode = mode;
+    dom_gen++;
+    Py_RETURN_NONE;
+}
+
+/* In a child after os.fork() (the session's at-fork hook, under the GIL): forget everything the
+ * parent had buffered (the parent writes it; a copy written here would be a duplicate), the
+ * parent's open files and its threads' rings.  Recording stays off until start() again. */
+static PyObject *py_child_reset(PyObject *self, PyObject *unused) {
+    atomic_store(&enabled, 0);
+    atomic_store(&collecting, 0);
+    flusher_running = 0;
+    fl_stop = 0;
+    ring_t *mine = tls_ring;
+    pthread_mutex_lock(&reg_lock); /* fresh since the fork: no other thread can hold it yet */
+    for (ring_t *r = rings; r;) {
+        ring_t *next = r->next;
+        free(r->data);
+        if (r != mine) free(r);
+        r = next;
+    }
+    rings = NULL;
+    atomic_store(&budget_used, 0);
+    if (mine) {
+        memset(mine, 0, sizeof *mine);
+        mine->tid = (uint32_t)syscall(SYS_gettid);
+        mine->next = NULL;
+        rings = mine;
+        pthread_setspecific(exit_key, mine);
+    }
+    pthread_mutex_unlock(&reg_lock);
+    pthread_mutex_lock(&str_lock);
+    free(str_buf);
+    str_buf = NULL; str_len = 0; str_cap = 0;
+    pthread_mutex_unlock(&str_lock);
+    if (intern_dict) PyDict_Clear(intern_dict);
+    next_string_id = 0x80000000u;
+    if (rec_slice.fd >= 0) close(rec_slice.fd); /* the parent's files: no .done marker from here */
+    if (str_slice.fd >= 0) close(str_slice.fd);
+    rec_slice.fd = str_slice.fd = -1;
+    if (dir_fd >= 0) close(dir_fd);
+    dir_fd = -1;
+    atomic_store(&records_written, 0); atomic_store(&bytes_written, 0);
+    atomic_store(&flusher_cpu_ns, 0); atomic_store(&newest_written_ns, 0);
+    atomic_store(&dropped_strings, 0); atomic_store(&halt_code, 0); atomic_store(&halt_errno, 0);
+    atomic_store(&forked_child, 0);
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
@@ -669,6 +910,8 @@ static PyMethodDef methods[] = {
     {"start", (PyCFunction)(void (*)(void))py_start, METH_VARARGS | METH_KEYWORDS, "Start the flusher."},
     {"set_enabled", py_set_enabled, METH_O, "Turn the producers on or off."},
     {"stats", py_stats, METH_NOARGS, "Counters of the running or last session."},
+    {"set_domains", py_set_domains, METH_VARARGS, "set_domains(mode, names): the marker domain filter."},
+    {"child_reset", py_child_reset, METH_NOARGS, "In a forked child: drop the parent's buffers and files."},
     {"stop", py_stop, METH_NOARGS, "Stop producers and flusher, write everything, close files."},
     {NULL, NULL, 0, NULL},
 };
@@ -684,7 +927,11 @@ PyMODINIT_FUNC PyInit__ring(void) {
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&fl_cond, &ca);
-    pthread_atfork(NULL, NULL, after_fork_child);
+    pthread_condattr_destroy(&ca);
+    dom_set = PyFrozenSet_New(NULL);
+    default_dom = PyUnicode_InternFromString("default");
+    if (dom_set == NULL || default_dom == NULL) { Py_DECREF(m); return NULL; }
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
     PyModule_AddIntConstant(m, "RECORD_SIZE", (long)sizeof(rec_t));
     PyModule_AddIntConstant(m, "STRING_ID_BASE", (long)0x80000000u);
     return m;

@@ -29,19 +29,72 @@ thread gives its allotment back.
 from __future__ import annotations
 
 import itertools
+import os
+import select
 import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["FULL", "LIST_CAP", "MARK_CAP", "TLS", "WAKE", "ThreadBuffer", "allot_marks", "append",
-           "configure", "drop_rows", "length", "memory_bytes", "register_current_thread", "snapshot"]
+__all__ = ["FULL", "LIST_CAP", "MARK_CAP", "TLS", "WAKE", "ThreadBuffer", "after_fork_child", "allot_marks",
+           "append", "configure", "drop_rows", "length", "memory_bytes", "register_current_thread", "set_open",
+           "snapshot"]
 
 TLS = threading.local()
+
+
+class Wake:
+    """The flusher's wake-up, set by a producer whose list is full: a flag and a byte in a
+    non-blocking pipe, with no lock.  (A ``threading.Event`` takes a lock in ``set()``: a signal
+    handler that raises there leaves it held, and the flusher and ``stop()`` wait forever.)"""
+
+    def __init__(self) -> None:
+        self._r, self._w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._flag = False
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    def set(self) -> None:
+        if not self._flag:
+            self._flag = True
+            try:
+                os.write(self._w, b"w")
+            except OSError:  # full: a wake is pending anyway
+                pass
+
+    def clear(self) -> None:
+        self._flag = False
+        try:
+            while os.read(self._r, 4096):
+                pass
+        except OSError:
+            pass
+
+    def wait(self, timeout: float) -> bool:
+        """Until set or ``timeout`` seconds; returns whether it was set."""
+        if not self._flag:
+            try:
+                select.select([self._r], [], [], max(timeout, 0.0))
+            except (OSError, ValueError):
+                pass
+        return self._flag
+
+    def close(self) -> None:
+        for fd in (self._r, self._w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 #: Set by a producer whose list is full: the flusher wakes now instead of at its interval.
-WAKE = threading.Event()
+WAKE = Wake()
 #: The session flusher's ``try_drain`` while a session runs: a producer whose marker list is
 #: full drains on its own thread (when no drain is under way) instead of dropping.
 HELPER: Callable[[], bool] | None = None
+#: False in a forked child that does not follow the fork (``OPENMSPROF_FOLLOW_FORK=0``):
+#: :func:`append` keeps nothing.
+_open = True
 #: Tag of a batch of tasks (``emit.record_tasks``); an in-memory tag, not a record kind.
 TASK_BATCH = 100
 
@@ -93,6 +146,8 @@ def _allot_marks() -> list[int]:
     (:data:`FULL` while the budget is spent: a finished thread may give memory back later)."""
     global _used
     buf = TLS.buf
+    if buf.marks is FULL and _used + MARK_CAP * MARK_BYTES > MEMORY_BYTES:
+        _reclaim_dead()
     if buf.marks is FULL and _used + MARK_CAP * MARK_BYTES <= MEMORY_BYTES:
         with _registry_lock:
             if _used + MARK_CAP * MARK_BYTES <= MEMORY_BYTES:
@@ -105,6 +160,8 @@ def _allot_marks() -> list[int]:
 def _allot_items(buf: ThreadBuffer) -> None:
     """Give ``buf`` a tuple list of LIST_CAP, or half that down to 256, as the budget allows."""
     global _used
+    if _used + LIST_CAP * ITEM_BYTES > MEMORY_BYTES:
+        _reclaim_dead()
     with _registry_lock:
         cap = LIST_CAP
         while cap >= 256 and _used + cap * ITEM_BYTES > MEMORY_BYTES:
@@ -112,6 +169,23 @@ def _allot_items(buf: ThreadBuffer) -> None:
         if cap >= 256:
             buf.cap, buf.item_bytes = cap, cap * ITEM_BYTES
             _used += buf.item_bytes
+
+
+def _reclaim_dead() -> None:
+    """The budget is short: a finished thread's lists can grow no more, so it is charged for
+    what they hold now, not for their caps (threads born and dead in quick succession would
+    otherwise spend the budget until the flusher's next cycle forgets them)."""
+    global _used
+    with _registry_lock:
+        for b in _registry:
+            if b.thread.is_alive():
+                continue
+            marks = len(b.marks) // 2 if b.marks is not FULL else 0
+            held_m, held_i = marks * MARK_BYTES, len(b.items) * ITEM_BYTES
+            if held_m < b.mark_bytes or held_i < b.item_bytes:
+                _used -= b.mark_bytes - held_m + b.item_bytes - held_i
+                b.mark_bytes, b.item_bytes = held_m, held_i
+    WAKE.set()  # and the flusher forgets them soon
 
 
 def register_current_thread() -> ThreadBuffer:
@@ -138,6 +212,8 @@ def allot_marks() -> list[int]:
 def append(record: tuple[Any, ...]) -> None:
     """Append a tuple of a kind other than the markers: a full list (or a thread over the
     budget) drops the record, counts it for the thread and kind and wakes the flusher."""
+    if not _open:
+        return
     try:
         buf = TLS.buf
     except AttributeError:
@@ -222,3 +298,35 @@ def next_connection_id() -> int:
 
 def next_range_id() -> int:
     return next(_range_ids)
+
+
+def set_open(on: bool) -> None:
+    """Whether :func:`append` keeps records (off in a child that does not follow the fork)."""
+    global _open
+    _open = bool(on)
+
+
+def after_fork_child() -> None:
+    """In a forked child: the parent's buffered records are the parent's (it writes them): drop
+    them without a word, forget the threads that do not exist here, and replace every lock and
+    event another thread may have held at the fork."""
+    global _registry_lock, _used, WAKE
+    _registry_lock = threading.Lock()
+    WAKE.close()  # the parent's pipe: a byte from here would wake the parent's flusher
+    WAKE = Wake()
+    try:
+        me: ThreadBuffer | None = TLS.buf
+    except AttributeError:
+        me = None
+    _dead_drops.clear()
+    _registry[:] = [me] if me is not None else []
+    _used = 0
+    if me is not None:
+        me.lock = threading.Lock()
+        del me.items[:]
+        if me.marks is not FULL:
+            del me.marks[:]
+        me.drops[:] = [0] * len(me.drops)
+        me.tid = threading.get_native_id()
+        me.thread = threading.current_thread()
+        _used = me.mark_bytes + me.item_bytes

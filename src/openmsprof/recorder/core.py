@@ -46,6 +46,14 @@ RING_RECORDS = _env_int("OPENMSPROF_RING_RECORDS", 1 << 17, 2048, 1 << 24)
 #: record) and an eighth for other kinds (a tuple, ~160 bytes): a short backlog keeps the newest record on disk young when the
 #: GIL-bound flusher falls behind.  All threads together stay inside MEMORY_BYTES.
 PY_LIST_RECORDS = max(RING_RECORDS // 8, 2048)
+#: Records per native thread ring: sized from the budget, not fixed: a quarter of
+#: :data:`MEMORY_BYTES` (a power of two; 512 Ki records = 16 MB at the default 64 MB), so one
+#: thread marking flat out (~1.5-12 M records/s) leaves the flusher 40-300 ms after the
+#: half-full wake-up before anything drops (4 MB rings left 5-40 ms: 7.6-16.4 % of a 1-second
+#: burst dropped on a busy machine).  The next threads get the same while the budget lasts,
+#: then halves of it; untouched ring pages are never resident.  ``OPENMSPROF_RING_RECORDS`` sets it.
+NATIVE_RING_RECORDS = (RING_RECORDS if "OPENMSPROF_RING_RECORDS" in os.environ
+                       else max(2048, 1 << ((MEMORY_BYTES // 4 // 32).bit_length() - 1)))
 buffers.configure(max(RING_RECORDS // 4, 2048), PY_LIST_RECORDS, MEMORY_BYTES)
 
 ring: ModuleType | None
@@ -70,7 +78,7 @@ def _choose() -> str:
 BACKEND = _choose()
 
 if ring is not None:
-    ring.configure(ring_records=RING_RECORDS, memory_bytes=MEMORY_BYTES,
+    ring.configure(ring_records=NATIVE_RING_RECORDS, memory_bytes=MEMORY_BYTES,
                    string_bytes=MEMORY_BYTES // 8,
                    thread_name=lambda: threading.current_thread().name)
 

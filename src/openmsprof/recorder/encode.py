@@ -7,16 +7,14 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from openmsprof.recorder import buffers
+from openmsprof.recorder.datadir import DataDir
 from openmsprof.recorder.rawfile import GENERIC_DTYPE, TASKINFO_DTYPE
 from openmsprof.recorder.records import API_LEVEL_CODES, COUNTER, GENERIC, TASKINFO
-
-if TYPE_CHECKING:
-    from openmsprof.recorder.flusher import DataDir
 
 __all__ = ["Encoder"]
 

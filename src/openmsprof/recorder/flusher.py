@@ -10,83 +10,31 @@ that use them.  Any error stops collection with a warning; the application is ne
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
-from openmsprof.fileio import fs
 from openmsprof.recorder import buffers, threads
+from openmsprof.recorder.datadir import DataDir
 from openmsprof.recorder.encode import Encoder
-from openmsprof.recorder.rawfile import SliceWriter, StringTable
 from openmsprof.recorder.records import (
     GENERIC,
-    RECORDS_MAGIC,
     Kind,
 )
 
 log = logging.getLogger("openmsprof")
 
 _MASK32 = 0xFFFFFFFF
+#: Longest wait (s) of the final drain for a lock that an interrupted producer may have left held.
+STUCK_S = 2.0
 #: Records encoded per write: bounds the work between two writes of one busy thread.
 CHUNK = 1 << 15
 #: Encoded marker chunks (<= CHUNK records each) waiting for the writer: a producer that finds
 #: this many queued drops instead of taking its list (memory stays bounded if writes stall).
 QUEUE_CHUNKS = 4
-
-
-class DataDir:
-    """Writers of one ``.../data`` directory: a string table and one slice series per source."""
-
-    def __init__(self, path: Path, dev: str) -> None:
-        self.path, self.dev = path, dev
-        #: every slice is created relative to this fd (O_NOFOLLOW): a data dir swapped for a
-        #: symlink mid-run cannot redirect the writes
-        self.dir_fd = fs.open_dir_fd(path)
-        self.strings = StringTable(path, dev, self.dir_fd)
-        self.channels: dict[str, SliceWriter] = {}
-        self.pending: dict[str, bytearray] = {}
-
-    def out(self, source: str) -> bytearray:
-        buf = self.pending.get(source)
-        if buf is None:
-            buf = self.pending[source] = bytearray()
-        return buf
-
-    def write_records(self, source: str, data: bytes | memoryview) -> int:
-        """Write ``data`` (whole records) to ``source`` now; the caller flushed the strings."""
-        ch = self.channels.get(source)
-        if ch is None:
-            ch = self.channels[source] = SliceWriter(self.path, source, "records", self.dev,
-                                                     RECORDS_MAGIC, dir_fd=self.dir_fd)
-        return ch.write(data)
-
-    def flush(self) -> int:
-        written = self.strings.flush()
-        for source, data in self.pending.items():
-            if data:
-                ch = self.channels.get(source)
-                if ch is None:
-                    ch = self.channels[source] = SliceWriter(self.path, source, "records", self.dev,
-                                                             RECORDS_MAGIC, dir_fd=self.dir_fd)
-                written += ch.write(data)
-                data.clear()
-        return written
-
-    def close(self) -> None:
-        try:
-            self.flush()
-            self.strings.close()
-            for ch in self.channels.values():
-                ch.close()
-        finally:
-            if self.dir_fd >= 0:
-                os.close(self.dir_fd)
-                self.dir_fd = -1
 
 
 class Flusher(Encoder):
@@ -131,10 +79,16 @@ class Flusher(Encoder):
         buffers.WAKE.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
-        with self._lock:
+        # a producer interrupted by a raising signal handler right after taking the lock may
+        # have left it held: after a bounded wait the final drain goes on (producers are off)
+        got = self._lock.acquire(timeout=STUCK_S)
+        try:
             self._drain(wait=True)
             self._closed = True  # the session closes the files next: producers stop helping
             self._spare.clear()  # the session object may outlive its collection
+        finally:
+            if got:
+                self._lock.release()
 
     def _run(self) -> None:
         threads.background_policy()  # its wakes do not preempt the application's threads
@@ -168,22 +122,23 @@ class Flusher(Encoder):
         writer under way or the next cycle does).  Returns False when it could not (the queue of
         taken records is full, or the flusher thread is taking this list): the caller drops."""
         buf = buffers.TLS.buf
-        if self._closed or self.error is not None or len(self._queue) >= QUEUE_CHUNKS or not buf.lock.acquire(blocking=False):
+        # ``with`` on the locks, not acquire() then try: a signal handler may raise in the
+        # producer's thread after any call, and a lock acquired by a call would stay held; a
+        # ``with`` takes it inside the protected region.  locked() first keeps it mostly
+        # non-blocking (a race costs one short wait for the flusher's take).
+        if self._closed or self.error is not None or len(self._queue) >= QUEUE_CHUNKS or buf.lock.locked():
             return False
         c0 = time.thread_time_ns()
-        try:
+        with buf.lock:
             self._take_marks(buf)
-        finally:
-            buf.lock.release()
-        if self._lock.acquire(blocking=False):
-            try:
-                if not self._closed:
-                    self._write(self._write_queue())
-            except Exception as exc:  # never let profiling kill the application
-                self.error = exc
-                log.warning("openmsprof: collection stopped: %s", exc)
-            finally:
-                self._lock.release()
+        if not self._lock.locked():
+            with self._lock:
+                try:
+                    if not self._closed:
+                        self._write(self._write_queue())
+                except Exception as exc:  # never let profiling kill the application
+                    self.error = exc
+                    log.warning("openmsprof: collection stopped: %s", exc)
         self.cpu_ns += time.thread_time_ns() - c0  # approximate under races; a cost figure
         return True
 
@@ -262,11 +217,14 @@ class Flusher(Encoder):
                     h = self.host
                     h.out("Thread").extend(GENERIC.pack(Kind.THREAD, 0, 0, buf.tid & _MASK32, 0, 0,
                                                         h.strings.intern(buf.name), 0))
-                if pairs and buf.lock.acquire(blocking=wait):  # else its producer takes it
-                    try:
-                        self._take_marks(buf)
-                    finally:
-                        buf.lock.release()
+                if pairs:
+                    got = buf.lock.acquire(timeout=STUCK_S) if wait else buf.lock.acquire(blocking=False)
+                    if got or wait:  # else its producer takes it; wait: the final drain goes on
+                        try:
+                            self._take_marks(buf)
+                        finally:
+                            if got:
+                                buf.lock.release()
                     if len(self._queue) >= QUEUE_CHUNKS // 2:
                         written += self._write_queue()
                 while count:

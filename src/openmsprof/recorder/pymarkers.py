@@ -19,7 +19,8 @@ from typing import Any
 from openmsprof.recorder import buffers
 from openmsprof.recorder.buffers import TLS, next_range_id
 
-__all__ = ["begin", "end", "mark", "pop", "push", "range_end", "range_start", "set_enabled"]
+__all__ = ["after_fork_child", "begin", "end", "mark", "pop", "push", "range_end", "range_start", "set_domains",
+           "set_enabled"]
 
 _now = time.perf_counter_ns
 _on = False
@@ -36,13 +37,65 @@ _POP = 3
 #: bounded; their codes in flight stay valid, the strings are in the table already).
 CODE_CACHE = 1 << 16
 _ids: Any = None  # the host string table's interning dict (StringTable.ids)
+#: Domain filter (the session's mstx_domain_include / _exclude): 0 none, 1 include, 2 exclude.
+_dom_mode = 0
+_dom_names: frozenset[str] = frozenset()
+#: Explicit domains whose markers are skipped (tested first on the domain path: a skipped
+#: marker costs a set lookup); only filled while the filter is on.
+_SKIP: set[Any] = set()
+#: ``len(marks) < _POPCAP`` is pop's fast path: 0 while a filter is on, so that every pop goes
+#: to :func:`_slow`, which skips the pop of a skipped push.
+_POPCAP = 2 * buffers.MARK_CAP
+_PUSHCAP = 2 * buffers.MARK_CAP  # the same for push (every push's filter state is stacked)
 
 
 def begin(string_ids: Any) -> None:
     """A session starts: codes are string ids of its host data directory."""
-    global _ids, _CAP2
+    global _ids, _CAP2, _POPCAP, _PUSHCAP
     _ids = string_ids
     _CAP2 = 2 * buffers.MARK_CAP
+    _POPCAP = _PUSHCAP = 0 if _dom_mode else _CAP2
+    for d in (_MARK, _PUSH, _DOM):
+        d.clear()
+    _tls.skips = []
+
+
+def set_domains(mode: int, names: Any) -> None:
+    """The marker domain filter: 0 none, 1 record only ``names``, 2 all but ``names``
+    (``"default"`` names the domain of a marker given none).  Set before :func:`begin`."""
+    global _dom_mode, _dom_names
+    _dom_mode = mode
+    _dom_names = frozenset(str(n) for n in names)
+    _SKIP.clear()
+
+
+def _skipped(domain: Any) -> bool:
+    """Whether the filter skips markers of ``domain`` (None: "default"); remembered in _SKIP."""
+    name = "default" if domain is None else domain if isinstance(domain, str) else str(domain)
+    inside = name in _dom_names
+    skip = not inside if _dom_mode == 1 else inside
+    if skip and domain is not None:
+        try:
+            _SKIP.add(domain)
+        except TypeError:
+            pass
+    return skip
+
+
+def _skip_stack() -> list[bool]:
+    try:
+        return _tls.skips  # type: ignore[no-any-return]
+    except AttributeError:
+        _tls.skips = []
+        return _tls.skips  # type: ignore[no-any-return]
+
+
+def after_fork_child() -> None:
+    """In a forked child: off, no codes (the child gets its own string table), the new wake event."""
+    global _on, _ids, _wake
+    _on = False
+    _ids = None
+    _wake = buffers.WAKE
     for d in (_MARK, _PUSH, _DOM):
         d.clear()
 
@@ -87,6 +140,17 @@ def _code(kind: int, message: Any, domain: Any) -> int:
 def _slow(kind: int, message: Any, domain: Any, helped: bool = False) -> None:
     """Miss, domain, first record of a thread, or a full list (tested first: flat out, the
     drop path is as hot as the record path)."""
+    if _dom_mode and not helped:  # every push and pop comes here while a filter is on
+        if kind == 3:
+            stack = _skip_stack()
+            if stack and stack.pop():
+                return None
+        else:
+            skip = _skipped(domain)
+            if kind == 2:
+                _skip_stack().append(skip)
+            if skip:
+                return None
     try:
         marks = _tls.marks
     except AttributeError:
@@ -135,13 +199,17 @@ def mark(message: str, domain: str | None = None) -> None:
     """Instant marker."""
     if _on:
         # one try around the whole hot path (free in 3.11 until something raises): no thread
-        # buffer yet, a full list, a domain, an uncached or unhashable message all go to _slow
+        # buffer yet, a full list, an uncached or unhashable message or domain all go to _slow;
+        # a domain the filter skipped costs one set lookup
         try:
-            marks = _tls.marks
-            if len(marks) < _CAP2 and domain is None:
-                code = _MARK[message]
-                marks.append(_now())
-                marks.append(code)
+            if domain is None:
+                marks = _tls.marks
+                if len(marks) < _CAP2:
+                    code = _MARK[message]
+                    marks.append(_now())
+                    marks.append(code)
+                    return None
+            elif domain in _SKIP:
                 return None
         except (AttributeError, KeyError, TypeError):
             pass
@@ -153,11 +221,15 @@ def push(message: str, domain: str | None = None) -> None:
     """Open a same-thread range."""
     if _on:
         try:
-            marks = _tls.marks
-            if len(marks) < _CAP2 and domain is None:
-                code = _PUSH[message]
-                marks.append(_now())
-                marks.append(code)
+            if domain is None:
+                marks = _tls.marks
+                if len(marks) < _PUSHCAP:
+                    code = _PUSH[message]
+                    marks.append(_now())
+                    marks.append(code)
+                    return None
+            elif domain in _SKIP:
+                _tls.skips.append(True)  # its pop is skipped too
                 return None
         except (AttributeError, KeyError, TypeError):
             pass
@@ -170,7 +242,7 @@ def pop() -> None:
     if _on:
         try:
             marks = _tls.marks
-            if len(marks) < _CAP2:
+            if len(marks) < _POPCAP:
                 marks.append(_now())
                 marks.append(_POP)
                 return None
@@ -182,7 +254,7 @@ def pop() -> None:
 
 def range_start(message: str, domain: str | None = None) -> int:
     """Open a range that may end on another thread; returns its id (0 when off)."""
-    if not _on:
+    if not _on or (_dom_mode and (domain in _SKIP or _skipped(domain))):
         return 0
     rid = next_range_id()
     buffers.append((4, _now(), message, domain, rid))

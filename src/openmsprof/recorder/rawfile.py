@@ -6,6 +6,9 @@ Layout of a data directory (``host/data`` or ``device_{id}/data``)::
     Strings.table.{dev}.slice_{n}      header + (u32 id, u32 len, utf-8) entries
     X.done                             written when slice X is closed cleanly
 
+A process forked during the session writes its own stream beside its parent's, with its own
+string ids: the same names with ``.pid{pid}`` after the device (``Mstx.records.host.pid4242.slice_0``).
+
 The flusher writes string entries before any record that refers to them, so a reader that
 stops at a torn tail never sees a dangling string id.
 """
@@ -51,7 +54,8 @@ assert GENERIC_DTYPE.itemsize == COUNTER_DTYPE.itemsize == TASKINFO_DTYPE.itemsi
 SLICE_BYTES = 64 * 1024 * 1024
 #: Strings a data directory's interning dict holds before it starts afresh (memory bound).
 ID_CACHE = 1 << 17
-_SLICE_RE = re.compile(r"^(?P<source>[A-Za-z0-9]+)\.(?P<kind>records|table)\.(?P<dev>[A-Za-z0-9]+)\.slice_(?P<n>\d+)$")
+_SLICE_RE = re.compile(r"^(?P<source>[A-Za-z0-9]+)\.(?P<kind>records|table)\.(?P<dev>[A-Za-z0-9]+)"
+                       r"(?:\.pid(?P<pid>[1-9]\d{0,9}))?\.slice_(?P<n>\d+)$")
 
 
 def slice_name(source: str, kind: str, dev: str, n: int) -> str:
@@ -153,8 +157,14 @@ class StringTable:
         self.writer = SliceWriter(data_dir, "Strings", "table", dev, STRINGS_MAGIC, dir_fd=dir_fd)
 
     def flush(self) -> int:
-        with self.lock:
+        # bounded: a producer interrupted by a raising signal handler inside __missing__ may
+        # have left the lock held; the swap below is one statement either way
+        got = self.lock.acquire(timeout=2.0)
+        try:
             data, self.pending = self.pending, bytearray()
+        finally:
+            if got:
+                self.lock.release()
         return self.writer.write(data)
 
     def close(self) -> None:
@@ -183,14 +193,33 @@ class ReadReport:
         self.warnings.extend(other.warnings)
 
 
-def list_slices(data_dir: Path, kind: str = "records") -> list[tuple[str, str, int, Path]]:
-    """(source, dev, n, path) for every slice of ``kind`` in ``data_dir``, in write order."""
+def stream_name(dev: str, pid: int | None) -> str:
+    """The ``dev`` part of a stream's file names: ``dev`` for the session's own process,
+    ``dev.pid{pid}`` for a process forked during the session."""
+    return dev if pid is None else f"{dev}.pid{pid}"
+
+
+def child_pids(data_dir: Path) -> list[int]:
+    """The pids of the forked processes with a stream in ``data_dir``, ascending."""
+    pids: set[int] = set()
+    if data_dir.is_dir():
+        for p in data_dir.iterdir():
+            m = _SLICE_RE.match(p.name)
+            if m and m["pid"] is not None:
+                pids.add(int(m["pid"]))
+    return sorted(pids)
+
+
+def list_slices(data_dir: Path, kind: str = "records", pid: int | None = None) -> list[tuple[str, str, int, Path]]:
+    """(source, dev, n, path) for every slice of ``kind`` in ``data_dir``, in write order: the
+    session process's own stream, or with ``pid`` the stream of that forked child."""
     out: list[tuple[str, str, int, Path]] = []
     if not data_dir.is_dir():
         return out
+    want = None if pid is None else str(pid)
     for p in data_dir.iterdir():
         m = _SLICE_RE.match(p.name)
-        if m and m["kind"] == kind and not p.is_symlink():
+        if m and m["kind"] == kind and m["pid"] == want and not p.is_symlink():
             out.append((m["source"], m["dev"], int(m["n"]), p))
     out.sort(key=lambda x: (x[0], x[1], x[2]))
     return out
@@ -254,11 +283,12 @@ def iter_record_chunks(path: Path, report: ReadReport, chunk_records: int = 1 <<
                 break
 
 
-def read_strings(data_dir: Path, report: ReadReport | None = None) -> dict[int, str]:
-    """Every interned string of ``data_dir`` (all string slices), tolerant of a torn tail."""
+def read_strings(data_dir: Path, report: ReadReport | None = None, pid: int | None = None) -> dict[int, str]:
+    """Every interned string of one stream of ``data_dir`` (the session process's, or forked
+    child ``pid``'s), tolerant of a torn tail."""
     report = report if report is not None else ReadReport()
     table: dict[int, str] = {}
-    for _src, _dev, _n, path in list_slices(data_dir, "table"):
+    for _src, _dev, _n, path in list_slices(data_dir, "table", pid):
         try:
             data = fs.read_regular(path, "string table", fs.MAX_TABLE_BYTES, RawDataError)
         except RawDataError as exc:
@@ -281,11 +311,11 @@ def read_strings(data_dir: Path, report: ReadReport | None = None) -> dict[int, 
     return table
 
 
-def read_all_records(data_dir: Path, report: ReadReport | None = None) -> np.ndarray:
-    """All records of a data directory in one array (small jobs, tests).  Streaming callers
-    use :func:`iter_record_chunks` per slice instead."""
+def read_all_records(data_dir: Path, report: ReadReport | None = None, pid: int | None = None) -> np.ndarray:
+    """All records of one stream of a data directory in one array (small jobs, tests).
+    Streaming callers use :func:`iter_record_chunks` per slice instead."""
     report = report if report is not None else ReadReport()
-    parts = [c for _s, _d, _n, p in list_slices(data_dir) for c in iter_record_chunks(p, report)]
+    parts = [c for _s, _d, _n, p in list_slices(data_dir, pid=pid) for c in iter_record_chunks(p, report)]
     if not parts:
         return np.zeros(0, dtype=GENERIC_DTYPE)
     return np.concatenate(parts)

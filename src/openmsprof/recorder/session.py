@@ -3,6 +3,11 @@
 One active session per process; ``start``/``stop`` are thread-safe; any thread's records are
 captured once started.  Sources hook in with :func:`add_listener` (their ``on_start`` /
 ``on_stop`` flip their own fast "on" flag), so this layer never imports them.
+
+A process forked while a session runs follows it (:mod:`~openmsprof.recorder.forking`): it
+records into the same job as its own process, with its own raw stream, and its exit ends only
+its stream; the job ends when the session's own process stops.  ``OPENMSPROF_FOLLOW_FORK=0``
+stops recording in children instead.
 """
 
 from __future__ import annotations
@@ -30,9 +35,10 @@ from openmsprof.config.model import ProfileConfig
 from openmsprof.config.paths import resolve_output
 from openmsprof.fileio import fs
 from openmsprof.machine import peaks, peaks_child
-from openmsprof.recorder import buffers, core, jobdir, pymarkers
+from openmsprof.recorder import buffers, core, forking, jobdir, pymarkers, rawfile
 from openmsprof.recorder.clock import ClockPair, read_pair
-from openmsprof.recorder.flusher import DataDir, Flusher
+from openmsprof.recorder.datadir import DataDir
+from openmsprof.recorder.flusher import Flusher
 
 log = logging.getLogger("openmsprof")
 
@@ -78,6 +84,10 @@ class Session:
         self.backend = core.BACKEND
         self.overhead: dict[str, Any] = {}
         self._native = False
+        #: the process that records this session's stream; ``parent_pid`` is set in a process
+        #: forked during the session (its stream, not the job, ends with it)
+        self.pid = os.getpid()
+        self.parent_pid: int | None = None
         fs.make_dir(output)
         fs.check_writable(output)
         if fs.free_bytes(output) < fs.FREE_SPACE_FLOOR:
@@ -126,6 +136,11 @@ class Session:
     def device_dir(self, dev: int) -> DataDir:
         """The writer of ``device_{dev}/data``, created with its config files on first use."""
         d = self._device_dirs.get(dev)
+        if d is None and self.parent_pid is not None:  # a forked child: its own stream
+            path = fs.make_dir(self.job.device(dev))
+            fs.make_dir(path / "data")
+            d = self._device_dirs[dev] = DataDir(path / "data", rawfile.stream_name(str(dev), self.pid))
+            return d
         if d is None:
             path = fs.make_dir(self.job.device(dev))
             fs.make_dir(path / "data")
@@ -174,6 +189,9 @@ class Session:
         self.collecting = False
         self.stop_reason = reason
         self.note(reason, warn=True)
+        if self.parent_pid is not None:  # a forked child: the sources are its parent's
+            forking.quiet()
+            return
         for _on, off in list(_listeners):
             try:
                 off(self)
@@ -181,22 +199,35 @@ class Session:
                 log.warning("openmsprof: listener failed at halt: %s", exc)
 
     # -- lifecycle -------------------------------------------------------------------------
-    def _begin(self) -> None:
-        buffers.clear_all()
+    def _domain_filter(self) -> tuple[int, list[str]]:
+        """(mode, names) of the marker domain filter: 1 include, 2 exclude, 0 none."""
+        include, exclude = self.config.mstx_domain_include, self.config.mstx_domain_exclude
+        return (1, list(include)) if include else (2, list(exclude)) if exclude else (0, [])
+
+    def _start_recorder(self) -> None:
+        """Start this process's stream: the pure-Python flusher and, on the native backend, the
+        native core (a forked child's files carry its pid)."""
+        mode, names = self._domain_filter()
+        pymarkers.set_domains(mode, names)
         pymarkers.begin(self.host_dir.strings.ids)
         buffers.HELPER = self.flusher.try_drain
         if self.backend == "native" and core.ring is not None:
+            core.ring.set_domains(mode, names)
             limit = self.config.storage_limit_mb
             fd = fs.open_dir_fd(self.job.host_data)
             try:
-                core.ring.start(fd, "host", int(self.flusher.interval * 1e9),
-                                fs.FREE_SPACE_FLOOR + fs.SPACE_MARGIN,
+                core.ring.start(fd, rawfile.stream_name("host", None if self.parent_pid is None else self.pid),
+                                int(self.flusher.interval * 1e9), fs.FREE_SPACE_FLOOR + fs.SPACE_MARGIN,
                                 0 if limit is None else limit * 1024 * 1024)
             finally:
                 os.close(fd)
             self._native = True
             self.flusher.mstx_source = "MstxPy"
         self.flusher.start()
+
+    def _begin(self) -> None:
+        buffers.clear_all()
+        self._start_recorder()
         for on, _off in list(_listeners):
             try:
                 on(self)
@@ -226,6 +257,9 @@ class Session:
             self.note(f"machine peaks not stored: {exc}", warn=True)
 
     def _end(self) -> None:
+        if self.parent_pid is not None:
+            self._end_child()
+            return
         if self.collecting:
             for _on, off in list(_listeners):
                 try:
@@ -260,7 +294,7 @@ class Session:
             os.close(self._host_fd)
             os.close(self._root_fd)
         if dropped:
-            self.note(f"{dropped} records dropped (buffers full): "
+            self.note(f"{dropped} records dropped ({forking.why_text(self.overhead['drop_reasons'])}): "
                       f"{self.overhead['drops_by_thread_kind']}", warn=True)
         self.note(f"session stopped: {self.overhead['records_written']} records, "
                   f"{self.overhead['bytes_written']} bytes")
@@ -268,6 +302,59 @@ class Session:
         self._job_lock.release()
         if self.lock is not None:
             self.lock.release()
+
+    # -- a process forked during the session ------------------------------------------------
+    def _follow_child(self) -> None:
+        """In a child forked during the session: record into the same job as this process, with
+        this process's own stream (the parent's files and buffers are left to the parent)."""
+        self.parent_pid, self.pid = self.pid, os.getpid()
+        # self.lock and self._job_lock are the parent's: this process never releases them
+        for d in [self.host_dir, *self._device_dirs.values()]:
+            d.abandon()
+        self._device_dirs = {}
+        self.job.devices = dict(self.job.devices)
+        self.bytes_written = 0
+        self.overhead = {}
+        self._native = False
+        self.host_dir = DataDir(self.job.host_data, rawfile.stream_name("host", self.pid))
+        self.flusher = Flusher(self.host_dir, self.device_dir, self.flusher.interval, self._account,
+                               on_cycle=self._poll_native)
+        self._start_recorder()
+        on = self.collecting and bool(self.config.msproftx)
+        pymarkers.set_enabled(on and self.backend != "native")
+        if self._native and core.ring is not None:
+            core.ring.set_enabled(on)
+        self.note(f"forked process {self.pid} (parent {self.parent_pid}) follows the session")
+
+    def _end_child(self) -> None:
+        """A forked child's stream ends: write what it buffered and its counts
+        (``host/openmsprof_overhead.pid{pid}.json``); the job stays its parent's."""
+        pymarkers.end()
+        buffers.HELPER = None
+        self.flusher.stop()
+        native = core.ring.stop() if self._native and core.ring is not None else None
+        if native is not None:
+            self._poll_native_stats(native)
+        try:
+            for d in [self.host_dir, *self._device_dirs.values()]:
+                d.close()
+        except Exception as exc:
+            self.note(f"closing raw files failed: {exc}", warn=True)
+        self.overhead = self._overhead(native)
+        try:
+            fs.write_file_at(self._host_fd, f"openmsprof_overhead.pid{self.pid}.json", jobdir.dump(self.overhead))
+        except Exception as exc:
+            self.note(f"could not write the counts of process {self.pid}: {exc}", warn=True)
+        dropped = self.overhead["records_dropped"]
+        if dropped:
+            self.note(f"process {self.pid}: {dropped} records dropped "
+                      f"({forking.why_text(self.overhead['drop_reasons'])})", warn=True)
+        self.note(f"forked process {self.pid} stopped: {self.overhead['records_written']} records")
+        for fd in (self._host_fd, self._root_fd, self._log_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
     def _write_end_records(self, extra: dict[str, str]) -> None:
         """end_info (+ drop count), the overhead file and the devices' end_info, through the
@@ -300,13 +387,19 @@ class Session:
     def _overhead(self, native: dict[str, Any] | None) -> dict[str, Any]:
         """The recorder's own cost and losses (``host/openmsprof_overhead.json``)."""
         rows = buffers.drop_rows() + (list(native["drops"]) if native else [])
+        reasons = dict(native.get("drop_reasons") or {}) if native else {}
+        py_dropped = sum(n for _t, _k, n in buffers.drop_rows())
+        if py_dropped:  # the pure-Python lists: full (flusher behind) or over the memory budget
+            reasons["python_buffers_full"] = py_dropped
         return {
             "records_written": self.flusher.records + (native["records_written"] if native else 0),
             "bytes_written": self.bytes_written + (native["bytes_written"] if native else 0),
             "records_dropped": sum(n for _t, _k, n in rows),
             "drops_by_thread_kind": core.drops_by_thread_kind(rows),
+            "drop_reasons": reasons,
             "flusher_cpu_ns": self.flusher.cpu_ns + (native["flusher_cpu_ns"] if native else 0),
             "backend": self.backend,
+            "pid": self.pid,
         }
 
 
@@ -341,11 +434,43 @@ def stop() -> Session:
 
 
 def _stop_at_exit() -> None:
-    if _active is not None:
-        try:
+    """Interpreter exit (atexit), or a forked child's ``os._exit``/``exec``: stop the session if
+    this process records it (a child that did not follow the fork has none)."""
+    s = _active
+    if s is None or s.pid != os.getpid():
+        return
+    if not _control.acquire(timeout=forking.EXIT_WAIT_S):  # another thread is stopping it
+        return
+    try:
+        if _active is s:
             stop()
-        except Exception as exc:  # pragma: no cover
-            log.warning("openmsprof: stop at exit failed: %s", exc)
+    except Exception as exc:  # pragma: no cover
+        log.warning("openmsprof: stop at exit failed: %s", exc)
+    finally:
+        _control.release()
+
+
+def _after_fork_in_child() -> None:
+    """``os.register_at_fork(after_in_child=...)``: the child follows the session with its own
+    stream, or (``OPENMSPROF_FOLLOW_FORK=0``) records nothing.  Never raises."""
+    global _active, _control
+    _control = threading.RLock()  # another thread may have held it at the fork
+    forking.reset_child()
+    s = _active
+    if s is None:
+        return
+    if not forking.follow():
+        _active = None
+        forking.quiet()
+        return
+    try:
+        s._follow_child()
+        forking.hook_exits(_stop_at_exit)
+    except Exception as exc:  # never break the child: it runs unprofiled
+        _active = None
+        forking.quiet()
+        log.warning("openmsprof: forked process %d does not record: %s", os.getpid(), exc)
 
 
 atexit.register(_stop_at_exit)
+os.register_at_fork(after_in_child=_after_fork_in_child)

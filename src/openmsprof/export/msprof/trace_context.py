@@ -75,6 +75,10 @@ class ThreadTids(dict):  # type: ignore[type-arg]
         real = g & _MASK32
         tid = self[g] = self.ctx.style.tid(self.sort_index, self.ks[0], real)
         name = self.ctx.threads.get(g, "")
-        label = self.labels[tid] = f"Thread {real} ({name})" if name else f"Thread {real}"
+        label = f"Thread {real} ({name})" if name else f"Thread {real}"
+        proc = g >> 32
+        if proc and proc != self.ctx.db.pid:  # a process forked during the session: its own rows
+            label = f"Process {proc} {label}"
+        self.labels[tid] = label
         thread_meta(self.ctx.w, self.pid, tid, label, real)
         return tid

@@ -1,0 +1,78 @@
+"""Marker domain filters (``mstx_domain_include`` / ``mstx_domain_exclude``) applied by the
+recorder on both backends: a marker of a filtered-out domain is not recorded, its push's pop is
+not either (pairs stay paired), an included one is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import openmsprof
+from openmsprof import mstx
+from openmsprof.recorder import rawfile
+from openmsprof.recorder.records import Kind
+
+
+def _recorded(job: Path) -> tuple[np.ndarray, dict[int, str]]:
+    data = job / "host" / "data"
+    return rawfile.read_all_records(data), rawfile.read_strings(data)
+
+
+def _markers(out: Path, **switches: object) -> tuple[list[tuple[int, str, str]], int]:
+    """Marks and pushes/pops in domains "keep", "noisy" and the default one; returns the
+    recorded (kind, message, domain) and the id range_start gave in "noisy"."""
+    with openmsprof.profile(output=out, **switches) as prof:
+        for _ in range(3):
+            mstx.mark("m-default")
+            mstx.mark("m-keep", "keep")
+            mstx.mark("m-noisy", "noisy")
+            mstx.range_push("outer", "keep")
+            mstx.range_push("inner", "noisy")
+            mstx.range_push("inner-default")
+            mstx.range_pop()
+            mstx.range_pop()
+            mstx.range_pop()
+        rid = mstx.range_start("cross", "noisy")
+        mstx.range_end(rid)
+    assert prof.job is not None
+    recs, strings = _recorded(prof.job)
+    out_rows = []
+    for r in recs:
+        if r["kind"] in (Kind.MARK, Kind.PUSH, Kind.POP, Kind.RANGE_START):
+            out_rows.append((int(r["kind"]), strings.get(int(r["a"]), ""), strings.get(int(r["b"]), "")))
+    return out_rows, rid
+
+
+def test_excluded_domain_is_not_recorded(out_dir: Path, backend: str) -> None:
+    rows, rid = _markers(out_dir, mstx_domain_exclude=["noisy"])
+    msgs = [m for k, m, _d in rows if k != Kind.POP]
+    assert msgs.count("m-default") == 3 and msgs.count("m-keep") == 3
+    assert "m-noisy" not in msgs and "inner" not in msgs and "cross" not in msgs
+    assert rid == 0
+    pushes = sum(1 for k, *_ in rows if k == Kind.PUSH)
+    pops = sum(1 for k, *_ in rows if k == Kind.POP)
+    assert pushes == pops == 6  # outer and inner-default, 3 times: the noisy push's pop skipped
+
+
+def test_included_domains_only(out_dir: Path, backend: str) -> None:
+    rows, rid = _markers(out_dir, mstx_domain_include=["keep"])
+    msgs = [m for k, m, _d in rows if k != Kind.POP]
+    assert msgs == ["m-keep", "outer"] * 3  # the default domain is not in the list
+    assert rid == 0
+    assert sum(1 for k, *_ in rows if k == Kind.POP) == 3
+    assert {d for k, _m, d in rows if k != Kind.POP} == {"keep"}
+
+
+def test_default_domain_by_name(out_dir: Path, backend: str) -> None:
+    rows, rid = _markers(out_dir, mstx_domain_include=["default", "noisy"])
+    msgs = [m for k, m, _d in rows if k != Kind.POP]
+    assert sorted(set(msgs)) == ["cross", "inner", "inner-default", "m-default", "m-noisy"]
+    assert rid > 0
+    assert sum(1 for k, *_ in rows if k == Kind.POP) == 6
+
+
+def test_no_filter_records_every_domain(out_dir: Path, backend: str) -> None:
+    rows, rid = _markers(out_dir)
+    msgs = [m for k, m, _d in rows if k != Kind.POP]
+    assert len(msgs) == 3 * 6 + 1 and rid > 0
