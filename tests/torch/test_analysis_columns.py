@@ -17,9 +17,10 @@ import pytest
 
 import openmsprof.torch.profiler as tp
 from openmsprof.config.errors import RawDataError
-from openmsprof.export.ascend_pt import kineto_reader, split_read, text, trace_split
+from openmsprof.export.ascend_pt import split_read, text, trace_split
 from openmsprof.export.ascend_pt.columns import Columns
 from openmsprof.export.ascend_pt.rank_analyse import export
+from openmsprof.sources import kineto_trace
 from tests.torch.conftest import Trainer, rank_dirs, read_csv
 
 OUT = "ASCEND_PROFILER_OUTPUT"
@@ -56,14 +57,14 @@ def test_block_reading_matches_whole_file_fallback(rank_dir: Path, tmp_path: Pat
     a = _copy(rank_dir, tmp_path / "a")
     export(a, parallel=False)
     # small blocks: many cuts; compact re-serialisation: the whole-document fallback
-    chunks = list(kineto_reader.TraceReader(a / TRACE, block=4096).chunks())
+    chunks = list(kineto_trace.TraceReader(a / TRACE, block=4096).chunks())
     assert len(chunks) > 10
-    whole = kineto_reader.TraceReader(a / TRACE).whole()
+    whole = kineto_trace.TraceReader(a / TRACE).whole()
     assert [e for c in chunks for e in c] == whole
     b = _copy(rank_dir, tmp_path / "b")
     (b / TRACE).write_bytes(orjson.dumps(orjson.loads((b / TRACE).read_bytes())))
-    with pytest.raises(kineto_reader.Restart):
-        list(kineto_reader.TraceReader(b / TRACE).chunks())
+    with pytest.raises(kineto_trace.Restart):
+        list(kineto_trace.TraceReader(b / TRACE).chunks())
     export(b, parallel=False)
     assert _outputs(a) == _outputs(b)
     assert len(_outputs(a)) == 6
@@ -94,7 +95,7 @@ def test_forked_half_gives_the_same_trace_view(rank_dir: Path, tmp_path: Path,
 
 def _serial_state(path: Path) -> tuple[object, ...]:
     cols = Columns()
-    for chunk in kineto_reader.TraceReader(path).chunks():
+    for chunk in kineto_trace.TraceReader(path).chunks():
         cols.add(chunk)
     return cols.state()
 
@@ -120,11 +121,11 @@ def test_two_process_read_gives_the_serial_columns_and_outputs(rank_dir: Path, t
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     serial = _copy(rank_dir, tmp_path / "s")
     export(serial, parallel=False)
-    split = kineto_reader.TraceReader(serial / TRACE).split_point()
+    split = kineto_trace.TraceReader(serial / TRACE).split_point()
     assert split is not None and (serial / TRACE).read_bytes()[split:split + 9] == b"\n  },\n  {"
     state, base = _two_process_read(serial / TRACE, tmp_path / "state.pickle")
     want = _serial_state(serial / TRACE)
-    reader = kineto_reader.TraceReader(serial / TRACE)
+    reader = kineto_trace.TraceReader(serial / TRACE)
     list(reader.chunks())
     assert base == reader.base_ns
     assert state[:6] == want[:6]  # pid, vocabularies in first-seen order

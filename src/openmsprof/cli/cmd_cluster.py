@@ -40,6 +40,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    help="rank files are not shared: run each rank on a Dask worker of the host that holds it "
                         "(the host in its dir name {host}_{pid}_{timestamp}_ascend_pt, or PROF_ info.json)")
     p.add_argument("--workers", type=int, metavar="N", help="local processes (default: by CPUs and free memory)")
+    p.add_argument("--memory-limit", metavar="SIZE",
+                   help="DuckDB's memory cap for the cross-rank views, e.g. 64MB or 4GB (default: "
+                        "$OPENMSPROF_CLUSTER_MEMORY_LIMIT, else a quarter of the available memory); beyond it "
+                        "operators spill to OUTPUT/cluster_analysis_output/.openmsprof_spill/")
     p.set_defaults(func=run)
 
 
@@ -62,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
         if all((p / "host" / "flight.json").is_file() for p in _prof_jobs(Path(root))):
             return 0  # flight dumps only: their history has no tasks or communication for the views
     res = run_cluster(Path(root), modes, output and Path(output), scheduler=args.scheduler,
-                      scheduler_file=args.scheduler_file, workers=args.workers, shared=not args.files_on_workers)
+                      scheduler_file=args.scheduler_file, workers=args.workers, shared=not args.files_on_workers,
+                      memory_limit=args.memory_limit)
     for line in res.problems:
         print(f"openmsprof: warning: {line}", file=sys.stderr)
     cached = sum(1 for p in res.partials if p.get("cached"))

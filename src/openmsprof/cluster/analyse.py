@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import orjson
 import pandas as pd
 
-from openmsprof.cluster import opstats, runner, sqlviews, views_comm, views_step, waits
+from openmsprof.cluster import memcap, opstats, runner, sqlviews, views_comm, views_step, waits
 from openmsprof.cluster.discover import discover
 from openmsprof.cluster.store import restore_small
 from openmsprof.config.errors import ConfigError, ProfilingError
@@ -84,12 +85,15 @@ def parse_all(root: Path, store: Path, *, scheduler: str | None = None, schedule
 
 
 def run_cluster(root: Path, modes: list[str], output: Path | None = None, *, scheduler: str | None = None,
-                scheduler_file: str | None = None, workers: int | None = None, shared: bool = True) -> ClusterRun:
-    """Analyse every rank under ``root``; returns what was written and what went wrong."""
+                scheduler_file: str | None = None, workers: int | None = None, shared: bool = True,
+                memory_limit: str | None = None) -> ClusterRun:
+    """Analyse every rank under ``root``; returns what was written and what went wrong.
+    ``memory_limit``: DuckDB's cap (``memcap``; spills beyond it to a directory under the output)."""
     bad = [m for m in modes if m not in (*MODES, "all")]
     if bad:
         raise ConfigError(f"cluster mode {bad[0]!r}: unknown (choose from {', '.join((*MODES, 'all'))})")
     chosen = list(MODES) if "all" in modes or not modes else modes
+    cap = memcap.cap_bytes(memory_limit)
     if not root.is_dir():
         raise ConfigError(f"cluster input {root}: not a directory")
     out = fs.make_dir((output or root) / OUTPUT)
@@ -99,7 +103,22 @@ def run_cluster(root: Path, modes: list[str], output: Path | None = None, *, sch
                                    shared=shared, kernels=bool({"compute_op", "slow_rank"} & set(chosen)))
     run = ClusterRun(out, store, partials, problems, seconds={"parse": time.perf_counter() - t0})
     ok = [int(p["rank"]) for p in partials if not p.get("failed")]
-    con = sqlviews.connect(store, ok)
+    con = sqlviews.connect(store, ok, memory_bytes=cap)
+    try:
+        _views(con, run, chosen, partials, cap)
+    except duckdb.OutOfMemoryException as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ProfilingError(f"cluster: DuckDB needs more than its {cap >> 20} MiB cap ({first}); raise "
+                             f"--memory-limit or {memcap.ENV}") from None
+    finally:
+        con.close()
+        memcap.remove_spill(out)
+    return run
+
+
+def _views(con: Any, run: ClusterRun, chosen: list[str], partials: list[dict[str, Any]], cap: int) -> None:
+    """Write the chosen modes' files (``run.files``) and their times (``run.seconds``)."""
+    out = run.output
     t1 = time.perf_counter()
     if "step_trace" in chosen:
         groups = _metadata(partials, "parallel_group_info") or {}
@@ -119,7 +138,7 @@ def run_cluster(root: Path, modes: list[str], output: Path | None = None, *, sch
             run.files.append(_json(out / "cluster_communication_matrix.json", matrix))
     run.seconds["communication"] = time.perf_counter() - t1 - run.seconds["step_trace"]
     if "compute_op" in chosen:
-        frames = opstats.compute_op_frames(con)
+        frames = opstats.compute_op_frames(con, min(opstats.EXACT_LIMIT, memcap.exact_kernel_limit(cap)))
         if frames:
             d = fs.make_dir(out / "compute_op_sum")
             run.files += [_csv(d / f"{name}.csv", df) for name, df in frames.items()]
@@ -129,8 +148,6 @@ def run_cluster(root: Path, modes: list[str], output: Path | None = None, *, sch
         run.slow_rank = _slow_rank(con, out, run)
     run.seconds["slow_rank"] = time.perf_counter() - t2
     run.seconds["analyse"] = time.perf_counter() - t1
-    con.close()
-    return run
 
 
 def _slow_rank(con: Any, out: Path, run: ClusterRun) -> dict[str, Any]:

@@ -14,15 +14,22 @@ from pathlib import Path
 
 import duckdb
 
+from openmsprof.cluster import memcap
+
 __all__ = ["TABLES", "connect"]
 
 TABLES = ("kernels", "step_trace", "comm", "comm_bw", "matrix", "op_by_type", "op_by_name", "gaps")
 
 
-def connect(store_root: Path, ranks: list[int] | None = None, threads: int | None = None) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with a view per table over the given ranks' stores."""
+def connect(store_root: Path, ranks: list[int] | None = None, threads: int | None = None,
+            memory_bytes: int | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with a view per table over the given ranks' stores, under
+    ``memory_bytes`` (default ``memcap.cap_bytes()``), spilling to ``memcap.SPILL_DIR`` beside the store."""
     con = duckdb.connect(":memory:")
-    con.execute("SET memory_limit='512MB'")
+    cap = memory_bytes if memory_bytes is not None else memcap.cap_bytes()
+    con.execute(f"SET memory_limit='{int(cap)}B'")
+    spill = memcap.spill_dir(store_root.parent)
+    con.execute("SET temp_directory=" + "'" + str(spill).replace("'", "''") + "'")
     con.execute("SET preserve_insertion_order=false")
     if threads:
         con.execute(f"SET threads={int(threads)}")

@@ -5,7 +5,7 @@ On a CPU-only machine the device "kernels" are the innermost ``cpu_op`` events t
 with CUDA they are Kineto's GPU kernels.  ``gloo:``/``nccl:`` annotations are communication work;
 ``c10d::`` operators only launch it, so they are not kernels.
 
-The trace is read one block of events at a time (``kineto_reader``) and kept as numpy columns
+The trace is read one block of events at a time (``sources.kineto_trace``) and kept as numpy columns
 plus small vocabularies (names, argument texts, shapes, call stacks): memory stays a fraction of
 the trace file, and every export works on arrays.
 """
@@ -23,13 +23,12 @@ from openmsprof.config.errors import RawDataError
 from openmsprof.export import classify
 from openmsprof.export.ascend_pt import footprint, nesting, split_read
 from openmsprof.export.ascend_pt.columns import NO_EXT, Columns, Vocab
-from openmsprof.export.ascend_pt.kineto_reader import Restart, TraceReader
+from openmsprof.sources.kineto_trace import Restart, TraceReader
 
 FRAMEWORK_TRACE = "torch.kineto_trace.json"
 _STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 COMM_PREFIXES = classify.COMM_PREFIXES
 LAUNCH_PREFIXES = ("c10d::",)
-GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 MAX_JSON_BYTES = 10 * 1024**3
 CORES = classify.CORE_NAMES
 TRIVIAL = nesting.TRIVIAL

@@ -25,6 +25,9 @@ from openmsprof.export.ascend_pt import (
     trace_split,
     trace_view,
 )
+from openmsprof.export.ascend_pt import (
+    folded_stacks as _folded,
+)
 from openmsprof.export.ascend_pt import pt_summary as summary
 from openmsprof.export.ascend_pt.overlap import Overlap
 from openmsprof.export.ascend_pt.rank_extras import Extras
@@ -121,6 +124,11 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
         simplify(rank_dir, keep_framework=common.get("with_stack") is True)
     fs.write_file_atomic(out / "analyse.done", b"")
     return Result(out, files, len(fw.kernels), fw.n_ops)
+
+
+def folded_stacks(rank_dir: Path, metric: str) -> str:
+    """FlameGraph folded stacks of ``rank_dir`` (``export_stacks``; ``folded_stacks.folded``)."""
+    return _folded.folded(rank_dir, read_info(rank_dir)[0], metric)
 
 
 def _rank_id(info: dict[str, Any]) -> int | None:

@@ -14,8 +14,8 @@ import pickle
 from pathlib import Path
 
 from openmsprof.export.ascend_pt.columns import Columns
-from openmsprof.export.ascend_pt.kineto_reader import Restart, TraceReader
 from openmsprof.export.fork_worker import ForkWorker, fork_allowed
+from openmsprof.sources.kineto_trace import Restart, TraceReader
 
 #: Below this file size a fork costs more than it saves.
 MIN_BYTES = 48 << 20

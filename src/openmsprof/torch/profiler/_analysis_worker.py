@@ -7,8 +7,13 @@ the worker makes the rank dir, moves the trace in, writes profiler_info / metada
 ``saved <dir>``) and then analyses it (``ok|fail <dir>``).  So no file work and no analysis of a
 window runs in the training process, whose threads share one GIL with training; being a separate
 process, the worker neither takes that GIL nor appears in its Kineto trace.  Async and sync
-handlers share it; ``wait()`` (``profile.stop()`` of a sync handler) waits for its queue,
-``wait_saved()`` (an async handler's ``stop()``, interpreter exit) for the saves only.
+handlers share it; ``wait()`` (``profile.stop()`` of a sync handler) waits for its queue while the
+worker makes progress, ``wait_saved()`` (an async handler's ``stop()``, interpreter exit) for the
+saves only.  A SCHED_IDLE worker gets no CPU while every core is busy: a worker that got under
+``MIN_SHARE`` of a core for ``STALL_S`` seconds (starved, SIGSTOPped, wedged) is not waited for:
+the waiting thread analyses the windows itself, at the caller's priority (``_take_over``; the
+worker, ended if it holds one of them, skips those done here, ``_analysis_claim``).  So a sync
+``stop()`` costs the analysis CPU it waits for plus at most ``STALL_S`` of waiting.
 
 Fallbacks: without a live worker a window's files are saved on the writer thread and its dir
 analysed there (``submit``); saves the worker has not confirmed within ``wait_saved``'s timeout,
@@ -23,6 +28,7 @@ adopting the temp traces of windows the worker had not saved (``_orphans``).
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import threading
@@ -31,12 +37,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from openmsprof.torch.profiler import _analysis_claim, _writer
 from openmsprof.torch.profiler._worker_pipe import Client, Job
 
 log = logging.getLogger("openmsprof")
-_EXIT_WAIT_S = 120.0
-_STOP_WAIT_S = 1800.0
 SAVE_WAIT_S = 5.0  # then the training process saves what the worker has not confirmed
+#: ``profile.stop()`` (sync) and exit wait for a worker only while it makes progress: one that got
+#: less than ``MIN_SHARE`` of a core over the last ``STALL_S`` seconds (starved by busy cores,
+#: SIGSTOPped, blocked) or has run ``STOP_WAIT_S`` seconds in all is ended and its windows are
+#: analysed on the waiting thread, at the caller's priority.
+STALL_S = 0.5
+MIN_SHARE = 0.25
+STOP_WAIT_S = 300.0
+_POLL_S = 0.05
 
 
 _client: Client | None = None
@@ -53,11 +66,11 @@ def start() -> int | None:
     global _client, _broken
     with _lock:
         if _client is not None and not _client.alive():
-            _broken += not _client.answered
+            _broken += not (_client.answered or _client.ended)
             _client = None
         if _client is None and _broken < MAX_BROKEN:
             try:
-                _client = Client()
+                _client = Client(_reroute)
             except OSError as exc:
                 _broken = MAX_BROKEN
                 log.warning("openmsprof: cannot start the analysis worker (%s)", exc)
@@ -133,20 +146,89 @@ def wait_saved(timeout: float = SAVE_WAIT_S) -> None:
 
 
 def _analyse_here(path: Path) -> None:
-    from openmsprof.torch.profiler.analysis import analyse_dir
-
     log.warning("openmsprof: no analysis worker process; analysing %s on the writer thread", path)
     try:
-        analyse_dir(path, parallel=False)
+        _analyse_claimed(path, "writer thread of the training process (no worker)")
     except Exception as exc:
         log.warning("openmsprof: analysing %s failed: %s", path, exc)
 
 
-def wait(timeout: float = _STOP_WAIT_S, sync_only: bool = False) -> bool:
-    """Wait until every dir submitted so far is analysed (by the worker, or by the writer thread
-    when a worker died and its dirs went elsewhere); False on timeout."""
-    from openmsprof.torch.profiler import _writer
+def _analyse_claimed(path: Path, where: str, wait_s: float = 0.0) -> bool:
+    """Analyse ``path`` here under its claim unless it is done; a claim another process holds is
+    waited for up to ``wait_s``.  False when that process still holds it."""
+    from openmsprof.torch.profiler.analysis import analyse_dir
 
+    deadline = time.monotonic() + wait_s
+    while True:
+        t0, c0 = time.perf_counter(), time.thread_time()
+        with _analysis_claim.claim(path) as mine:
+            if mine:
+                analyse_dir(path, parallel=False)
+                _analysis_claim.record_overhead(path, time.thread_time() - c0, time.perf_counter() - t0, where)
+            if mine is not None:
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+
+
+def _reroute(left: dict[str, Job]) -> None:
+    """The worker is gone (reader thread): what it did not do goes to the writer thread."""
+    for path, job in left.items():
+        if not job.saved and job.save is not None:
+            job.saved = True
+            _writer.submit(job.save)
+        if job.analyse:
+            _writer.submit(functools.partial(submit, Path(path), job.sync))
+
+
+def _stalled(c: Client, marks: list[tuple[float, float]], started: float) -> bool:
+    """Whether the worker made too little progress lately (``marks``: (wall, cpu) samples)."""
+    now, cpu = time.monotonic(), c.cpu_s()
+    if cpu is None:
+        return False  # gone: the reader re-routes its windows
+    marks.append((now, cpu))
+    while len(marks) > 2 and marks[1][0] <= now - STALL_S:
+        marks.pop(0)
+    t0, c0 = marks[0]
+    return (now - t0 >= STALL_S and cpu - c0 < MIN_SHARE * (now - t0)) or now - started >= STOP_WAIT_S
+
+
+def _take_over(c: Client, why: str, sync_only: bool) -> None:
+    """Analyse the windows still pending (the sync ones if ``sync_only``) on this waiting thread;
+    the worker is ended if it holds one.  Windows it has not saved are saved here first."""
+    with c.cond:  # taken out first: ending the worker re-routes only what is left
+        mine = [(p, j) for p, j in c.pending.items() if j.analyse and (j.sync or not sync_only)]
+        for p, _ in mine:
+            del c.pending[p]
+    for _, j in mine:
+        if not j.saved and j.save is not None:
+            j.saved = True
+            j.save()  # (idempotent: the worker's saver may be at it too)
+    log.warning("openmsprof: the analysis worker (pid %d) %s; analysing %d window(s) here", c.proc.pid, why,
+                len(mine))
+    where = f"training process, on the thread that waited (the worker {why})"
+    if c.stopped():
+        c.end()  # it would hold the windows handed to it next, and its pipes, for good
+    for path, job in mine:
+        try:
+            if not _analyse_claimed(Path(path), where):
+                c.end()  # it holds this window: ending it frees the claim
+                if not _analyse_claimed(Path(path), where, wait_s=5.0):
+                    log.warning("openmsprof: %s is still held by another process; left for offline analyse", path)
+        except Exception as exc:
+            log.warning("openmsprof: analysing %s failed: %s", path, exc)
+            with c.cond:
+                c.failed.append(path)
+        if job.out is not None and Path(path) not in job.out:
+            job.out.append(Path(path))
+    with c.cond:
+        c.cond.notify_all()
+
+
+def wait(timeout: float = STOP_WAIT_S, sync_only: bool = False) -> bool:
+    """Wait until every dir submitted so far is analysed (by the worker, by the writer thread when
+    a worker died, or, for sync windows of a stalled worker, here); False on timeout."""
     deadline = time.monotonic() + timeout
     for _ in range(MAX_BROKEN + 2):
         _writer.flush(max(0.0, deadline - time.monotonic()))
@@ -155,10 +237,44 @@ def wait(timeout: float = _STOP_WAIT_S, sync_only: bool = False) -> bool:
             if c is None or c.alive():
                 return True
             continue  # it died: its dirs went back to the writer thread
-        if not c.wait(max(0.0, deadline - time.monotonic()), sync_only):
+        if not _wait_progress(c, deadline, sync_only):
             log.warning("openmsprof: background analysis still running after %.0f s", timeout)
             return False
     return True
+
+
+def _wait_progress(c: Client, deadline: float, sync_only: bool) -> bool:
+    """Wait for the worker's queue (its sync windows if ``sync_only``) while it makes progress;
+    sync windows of a stalled worker are taken over here."""
+    marks: list[tuple[float, float]] = []
+    started = time.monotonic()
+    while not c.wait(min(_POLL_S, max(0.0, deadline - time.monotonic())), sync_only):
+        if not c.alive():
+            return True  # the reader re-routed what it left
+        if time.monotonic() >= deadline:
+            return False
+        if _stalled(c, marks, started):
+            late = time.monotonic() - started >= STOP_WAIT_S
+            _take_over(c, f"is still busy after {STOP_WAIT_S:.0f} s" if late
+                       else f"got under {MIN_SHARE:.0%} of a core for {STALL_S} s", sync_only)
+            return True
+    return True
+
+
+def analyse_now(path: Path) -> Path:
+    """``export_chrome_trace`` of a window not analysed yet: analysed here, unless the worker holds
+    it (then it is waited for while it makes progress, else ended and the window analysed here)."""
+    where = "training process (export_chrome_trace)"
+    marks: list[tuple[float, float]] = []
+    started = time.monotonic()
+    while not _analyse_claimed(path, where):
+        if time.monotonic() - started >= STOP_WAIT_S:
+            raise TimeoutError(f"{path} is still being analysed by another process after {STOP_WAIT_S:.0f} s")
+        c = _client
+        if c is not None and c.alive() and _stalled(c, marks, started):
+            c.end()
+        time.sleep(_POLL_S)
+    return path / "ASCEND_PROFILER_OUTPUT"
 
 
 def failed() -> list[str]:
@@ -166,11 +282,9 @@ def failed() -> list[str]:
 
 
 def _at_exit() -> None:
-    from openmsprof.torch.profiler import _writer
-
     _writer.flush()
     if _client is not None:
-        wait(_EXIT_WAIT_S, sync_only=True)
+        wait(STOP_WAIT_S, sync_only=True)
         wait_saved()  # the windows' files are on disk before the training process leaves
         _writer.flush()  # (those a dead worker left went to the writer thread)
         _client.close()  # the worker finishes what is queued (async windows), then leaves

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from openmsprof.config.errors import ProfilingError, RawDataError
 from openmsprof.fileio.read_guard import escape
+from openmsprof.sources.kineto_trace import GPU_CATS, Restart, TraceReader
 from openmsprof.torch.profiler import _window_files, _window_info
 
 __all__ = ["TEMP_RE", "Orphan", "adopt", "describe", "find", "writer_alive"]
@@ -73,8 +74,6 @@ def writer_alive(pid: int, tmp: Path) -> str | None:
     by it (its argv names ``pid``), if running and older than the file.  Unknown counts as running."""
     import psutil
 
-    from openmsprof.torch.profiler._worker_pipe import MODULE
-
     try:
         before = tmp.lstat().st_mtime
         if _runs(psutil.Process(pid), before):
@@ -86,7 +85,8 @@ def writer_alive(pid: int, tmp: Path) -> str | None:
     for proc in psutil.process_iter(["cmdline"]):
         cmd = proc.info.get("cmdline") or []
         try:
-            if len(cmd) == 4 and cmd[1] == "-c" and MODULE in cmd[2] and cmd[3] == str(pid) and _runs(proc, before):
+            ours = len(cmd) == 4 and cmd[1] == "-c" and _window_files.WORKER_MODULE in cmd[2] and cmd[3] == str(pid)
+            if ours and _runs(proc, before):
                 return f"the analysis worker (pid {proc.pid}) of its writer (pid {pid}) is still running"
         except psutil.Error:
             continue
@@ -105,8 +105,6 @@ class _Seen:
         self.gpu = False
 
     def add(self, events: list[Any]) -> None:
-        from openmsprof.export.ascend_pt.framework import GPU_CATS
-
         for e in events:
             if not isinstance(e, dict):
                 continue
@@ -133,8 +131,6 @@ class _Seen:
 
 def _scan(tmp: Path) -> tuple[_Seen, dict[str, Any], int | None]:
     """Read the trace through once (raises RawDataError for one that is truncated or not JSON)."""
-    from openmsprof.export.ascend_pt.kineto_reader import Restart, TraceReader
-
     reader, seen = TraceReader(tmp), _Seen()
     try:
         try:

@@ -13,10 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from openmsprof.fileio import fs
-from openmsprof.torch.profiler import _analysis_worker, _writer
+from openmsprof.torch.profiler import _analysis_worker, _writer, analysis
 from openmsprof.torch.profiler._window_files import FRAMEWORK_TRACE
 
 __all__ = ["STACK_METRICS", "chrome_trace", "files_landed", "stacks"]
@@ -43,11 +41,9 @@ def chrome_trace(prof_path: Path | None, kineto: Any, path: str | os.PathLike[st
             if kineto is not None:
                 kineto.export_chrome_trace(os.fspath(target))
             return
-        from openmsprof.torch.profiler.analysis import analyse_dir
-
         out = prof_path / "ASCEND_PROFILER_OUTPUT"  # already analysed (on_trace_ready):
         if not ((out / "analyse.done").exists() and (out / "trace_view.json").exists()):
-            out = analyse_dir(prof_path, parallel=False)  # FRAMEWORK/ may be gone since
+            out = _analysis_worker.analyse_now(prof_path)  # FRAMEWORK/ may be gone since
         fs.make_dir(target.parent if str(target.parent) else Path("."))
         fs.write_file_atomic(target, (out / "trace_view.json").read_bytes())
     except Exception as exc:
@@ -64,23 +60,9 @@ def stacks(prof_path: Path | None, path: str | os.PathLike[str], metric: str) ->
         files_landed()
         if prof_path is None:
             raise RuntimeError("no saved collection to export")
-        from openmsprof.export.ascend_pt import framework
-        from openmsprof.export.ascend_pt.rank_analyse import read_info
-
-        fw = framework.load(prof_path, read_info(prof_path)[0])
-        child, dev_self, _dev_total = fw.op_times()
-        value = dev_self if metric != "self_cpu_time_total" else np.maximum(fw.op_dur - child, 0)
-        lines = []
-        has = np.flatnonzero(fw.op_stack >= 0)
-        order = has[np.lexsort((has, -fw.op_dur[has], fw.op_ts[has], fw.op_tid[has]))]
-        for i in order.tolist():
-            us = int(value[i]) // 1000
-            if us > 0:
-                text = fw.stacks[int(fw.op_stack[i])]
-                frames = [f.replace(";", ",").replace(" ", "_") for f in reversed(text.split(";\r\n"))]
-                lines.append(";".join([*frames, fw.op_name(i).replace(" ", "_")]) + f" {us}\n")
+        text = analysis.folded_stacks(prof_path, metric)
         target = Path(os.fspath(path))
         fs.make_dir(target.parent if str(target.parent) else Path("."))  # as export_chrome_trace
-        fs.write_file_atomic(target, "".join(lines))
+        fs.write_file_atomic(target, text)
     except Exception as exc:
         log.warning("openmsprof: export_stacks(%r) failed: %s", os.fspath(path), exc)

@@ -26,13 +26,16 @@ from openmsprof.config.errors import PathError
 from openmsprof.fileio import fs
 from openmsprof.torch.profiler import _gc_watch, prof_dir
 
-__all__ = ["FRAMEWORK_TRACE", "OVERHEAD_KEY", "RECOVERED_KEY", "TEMP_SUFFIX", "save", "temp_trace_name"]
+__all__ = ["FRAMEWORK_TRACE", "OVERHEAD_KEY", "RECOVERED_KEY", "TEMP_SUFFIX", "WORKER_MODULE", "save", "temp_trace_name"]
 
 FRAMEWORK_TRACE = "torch.kineto_trace.json"
 OVERHEAD_KEY = "openmsprof_overhead"
 RECOVERED_KEY = "openmsprof_recovered"
 #: A window's Kineto trace is exported to ``.{rank dir name}.{writer pid}`` + this, then saved.
 TEMP_SUFFIX = ".kineto.tmp"
+#: The analysis worker's module; its argv names it and its training process's pid, by which
+#: offline ``analyse`` tells a live worker that may still save a temp trace (``_orphans``).
+WORKER_MODULE = "openmsprof.torch.profiler._worker_process"
 
 
 def temp_trace_name(rank_dir_name: str, pid: int) -> str:

@@ -1,15 +1,16 @@
 """The training process's end of the analysis worker's pipes (``_analysis_worker`` drives it).
 
-``_Client`` starts the worker process, writes its job lines without ever blocking the caller (what
+``Client`` starts the worker process, writes its job lines without ever blocking the caller (what
 the pipe does not take at once is written by the writer thread), and reads its answers on a
-reader thread: ``saved|unsaved <dir>`` (the window's files), ``ok|fail <dir>`` (its analysis).
-When the worker is gone, the reader hands what it did not do to the writer thread.
+reader thread: ``saved|unsaved <dir>`` (the window's files), ``ok|fail|taken <dir>`` (its analysis;
+``taken``: the training process analysed it).  When the worker is gone, the reader hands what it
+did not do to ``on_gone`` (the writer thread, via ``_analysis_worker``).  ``cpu_s`` and ``end``
+let ``profile.stop()`` tell a worker that makes no progress and end it.
 """
 
 from __future__ import annotations
 
 import collections
-import functools
 import os
 import select
 import subprocess
@@ -18,9 +19,11 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from openmsprof.recorder import threads
+import psutil
 
-MODULE = "openmsprof.torch.profiler._worker_process"
+from openmsprof.recorder import threads
+from openmsprof.torch.profiler import _writer
+from openmsprof.torch.profiler._window_files import WORKER_MODULE
 
 
 class Job:
@@ -38,12 +41,14 @@ class Job:
 class Client:
     """The training process's side: the child, its pending dirs, a reader of its answers."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_gone: Callable[[dict[str, Job]], None]) -> None:
+        self.on_gone = on_gone
+        self.ended = False  # ended by ``end`` (a stalled worker), not broken
         pkg_parent = str(Path(__file__).resolve().parents[3])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH", "")) if p)
         # the training process's pid in its argv: offline ``analyse`` leaves alone what it may still save
-        self.proc = subprocess.Popen([sys.executable, "-c", f"import {MODULE} as w; w.main()", str(os.getpid())],
+        self.proc = subprocess.Popen([sys.executable, "-c", f"import {WORKER_MODULE} as w; w.main()", str(os.getpid())],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True)
         assert self.proc.stdin is not None
         self.fd = self.proc.stdin.fileno()
@@ -75,20 +80,13 @@ class Client:
                         del self.pending[path]
                 else:
                     del self.pending[path]
-                    if status != "ok":
+                    if status == "fail":
                         self.failed.append(path)
                 self.cond.notify_all()
-        from openmsprof.torch.profiler import _analysis_worker, _writer
-
-        with self.cond:  # the worker is gone: what it did not do is done on the writer thread
+        with self.cond:  # the worker is gone: what it did not do goes to ``on_gone``
             left, self.pending = dict(self.pending), {}
             self.backlog.clear()
-            for path, job in left.items():
-                if not job.saved and job.save is not None:
-                    job.saved = True
-                    _writer.submit(job.save)
-                if job.analyse:
-                    _writer.submit(functools.partial(_analysis_worker.submit, Path(path), job.sync))
+            self.on_gone(left)
             self.cond.notify_all()
 
     def alive(self) -> bool:
@@ -113,8 +111,6 @@ class Client:
             self.pending[path] = job
             if n < len(line):
                 self.backlog.append(line[n:])
-                from openmsprof.torch.profiler import _writer
-
                 _writer.submit(self._drain)
         return True
 
@@ -147,6 +143,36 @@ class Client:
 
         with self.cond:
             return self.cond.wait_for(idle, timeout)
+
+    def cpu_s(self) -> float | None:
+        """The worker's CPU time so far, its live children's included (None once it is gone)."""
+        try:
+            proc = psutil.Process(self.proc.pid)
+            return sum(sum(p.cpu_times()[:2]) for p in [proc, *proc.children(recursive=True)])
+        except psutil.Error:
+            return None
+
+    def stopped(self) -> bool:
+        """The worker is stopped (SIGSTOP, a debugger): it does nothing until continued."""
+        try:
+            return psutil.Process(self.proc.pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+        except psutil.Error:
+            return False
+
+    def end(self) -> None:
+        """End a stalled (starved, stopped or wedged) worker and the children it forked, at once:
+        SIGKILL works on a stopped process, and frees the dir lock it holds."""
+        self.ended = True
+        try:
+            procs = [*psutil.Process(self.proc.pid).children(recursive=True)]
+        except psutil.Error:
+            procs = []
+        for p in [self.proc, *procs]:
+            try:
+                p.kill()
+            except (OSError, psutil.Error):
+                pass
+        self.proc.wait()
 
     def close(self) -> None:
         if self.proc.stdin is not None:

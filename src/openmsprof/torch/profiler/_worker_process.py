@@ -5,7 +5,8 @@ whose files it saves (``_window_files.save``: rank dir, raw trace moved in, prof
 metadata), then analyses if asked; ``{"dir", "analyse": true}`` for a dir already saved.  A
 reader thread saves each window as soon as its line arrives (``saved|unsaved <dir>`` answered at
 once), so the raw traces land within milliseconds even while the main thread analyses an earlier
-window (``ok|fail <dir>`` when done).  Runs under SCHED_IDLE and nice 19, SIGINT ignored; at the
+window (``ok|fail <dir>`` when done; ``taken <dir>`` for one the training process analysed, see
+``_analysis_claim``).  Runs under SCHED_IDLE and nice 19, SIGINT ignored; at the
 end of its input it finishes the queued analyses and leaves.
 """
 
@@ -22,22 +23,11 @@ from typing import IO
 
 import orjson
 
-from openmsprof.fileio import fs
 from openmsprof.recorder import threads
+from openmsprof.torch.profiler import _analysis_claim, analysis
 
 NICE = 19
 PRIORITY = f"nice {NICE}"  # what the worker set (``_lower_priority``)
-
-
-def _record_overhead(rank_dir: Path, cpu_s: float, wall_s: float) -> None:
-    """Add ``openmsprof_overhead`` to the dir's profiler_info (the worker's cost of this window)."""
-    for p in rank_dir.glob("profiler_info*.json"):
-        info = orjson.loads(p.read_bytes())
-        over = info.get("openmsprof_overhead") if isinstance(info.get("openmsprof_overhead"), dict) else {}
-        over.update({"analysis_cpu_s": round(cpu_s, 6), "analysis_wall_s": round(wall_s, 6),
-                     "analysis_where": f"background worker process (pid {os.getpid()}, {PRIORITY})"})
-        info["openmsprof_overhead"] = over
-        fs.write_file_atomic(p, orjson.dumps(info, option=orjson.OPT_INDENT_2))
 
 
 class _Answers:
@@ -88,15 +78,18 @@ def _serve(lines: IO[bytes], answers: IO[bytes]) -> None:
     todo: queue.SimpleQueue[Path | None] = queue.SimpleQueue()
     saver = threading.Thread(target=_save_jobs, args=(lines, answer, todo), name="openmsprof-window-saver")
     saver.start()
-    import openmsprof.export.ascend_pt.rank_analyse  # noqa: F401  (imported once, before the first window)
-    from openmsprof.torch.profiler.analysis import analyse_dir
-
+    analysis.preload()  # imported once, before the first window
+    where = f"background worker process (pid {os.getpid()}, {PRIORITY})"
     while (path := todo.get()) is not None:
         t0, c0 = time.perf_counter(), time.process_time()
         status = "ok"
         try:
-            analyse_dir(path, parallel=True)  # a large trace forks its second half (nice 19 too)
-            _record_overhead(path, time.process_time() - c0, time.perf_counter() - t0)
+            with _analysis_claim.claim(path) as mine:  # the training process may have taken it over
+                if mine:
+                    analysis.analyse_dir(path, parallel=True)  # a large trace forks its second half
+                    _analysis_claim.record_overhead(path, time.process_time() - c0, time.perf_counter() - t0,
+                                                    where)
+            status = "ok" if mine else "taken"
         except Exception as exc:
             status = "fail"
             print(f"openmsprof: analysing {path} failed: {exc}", file=sys.stderr, flush=True)

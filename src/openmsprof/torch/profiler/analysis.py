@@ -8,9 +8,11 @@ import logging
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
 
 from openmsprof.config.errors import AlreadySimplified, PathError, ProfilingError
 from openmsprof.config.paths import resolve_output
+from openmsprof.torch.profiler import _orphans
 
 log = logging.getLogger("openmsprof")
 
@@ -22,12 +24,28 @@ def rank_dirs(path: Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if p.is_dir() and p.name.endswith("ascend_pt"))
 
 
+def _exporter() -> ModuleType:
+    """The Ascend views' exporter: the torch facade's one upward import (docs/internals.md), made
+    lazily here so that a training process that never analyses never loads parse/export."""
+    from openmsprof.export.ascend_pt import rank_analyse
+
+    return rank_analyse
+
+
+def preload() -> None:
+    """Import the exporter now (the analysis worker does, before its first window)."""
+    _exporter()
+
+
 def analyse_dir(rank_dir: Path, parallel: bool = True) -> Path:
     """Analyse one rank dir; returns its ASCEND_PROFILER_OUTPUT.  Raises ProfilingError.
     ``parallel=False`` inside the training process (no fork there)."""
-    from openmsprof.export.ascend_pt.rank_analyse import export
+    return _exporter().export(rank_dir, parallel=parallel).output
 
-    return export(rank_dir, parallel=parallel).output
+
+def folded_stacks(rank_dir: Path, metric: str) -> str:
+    """FlameGraph folded stacks of a saved (unsimplified) rank dir, ``metric`` per op."""
+    return str(_exporter().folded_stacks(rank_dir, metric))
 
 
 def analyse(profiler_path: str | os.PathLike[str], max_process_number: int | None = None,
@@ -37,8 +55,6 @@ def analyse(profiler_path: str | os.PathLike[str], max_process_number: int | Non
     path = resolve_output(os.fspath(profiler_path), "profiler_path")
     if not path.is_dir():
         raise PathError(f"profiler_path {os.fspath(profiler_path)!r} is not a directory")
-    from openmsprof.torch.profiler import _orphans
-
     done = []
     _orphans.adopt(path)
     dirs = rank_dirs(path)

@@ -26,6 +26,10 @@ from openmsprof.fileio.read_guard import (
     read_regular,
 )
 
+__all__ = ["BLOCK", "GPU_CATS", "MAX_TRACE_BYTES", "MAX_WHOLE_BYTES", "Restart", "TraceReader"]
+
+#: Kineto categories of device activity (a GPU trace; CPU-only traces have none).
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 BLOCK = 8 << 20
 #: Largest trace streamed block by block, and largest parsed whole (the fallback holds it all).
 MAX_TRACE_BYTES = 64 << 30

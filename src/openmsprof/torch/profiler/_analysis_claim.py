@@ -1,0 +1,80 @@
+"""Who analyses a window: the background worker or the training process, never both at once.
+
+An analysis of a rank dir runs under an exclusive ``flock`` on ``{rank dir}/.openmsprof_analyse.lock``,
+which its holder removes when done; a dir whose ``ASCEND_PROFILER_OUTPUT/analyse.done`` exists is
+not analysed again.  So when ``profile.stop()`` takes the windows of a stalled worker over
+(``_analysis_worker``), the worker skips those the training process analysed, and the training
+process waits only for the one the worker holds (or ends that worker).  The CPU time and the place
+of each analysis go into the window's ``profiler_info_{rank}.json`` (``openmsprof_overhead``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import orjson
+
+from openmsprof.fileio import fs
+
+__all__ = ["LOCK_NAME", "claim", "done", "record_overhead"]
+
+LOCK_NAME = ".openmsprof_analyse.lock"
+
+
+def done(rank_dir: Path) -> bool:
+    """The dir's analysis finished (by anyone)."""
+    return (rank_dir / "ASCEND_PROFILER_OUTPUT" / "analyse.done").exists()
+
+
+def _acquire(rank_dir: Path) -> int | None:
+    """The fd of the dir's lock, held exclusively; None while another process holds it."""
+    path = rank_dir / LOCK_NAME
+    while True:
+        fd = fs.open_lock_file(path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        try:  # a holder that just finished removed the file: ours must be the one at the path
+            now = os.stat(path, follow_symlinks=False)
+        except FileNotFoundError:
+            os.close(fd)
+            continue
+        mine = os.fstat(fd)
+        if (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+            return fd
+        os.close(fd)
+
+
+@contextmanager
+def claim(rank_dir: Path) -> Iterator[bool | None]:
+    """Hold the dir's analysis.  Yields True: analyse it now; False: it is analysed already;
+    None: another process is analysing it.  Raises PathError if the lock file cannot be made."""
+    fd = _acquire(rank_dir)
+    if fd is None:
+        yield None
+        return
+    try:
+        yield not done(rank_dir)
+    finally:
+        try:
+            os.unlink(rank_dir / LOCK_NAME)
+        except OSError:
+            pass
+        os.close(fd)
+
+
+def record_overhead(rank_dir: Path, cpu_s: float, wall_s: float, where: str) -> None:
+    """Add the analysis's CPU and wall time and ``where`` it ran to the dir's profiler_info."""
+    for p in rank_dir.glob("profiler_info*.json"):
+        info = orjson.loads(p.read_bytes())
+        over = info.get("openmsprof_overhead") if isinstance(info.get("openmsprof_overhead"), dict) else {}
+        over.update({"analysis_cpu_s": round(cpu_s, 6), "analysis_wall_s": round(wall_s, 6),
+                     "analysis_where": where})
+        info["openmsprof_overhead"] = over
+        fs.write_file_atomic(p, orjson.dumps(info, option=orjson.OPT_INDENT_2))
