@@ -18,7 +18,7 @@
    flush, on this thread) vs ORT's own ``enable_profiling`` (runs + ``end_profiling`` + freeing the
    session), interleaved blocks, per-round ratio: tiny MLP, small CNN and a ~10 ms CNN.
 
-    python benchmarks/bench_acl.py [--quick] [--n 20000] [--block 0.25] [--rounds 8] [--only 1234]
+    python benchmarks/bench_acl.py [--quick] [--n 20000] [--block 0.25] [--rounds 8] [--only 1234] [--corunner both]
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import models
+from corunner import CoRunner, corunner_modes, summary
 
 from openmsprof import acl
 from openmsprof.recorder import session
@@ -320,11 +321,12 @@ def steady_round(path: str, x: np.ndarray, mid: int, inp: int, out: int, n: int,
     return res
 
 
-def bench_steady(paths: dict[str, Path], rounds: int, block_s: float) -> None:
+def bench_steady(paths: dict[str, Path], rounds: int, block_s: float, conditions: list[bool]) -> None:
     print("4. steady state as users run it, µs per execute: ORT = session.run with enable_profiling + its")
     print("   end_profiling + freeing the session; ours = executes with the background harvester on (its")
     print("   real policy) + the final harvest, next session and flush on this thread.  Sides interleaved,")
-    print(f"   {rounds} rounds of ~{block_s:g} s blocks; per-round ratio ours/ORT (goal <= 1.10)")
+    print(f"   {rounds} rounds of ~{block_s:g} s blocks; per-round ratio ours/ORT (goal <= 1.10); co-runner")
+    print("   off / on (one busy process per core), the conditions interleaved too")
     big = Path(tempfile.mkdtemp()) / "cnn_10ms.onnx"
     import onnx
 
@@ -338,8 +340,8 @@ def bench_steady(paths: dict[str, Path], rounds: int, block_s: float) -> None:
         per = best_per_call(lambda p=probe, f={"input": x}: p.run(None, f), 20, rounds=3)
         os.unlink(probe.end_profiling())
         n = max(20, int(block_s * 1e9 / per))
-        res: dict[str, list[float]] = {}
-        load0 = os.getloadavg()
+        res: dict[bool, dict[str, list[float]]] = {c: {} for c in conditions}
+        loads: dict[bool, list[float]] = {c: [] for c in conditions}
         with tempfile.TemporaryDirectory() as d:
             acl.prof.init(os.path.join(d, "job"))
             cfg = acl.prof.create_config([0], acl.ACL_AICORE_NONE, 0, acl.ACL_PROF_ACL_API | acl.ACL_PROF_TASK_TIME)
@@ -347,22 +349,28 @@ def bench_steady(paths: dict[str, Path], rounds: int, block_s: float) -> None:
             for _ in range(max(WARM, n // 10)):
                 acl.mdl.execute(mid, inp, out)
             for i in range(rounds):
-                for k, v in steady_round(str(path), x, mid, inp, out, n, os.path.join(d, f"s{i}"),
-                                         ort_first=i % 2 == 0).items():
-                    res.setdefault(k, []).append(v)
+                for cond in (conditions if i % 2 == 0 else conditions[::-1]):
+                    with CoRunner(cond):
+                        one = steady_round(str(path), x, mid, inp, out, n, os.path.join(d, f"s{i}{cond:d}"),
+                                           ort_first=i % 2 == 0)
+                        loads[cond].append(os.getloadavg()[0])
+                    for k, v in one.items():
+                        res[cond].setdefault(k, []).append(v)
             acl.prof.stop(cfg)
             acl.prof.destroy_config(cfg)
             acl.prof.finalize()
         acl.mdl.unload(mid)
-        ratio = [o / r for o, r in zip(res["ours"], res["ort"], strict=True)]
-        cpu_ratio = [o / r for o, r in zip(res["ours_cpu"], res["ort_cpu"], strict=True)]
-        print(f"   {name}: n={n} per block, load avg {load0[0]:.2f} before, {os.getloadavg()[0]:.2f} after")
-        print(f"     ORT  {_mm(res['ort'])}   (runs alone {_mm(res['ort_run'])})")
-        print(f"     ours {_mm(res['ours'])}   (executes alone {_mm(res['ours_exec'])}; "
-              f"background harvests inside a block: {_mm(res['harvests'])})")
-        print(f"     ours/ORT per round {_mm(ratio)}   (goal <= 1.10)")
-        print(f"     process CPU µs per execute (all threads, load-robust): ORT {_mm(res['ort_cpu'])}  "
-              f"ours {_mm(res['ours_cpu'])}  ratio {_mm(cpu_ratio)}")
+        print(f"   {name}: n={n} per block")
+        for cond in conditions:
+            r = res[cond]
+            ratio = [o / b for o, b in zip(r["ours"], r["ort"], strict=True)]
+            cpu_ratio = [o / b for o, b in zip(r["ours_cpu"], r["ort_cpu"], strict=True)]
+            print(f"    co-runner {'on ' if cond else 'off'}: load avg {min(loads[cond]):.1f}-{max(loads[cond]):.1f}")
+            print(f"     ORT  {_mm(r['ort'])}   (runs alone {_mm(r['ort_run'])})")
+            print(f"     ours {_mm(r['ours'])}   (executes alone {_mm(r['ours_exec'])}; "
+                  f"background harvests inside a block: {_mm(r['harvests'])})")
+            print(f"     ours/ORT per round: wall {summary(ratio)}; process CPU {summary(cpu_ratio)} (goal <= 1.10)")
+            print(f"     process CPU µs per execute: ORT {_mm(r['ort_cpu'])}  ours {_mm(r['ours_cpu'])}")
 
 
 def ort_fresh_session_floor(path: str, x: np.ndarray, n: int, prefix: str) -> tuple[float, float]:
@@ -429,6 +437,8 @@ def main() -> None:
     ap.add_argument("--only", default="1234", help="sections to run, e.g. 23")
     ap.add_argument("--steady-rounds", type=int, default=5, help="interleaved rounds, steady state")
     ap.add_argument("--steady-block", type=float, default=2.0, help="seconds of executes per steady-state block")
+    ap.add_argument("--corunner", choices=("off", "on", "both"), default="both",
+                    help="section 4 without / with one busy process per core (both: interleaved)")
     ap.add_argument("--quick", action="store_true",
                     help="about 2 minutes: the steady-state headline (section 4) only, 5 rounds of 1 s blocks")
     args = ap.parse_args()
@@ -445,7 +455,7 @@ def main() -> None:
     if "3" in args.only:
         bench_subscription(paths, args.n_sub)
     if "4" in args.only:
-        bench_steady(paths, args.steady_rounds, args.steady_block)
+        bench_steady(paths, args.steady_rounds, args.steady_block, corunner_modes(args.corunner))
     acl.finalize()
     print(f"(onnxruntime {ort.__version__}, {os.cpu_count()} cpus, {time.perf_counter() - t:.1f} s; "
           f"load avg {' '.join(f'{v:.2f}' for v in os.getloadavg())} at the end)")

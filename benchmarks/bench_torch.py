@@ -1,17 +1,16 @@
 """openmsprof.torch.profiler benchmarks (figures and ratios vs peers measured in the same run).
 
-1. per-step time of a small training loop as users write it: our ``profile`` with
-   ``tensorboard_trace_handler`` (sync and ``async_mode=True``) vs bare ``torch.profiler.profile`` with
-   torch's own ``tensorboard_trace_handler``, same activities and schedule; the mean step, the extra
-   time of each window-end ``step()`` and ``stop()`` (goals: mean step and async <= 1.10x, window-end
-   extra <= 1.2x);
+1. a small training loop as users write it (MLP, 1-2 ms steps, schedule(wait=2, warmup=1,
+   active=3)), without and with a co-runner on every core (``--corunner``): our ``profile`` with
+   ``tensorboard_trace_handler`` (sync) vs bare ``torch.profiler.profile`` with torch's own handler;
+   process-tree CPU ratio (goal <= 1.15) and mean step ratio (goal <= 1.10), ``stop()``;
 2. ``step()`` outside active windows vs a no-op method call (target: within 1 µs);
 3. ``analyse`` of a large trace (in fresh processes: best and median wall time, peak RSS vs the
    trace size; with and without the forked trace_view half) vs ``key_averages()`` on the same
    profile (``--events``, default 200 000 framework events; ``--events 1000000`` for the issue's
    1 M figure, about 90 s in all).
 
-    .venv/bin/python benchmarks/bench_torch.py [--quick] [--only 0123] [--events N] [--steps N] [--rounds N]
+    .venv/bin/python benchmarks/bench_torch.py [--quick] [--only 0123] [--corunner both] [--events N] [--steps N] [--rounds N]
 """
 
 from __future__ import annotations
@@ -27,9 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from corunner import CoRunner, corunner_modes, measured, summary
+
 import openmsprof.torch.profiler as tp
 import torch
-from openmsprof.torch.profiler import _analysis_worker
 
 
 def _train_step(model: torch.nn.Module, opt: torch.optim.Optimizer) -> None:
@@ -75,13 +75,14 @@ def import_cost(repeats: int) -> None:
     print(f"    analysis worker start (Popen)   s {_mm(start, 1)};  {heavy}")
 
 
-def per_step(steps: int, rounds: int, tmp: Path) -> None:
-    """Each side as users write it: bare torch.profiler with its own ``tensorboard_trace_handler``
-    (Kineto stop + JSON trace save on the training thread), ours with ``tensorboard_trace_handler``
-    (sync, the default) and with ``async_mode=True``.  Per run: the mean step over the loop, the
-    extra time of the window-end ``step()`` (its duration minus the median of the other ``step()``
-    calls), and ``stop()`` (ours sync: waits for the background analyses of the windows).  After each of our runs the
-    worker's backlog is waited for outside the timers, so that no side pays for another's."""
+def per_step(steps: int, rounds: int, tmp: Path, conditions: list[bool]) -> None:
+    """Each side as users write it, MLP steps of 1-2 ms, schedule(wait=2, warmup=1, active=3): no
+    profiler, bare torch.profiler with its own ``tensorboard_trace_handler`` (Kineto stop + JSON
+    save on the training thread), ours with ``tensorboard_trace_handler`` (sync, the default).  Per
+    run, timed: the loop and ``stop()`` (ours: the windows' analyses, by the worker or, when it is
+    starved, by stop()'s thread); CPU is the whole process tree's (the analysis worker included,
+    ``corunner.tree_cpu_s``), so nothing is drained untimed: ours' stop() returns with its windows
+    analysed.  Rounds interleave the sides (rotating) and the conditions (co-runner off / on)."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -89,88 +90,66 @@ def per_step(steps: int, rounds: int, tmp: Path) -> None:
         _train_step(model, opt)
     sched = {"wait": 2, "warmup": 1, "active": 3, "repeat": 0}
     cycle = sched["wait"] + sched["warmup"] + sched["active"]
-    ends = {k for k in range(1, steps + 1) if (k - 1) % cycle == cycle - 1}  # step() calls ending a window
+    windows = steps // cycle
 
-    cpu_s: dict[str, list[float]] = {}
-
-    def run(prof: Any, name: str = "") -> tuple[float, float, float]:
-        step_s: list[float] = []
-        c0 = time.process_time()
-        t0 = time.perf_counter()
-        prof.start()
-        for _ in range(steps):
-            _train_step(model, opt)
+    def run(prof: Any) -> dict[str, float]:
+        with measured() as m:
+            t0 = time.perf_counter()
+            if prof is not None:
+                prof.start()
+            for _ in range(steps):
+                _train_step(model, opt)
+                if prof is not None:
+                    prof.step()
+            m["loop_s"] = time.perf_counter() - t0
             a = time.perf_counter()
-            prof.step()
-            step_s.append(time.perf_counter() - a)
-        loop = time.perf_counter() - t0
-        cpu_s.setdefault(name, []).append((time.process_time() - c0) / steps)
-        a = time.perf_counter()
-        prof.stop()
-        stop = time.perf_counter() - a
-        if name != "torch.profiler":  # no side is charged for another's backlog (outside the timers;
-            _analysis_worker.wait(600)  # the worker's CPU is reported separately below)
-        normal = statistics.median(d for k, d in enumerate(step_s, 1) if k not in ends)
-        extra = statistics.median(d for k, d in enumerate(step_s, 1) if k in ends) - normal
-        return loop / steps, extra, stop
+            if prof is not None:
+                prof.stop()
+            m["stop_s"] = time.perf_counter() - a
+        return m
 
-    def bare() -> tuple[float, float, float]:
+    def bare() -> dict[str, float]:
         return run(torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
                                           schedule=torch.profiler.schedule(**sched),
-                                          on_trace_ready=torch.profiler.tensorboard_trace_handler(str(tmp / "bare"))),
-                   "torch.profiler")
+                                          on_trace_ready=torch.profiler.tensorboard_trace_handler(str(tmp / "bare"))))
 
-    def ours() -> tuple[float, float, float]:
+    def ours() -> dict[str, float]:
         return run(tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(**sched),
-                              on_trace_ready=tp.tensorboard_trace_handler(str(tmp / "ours"))), "openmsprof")
+                              on_trace_ready=tp.tensorboard_trace_handler(str(tmp / "ours"))))
 
-    def ours_async() -> tuple[float, float, float]:
-        return run(tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(**sched),
-                              on_trace_ready=tp.tensorboard_trace_handler(str(tmp / "async"), async_mode=True)),
-                   "openmsprof async")
-
-    def none() -> tuple[float, float, float]:
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            _train_step(model, opt)
-        return (time.perf_counter() - t0) / steps, 0.0, 0.0
-
-    sides = [("torch.profiler", bare), ("openmsprof", ours), ("openmsprof async", ours_async)]
-    res: dict[str, list[tuple[float, float, float]]] = {"none": [], **{n: [] for n, _ in sides}}
-    load0 = _load()
+    sides = [("none", lambda: run(None)), ("torch.profiler", bare), ("openmsprof", ours)]
     for _n, fn in sides:
         fn()  # warm every path (ours: the analysis worker starts here, once, as in a user's run)
-    for r in range(rounds):  # interleaved, the order rotating so that drift hits every side alike
-        res["none"].append(none())
-        for name, fn in sides[r % 3:] + sides[:r % 3]:
-            res[name].append(fn())
-    print(f"[1] {steps} steps x {rounds} interleaved rounds, schedule {sched} ({len(ends)} windows a run, "
-          f"each analysed), torch threads {torch.get_num_threads()}; {load0} before, {_load()} after")
-    for k, v in res.items():
-        print(f"    {k:<17} mean step ms {_mm([x[0] for x in v])}")
-    for k in ("torch.profiler", "openmsprof", "openmsprof async"):
-        v = res[k]
-        print(f"    {k:<17} window-end extra ms {_mm([x[1] for x in v])}   stop() ms {_mm([x[2] for x in v])}")
-    base = res["torch.profiler"]
-    for k, goal in (("openmsprof", 1.10), ("openmsprof async", 1.10)):
-        step_r = [o[0] / b[0] for o, b in zip(res[k], base, strict=True)]
-        end_r = [o[1] / b[1] for o, b in zip(res[k], base, strict=True)]
-        all_r = [(o[0] * steps + o[2]) / (b[0] * steps + b[2]) for o, b in zip(res[k], base, strict=True)]
-        print(f"    {k} / torch.profiler per round: mean step {_mm(step_r, 1)} (goal <= {goal}); "
-              f"window-end extra {_mm(end_r, 1)} (goal <= 1.2); loop+stop {_mm(all_r, 1)}")
+    res: dict[bool, dict[str, list[dict[str, float]]]] = {c: {n: [] for n, _ in sides} for c in conditions}
+    for r in range(rounds):
+        for cond in (conditions if r % 2 == 0 else conditions[::-1]):
+            with CoRunner(cond):
+                for name, fn in sides[r % 3:] + sides[:r % 3]:
+                    res[cond][name].append(fn())
+    print(f"[1] {steps} steps ({windows} windows) x {rounds} interleaved rounds, schedule {sched}, "
+          f"torch threads {torch.get_num_threads()}, {os.cpu_count()} cpus")
+    for cond in conditions:
+        v = res[cond]
+        load = [x["load"] for n in v for x in v[n]]
+        print(f"  co-runner {'on ' if cond else 'off'} (one busy process per core); load avg during "
+              f"{min(load):.1f}-{max(load):.1f}")
+        for name, runs in v.items():
+            print(f"    {name:<15} mean step ms {_mm([x['loop_s'] / steps for x in runs])}   "
+                  f"stop() ms {_mm([x['stop_s'] for x in runs])}   tree CPU/step ms "
+                  f"{_mm([x['cpu_s'] / steps for x in runs])}")
+        b, o = v["torch.profiler"], v["openmsprof"]
+        print(f"    openmsprof / torch.profiler per round: CPU (process tree, loop + stop) "
+              f"{summary([x['cpu_s'] / y['cpu_s'] for x, y in zip(o, b, strict=True)])} (goal <= 1.15); "
+              f"mean step {summary([x['loop_s'] / y['loop_s'] for x, y in zip(o, b, strict=True)])} "
+              f"(goal <= 1.10); wall loop + stop "
+              f"{summary([(x['loop_s'] + x['stop_s']) / (y['loop_s'] + y['stop_s']) for x, y in zip(o, b, strict=True)])}")
     import orjson
 
-    cpu = [orjson.loads(p.read_bytes())["openmsprof_overhead"]["analysis_cpu_s"]
-           for p in (tmp / "ours").glob("*/profiler_info_*.json")]
-    print(f"    analysis worker CPU per window (profiler_info openmsprof_overhead) ms {_mm(cpu)}")
-    worker_per_step = statistics.median(cpu) * len(ends) / steps if cpu else 0.0
-    own = [c + worker_per_step for c in cpu_s["openmsprof"][-rounds:]]
-    base_cpu = cpu_s["torch.profiler"][-rounds:]
-    print(f"    CPU per step (training process, all threads; load-robust): torch.profiler ms {_mm(base_cpu)}; "
-          f"openmsprof + its worker ms {_mm(own)}; ratio of medians "
-          f"{statistics.median(own) / statistics.median(base_cpu):.3f}")
-    print("    both sides export every window's Kineto JSON on the training thread; ours then hands the window "
-          "(dir, trace move, info files, analysis) to its worker process (SCHED_IDLE, nice 19) in one pipe write")
+    info = [orjson.loads(p.read_bytes())["openmsprof_overhead"] for p in (tmp / "ours").glob("*/profiler_info_*.json")]
+    cpu = [i["analysis_cpu_s"] for i in info if "analysis_cpu_s" in i]
+    here = sum(str(i.get("analysis_where", "")).startswith("training process") for i in info)
+    print(f"    analysis CPU per window ms {_mm(cpu)}; {here} of {len(info)} windows analysed by stop()'s thread "
+          f"(worker starved), the rest by the worker")
 
 
 def step_outside_window(n: int) -> None:
@@ -257,6 +236,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--corunner", choices=("off", "on", "both"), default="both",
+                    help="section 1 without / with one busy process per core (both: interleaved)")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--repeats", type=int, default=2, help="analyse runs per mode")
     ap.add_argument("--import-repeats", type=int, default=7, help="fresh processes for the import figure")
@@ -273,7 +254,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         if "1" in args.only:
-            per_step(args.steps, args.rounds, tmp)
+            per_step(args.steps, args.rounds, tmp, corunner_modes(args.corunner))
         if "2" in args.only:
             step_outside_window(200_000)
         if "3" in args.only:

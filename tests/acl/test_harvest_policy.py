@@ -1,6 +1,7 @@
-"""When the background harvester harvests a task-profiled model: not after every execute nor on a
-fixed clock only, but in idle gaps of the application, at a size threshold (events per execute
-measured at each harvest), and after ``period`` (1 s) at the latest."""
+"""When the background harvester harvests a task-profiled model: not after every execute nor on the
+clock, but once the executes carry the harvest's fixed cost (issue 26: it scales with executes),
+then in idle gaps of the application or after ``period``; at a size threshold (events per execute
+measured at each harvest), and after ``MAX_PERIOD_S`` at the latest."""
 
 from __future__ import annotations
 
@@ -38,9 +39,12 @@ def test_harvest_policy_size_idle_age(models, out_dir, monkeypatch):
     model.harvest(keep_running=True)  # a harvest measures the events per execute
     assert r.events_per_run == 2 + 2  # tiny_mlp optimised: two kernels, plus two session events
     assert not h.due(r)  # nothing pending
+    assert r.run_s > 0  # and the mean time of an execute
     for _ in range(10):
         assert acl.mdl.execute(mid, inp, out) == 0
     r.last_harvest = time.monotonic()
+    r.prepare_spare()  # (built now, so that the shared thread does not overwrite build_cpu_s below)
+    r.build_cpu_s = 0.0  # first the ladder alone (a model whose next session costs nothing)
     assert not h.due(r)  # busy, young, small: keep collecting
     h.EVENT_BUDGET = 10 * r.events_per_run
     assert h.due(r)  # size threshold, whatever the age
@@ -51,10 +55,16 @@ def test_harvest_policy_size_idle_age(models, out_dir, monkeypatch):
     h.IDLE_S = 10.0
     assert not h.due(r)
     r.last_harvest = time.monotonic() - h.period
-    assert h.due(r)  # the age bound (SIGKILL loses at most about a period)
-    r.build_cpu_s = 0.05 * h.period  # a model whose next session costs 5 % of a period to build
-    assert not h.due(r)  # the bound stretches to keep builds at BUILD_SHARE
-    r.last_harvest = time.monotonic() - 0.05 * h.period / h.BUILD_SHARE
+    assert h.due(r)  # the period
+    # a fixed cost the ten pending executes do not carry: neither the clock nor a gap harvests
+    r.build_cpu_s = r.pending_run_s() * h.FIXED_SHARE / h.FIXED_FACTOR * 1.5
+    h.IDLE_S = 0.0
+    assert not h.due(r)
+    for _ in range(10):  # twice the executes: now they carry it (1.5 x ten executes' share)
+        assert acl.mdl.execute(mid, inp, out) == 0
+    assert h.due(r)
+    r.build_cpu_s = 1e6  # whatever the fixed cost, the loss bound holds
+    r.last_harvest = time.monotonic() - h.MAX_PERIOD_S
     assert h.due(r)
     assert acl.prof.stop(cfg) == 0
     assert acl.prof.finalize() == 0

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from openmsprof.torch.profiler import _analysis_worker
+from openmsprof.torch.profiler import _analysis_claim, _analysis_worker
 from tests.torch.conftest import rank_dirs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,7 +23,7 @@ _TRAIN = textwrap.dedent("""
     import os, sys, signal, time
     import torch
     import openmsprof.torch.profiler as tp
-    from openmsprof.torch.profiler import _analysis_worker
+    from openmsprof.torch.profiler import _analysis_claim, _analysis_worker
 
     root, mode = sys.argv[1], sys.argv[2]
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
@@ -73,7 +73,7 @@ def _run(tmp_path: Path, mode: str) -> tuple[str, list[Path], float, float]:
     assert len(dirs) == 3
     for d in dirs:  # a sync handler: every window analysed when stop() returned
         assert (d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file()
-        assert not (d / ".openmsprof_analyse.lock").exists()
+        assert not _analysis_claim.claim_path(d).exists()  # its holder removed the claim
     return proc.stdout + proc.stderr, dirs, wall, cpu
 
 

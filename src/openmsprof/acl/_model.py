@@ -228,20 +228,23 @@ class Harvester:
     next profiling session of each runner ahead of time.
 
     A harvest (ORT's end_profiling, the parse, the task records, freeing the old session) costs
-    about the same per event whenever it runs, but competes with the executes when they run.
-    So it runs in an idle gap of the application (no execute for ``IDLE_S``, at least
-    ``MIN_AGE_S`` after the last harvest), when the running generation holds ``EVENT_BUDGET``
-    events (ORT stops recording a session at 1 M; the events per execute are measured at each
-    harvest), after ``period`` at the latest, and at stop.  A harvest also builds the next session
-    (its fixed cost): for a model whose build takes more CPU than ``BUILD_SHARE`` of ``period``,
-    the bound stretches to keep that share (at most ``MAX_PERIOD_S``).  A SIGKILL loses the
-    events ORT still holds: at most that bound."""
+    about the same per event whenever it runs, but competes with the executes when they run;
+    it also builds the next session, a fixed cost.  So harvests scale with the executes, not
+    with the clock: one is due only once the executes it would harvest took ``1 / FIXED_SHARE``
+    times that fixed cost (``FIXED_FACTOR`` × the last build's CPU; execute time = executes ×
+    their mean time, both learnt at each harvest), then in an idle gap of the application (no
+    execute for ``IDLE_S``, at least ``MIN_AGE_S`` after the last harvest) or after ``period``;
+    and at once when the generation holds ``EVENT_BUDGET`` events (ORT stops recording a session
+    at 1 M), after ``MAX_PERIOD_S`` in any case, and at stop.  The first harvest of a runner
+    comes after ``period`` (nothing is learnt yet).  A SIGKILL loses the events ORT still holds:
+    at most ``MAX_PERIOD_S`` of them."""
 
     EVENT_BUDGET = 250_000
     IDLE_S = 0.1
     MIN_AGE_S = 0.25
-    BUILD_SHARE = 0.01
-    MAX_PERIOD_S = 10.0
+    FIXED_SHARE = 0.02
+    FIXED_FACTOR = 2.0  # the build, plus end_profiling and freeing the old session
+    MAX_PERIOD_S = 30.0
 
     def __init__(self, period: float = 1.0) -> None:
         self.period = period
@@ -274,10 +277,11 @@ class Harvester:
         if not r.pending():
             return False
         age = time.monotonic() - r.last_harvest
-        bound = max(self.period, min(self.MAX_PERIOD_S, r.build_cpu_s / self.BUILD_SHARE))
-        if age >= bound or r.pending_events() >= self.EVENT_BUDGET:
+        if age >= self.MAX_PERIOD_S or r.pending_events() >= self.EVENT_BUDGET:
             return True
-        return age >= self.MIN_AGE_S and r.idle_ns() >= self.IDLE_S * 1e9
+        if r.harvests and r.pending_run_s() * self.FIXED_SHARE < r.build_cpu_s * self.FIXED_FACTOR:
+            return False  # the executes so far would not carry the harvest's fixed cost
+        return age >= self.period or (age >= self.MIN_AGE_S and r.idle_ns() >= self.IDLE_S * 1e9)
 
     def _run(self) -> None:
         threads.background_policy()  # its wakes (20 a second) do not preempt the executing thread

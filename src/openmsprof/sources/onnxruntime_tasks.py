@@ -142,6 +142,8 @@ class ProfiledRunner:
         self.events_per_run = 0.0
         #: CPU seconds the last build of a generation took (a harvest's fixed cost)
         self.build_cpu_s = 0.0
+        #: mean wall seconds of one execute, learnt at each harvest (0: not yet known)
+        self.run_s = 0.0
 
     def run(self, outputs: list[str] | None, feeds: dict[str, Any], conn: int, t0: int = 0) -> Any:
         """One execute on the current generation, remembering (t0, t1, conn) (``t0``: when the
@@ -181,6 +183,10 @@ class ProfiledRunner:
 
     def pending(self) -> int:
         return len(self._gen.launches)
+
+    def pending_run_s(self) -> float:
+        """Estimated execute time (s) held by the running generation (0 until a harvest has measured)."""
+        return len(self._gen.launches) * self.run_s
 
     def pending_events(self) -> float:
         """Estimated ORT events held by the running generation (0 until a harvest has measured)."""
@@ -224,6 +230,9 @@ class ProfiledRunner:
                 time.sleep(0.0002)
             self.last_harvest = time.monotonic()
             self.harvests += 1
+            if old.launches:  # a sample of 64 spread over the generation
+                sample = old.launches[::max(1, len(old.launches) // 64)]
+                self.run_s = sum(t1 - t0 for t0, t1, _ in sample) / len(sample) / 1e9
             start_ns = old.sess.get_profiling_start_time_ns()
             path = old.sess.end_profiling()
             _graveyard.append(old)  # freeing a session with many events takes ms: not here

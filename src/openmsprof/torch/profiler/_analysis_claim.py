@@ -1,8 +1,9 @@
 """Who analyses a window: the background worker or the training process, never both at once.
 
-An analysis of a rank dir runs under an exclusive ``flock`` on ``{rank dir}/.openmsprof_analyse.lock``,
-which its holder removes when done; a dir whose ``ASCEND_PROFILER_OUTPUT/analyse.done`` exists is
-not analysed again.  So when ``profile.stop()`` takes the windows of a stalled worker over
+The save of a window handed to the worker and the analysis of a rank dir run under an exclusive
+``flock`` on ``.{rank dir name}.claim`` beside the rank dir (in the output root, which exists before
+the dir), removed by its holder when done; a dir whose ``ASCEND_PROFILER_OUTPUT/analyse.done``
+exists is neither saved (its data may be simplified away) nor analysed again.  So when ``profile.stop()`` takes the windows of a stalled worker over
 (``_analysis_worker``), the worker skips those the training process analysed, and the training
 process waits only for the one the worker holds (or ends that worker).  The CPU time and the place
 of each analysis go into the window's ``profiler_info_{rank}.json`` (``openmsprof_overhead``).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,9 +22,14 @@ import orjson
 
 from openmsprof.fileio import fs
 
-__all__ = ["LOCK_NAME", "claim", "done", "record_overhead"]
+__all__ = ["claim", "claim_path", "done", "record_overhead"]
 
-LOCK_NAME = ".openmsprof_analyse.lock"
+_POLL_S = 0.01
+
+
+def claim_path(rank_dir: Path) -> Path:
+    """The lock file of ``rank_dir``'s save and analysis."""
+    return rank_dir.parent / f".{rank_dir.name}.claim"
 
 
 def done(rank_dir: Path) -> bool:
@@ -32,7 +39,7 @@ def done(rank_dir: Path) -> bool:
 
 def _acquire(rank_dir: Path) -> int | None:
     """The fd of the dir's lock, held exclusively; None while another process holds it."""
-    path = rank_dir / LOCK_NAME
+    path = claim_path(rank_dir)
     while True:
         fd = fs.open_lock_file(path)
         try:
@@ -52,10 +59,13 @@ def _acquire(rank_dir: Path) -> int | None:
 
 
 @contextmanager
-def claim(rank_dir: Path) -> Iterator[bool | None]:
-    """Hold the dir's analysis.  Yields True: analyse it now; False: it is analysed already;
-    None: another process is analysing it.  Raises PathError if the lock file cannot be made."""
-    fd = _acquire(rank_dir)
+def claim(rank_dir: Path, wait_s: float = 0.0) -> Iterator[bool | None]:
+    """Hold the dir's save and analysis, waiting up to ``wait_s`` for another holder.  Yields
+    True: do them now; False: it is analysed already; None: another process holds it.  Raises
+    PathError if the lock file cannot be made."""
+    deadline = time.monotonic() + wait_s
+    while (fd := _acquire(rank_dir)) is None and time.monotonic() < deadline:
+        time.sleep(_POLL_S)
     if fd is None:
         yield None
         return
@@ -63,7 +73,7 @@ def claim(rank_dir: Path) -> Iterator[bool | None]:
         yield not done(rank_dir)
     finally:
         try:
-            os.unlink(rank_dir / LOCK_NAME)
+            os.unlink(claim_path(rank_dir))
         except OSError:
             pass
         os.close(fd)

@@ -148,28 +148,26 @@ def wait_saved(timeout: float = SAVE_WAIT_S) -> None:
 def _analyse_here(path: Path) -> None:
     log.warning("openmsprof: no analysis worker process; analysing %s on the writer thread", path)
     try:
-        _analyse_claimed(path, "writer thread of the training process (no worker)")
+        _analyse_claimed(path, "writer thread of the training process (no worker)", wait_s=STOP_WAIT_S)
     except Exception as exc:
         log.warning("openmsprof: analysing %s failed: %s", path, exc)
 
 
-def _analyse_claimed(path: Path, where: str, wait_s: float = 0.0) -> bool:
-    """Analyse ``path`` here under its claim unless it is done; a claim another process holds is
-    waited for up to ``wait_s``.  False when that process still holds it."""
+def _analyse_claimed(path: Path, where: str, job: Job | None = None, wait_s: float = 0.0) -> bool:
+    """Save (``job``'s window, if the worker has not) and analyse ``path`` here under its claim
+    unless it is done; a claim another process holds is waited for up to ``wait_s``.  False when
+    that process still holds it."""
     from openmsprof.torch.profiler.analysis import analyse_dir
 
-    deadline = time.monotonic() + wait_s
-    while True:
-        t0, c0 = time.perf_counter(), time.thread_time()
-        with _analysis_claim.claim(path) as mine:
-            if mine:
-                analyse_dir(path, parallel=False)
-                _analysis_claim.record_overhead(path, time.thread_time() - c0, time.perf_counter() - t0, where)
-            if mine is not None:
-                return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.01)
+    t0, c0 = time.perf_counter(), time.thread_time()
+    with _analysis_claim.claim(path, wait_s) as mine:
+        if mine:
+            if job is not None and not job.saved and job.save is not None:
+                job.saved = True
+                job.save()  # (idempotent: the trace in place already stops it)
+            analyse_dir(path, parallel=False)
+            _analysis_claim.record_overhead(path, time.thread_time() - c0, time.perf_counter() - t0, where)
+        return mine is not None
 
 
 def _reroute(left: dict[str, Job]) -> None:
@@ -201,10 +199,6 @@ def _take_over(c: Client, why: str, sync_only: bool) -> None:
         mine = [(p, j) for p, j in c.pending.items() if j.analyse and (j.sync or not sync_only)]
         for p, _ in mine:
             del c.pending[p]
-    for _, j in mine:
-        if not j.saved and j.save is not None:
-            j.saved = True
-            j.save()  # (idempotent: the worker's saver may be at it too)
     log.warning("openmsprof: the analysis worker (pid %d) %s; analysing %d window(s) here", c.proc.pid, why,
                 len(mine))
     where = f"training process, on the thread that waited (the worker {why})"
@@ -212,9 +206,9 @@ def _take_over(c: Client, why: str, sync_only: bool) -> None:
         c.end()  # it would hold the windows handed to it next, and its pipes, for good
     for path, job in mine:
         try:
-            if not _analyse_claimed(Path(path), where):
+            if not _analyse_claimed(Path(path), where, job):
                 c.end()  # it holds this window: ending it frees the claim
-                if not _analyse_claimed(Path(path), where, wait_s=5.0):
+                if not _analyse_claimed(Path(path), where, job, wait_s=5.0):
                     log.warning("openmsprof: %s is still held by another process; left for offline analyse", path)
         except Exception as exc:
             log.warning("openmsprof: analysing %s failed: %s", path, exc)

@@ -60,8 +60,10 @@ def _save_jobs(lines: IO[bytes], answer: _Answers, todo: queue.SimpleQueue[Path 
                 print(f"openmsprof: analysis worker: bad job line ({exc})", file=sys.stderr, flush=True)
                 continue
             if "tmp" in job:
-                try:
-                    _window_files.save(path, Path(job["tmp"]), job["files"], "worker")
+                try:  # (under the dir's claim: the training process may have taken the window over)
+                    with _analysis_claim.claim(path, wait_s=float("inf")) as todo_here:
+                        if todo_here:
+                            _window_files.save(path, Path(job["tmp"]), job["files"], "worker")
                 except Exception as exc:
                     print(f"openmsprof: saving {path} failed: {exc}", file=sys.stderr, flush=True)
                     answer("unsaved", path)
