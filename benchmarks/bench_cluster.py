@@ -1,6 +1,7 @@
 """Benchmark of ``openmsprof cluster -m all`` over many ranks, beside msprof-analyze ``cluster``.
 
     python benchmarks/bench_cluster.py [--ranks 64] [--events 1000000] [--data DIR] [--rounds 2]
+    python benchmarks/bench_cluster.py --sweep 1,8,16,64 --events 20000 [--corunner both] [--memory-limit 64MB]
 
 Generates the ranks with ``gen_cluster.py`` (our torch formats, planted slow rank; kept in
 ``--data`` for reuse), then interleaves: ours cold (fresh output: every rank parsed into its
@@ -28,6 +29,7 @@ import time
 from pathlib import Path
 
 import psutil
+from corunner import CoRunner, corunner_modes, summary
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
@@ -105,13 +107,60 @@ def store_formats(rank_dir: Path, tmp: Path) -> None:
           f"query {q_db * 1000:.0f} ms  ({load()})")
 
 
+def sweep(sizes: list[int], events: int, conditions: list[bool], rounds: int, memory_limit: str | None) -> None:
+    """Every size of the sweep, ours cold ``-m all`` (every rank parsed) and msprof-analyze's
+    ``cluster -m all``, without and with the co-runner (interleaved): wall, process-tree CPU and
+    RSS, and whether the run completed (the issue-26 question: no size may fail)."""
+    work = Path(tempfile.mkdtemp(prefix="bench_cluster_sweep_"))
+    extra = ["--memory-limit", memory_limit] if memory_limit else []
+    print(f"sweep: ranks {sizes} x {events} kernels, memory limit {memory_limit or 'default (machine)'}")
+    try:
+        for n in sizes:
+            data = work / f"in{n}"
+            subprocess.run([sys.executable, str(HERE / "gen_cluster.py"), str(data), "--ranks", str(n),
+                            "--events", str(events), "--segments", "10", "--slow-rank", str(n // 3)],
+                           check=True, stdout=subprocess.DEVNULL)
+            res: dict[tuple[bool, str], list[tuple[float, float, float, float]]] = {}
+            fails = 0
+            for r in range(rounds):
+                for cond in (conditions if r % 2 == 0 else conditions[::-1]):
+                    with CoRunner(cond):
+                        for name, cmd in (("ours", [str(BIN / "openmsprof"), "cluster", "-d", str(data), "-o",
+                                                    str(work / f"o{n}_{r}_{cond:d}"), "-m", "all", *extra]),
+                                          ("msprof-analyze", [str(BIN / "msprof-analyze"), "cluster", "-d", str(data),
+                                                              "-o", str(work / f"m{n}_{r}_{cond:d}"), "-m", "all"])):
+                            wall, rss, cpu = tree_run(cmd, work)
+                            ok = name != "ours" or (work / f"o{n}_{r}_{cond:d}" / "cluster_analysis_output"
+                                                    / "cluster_step_trace_time.csv").exists()
+                            fails += not ok
+                            res.setdefault((cond, name), []).append((wall, rss, cpu, os.getloadavg()[0]))
+            for cond in conditions:
+                o, m = res[(cond, "ours")], res[(cond, "msprof-analyze")]
+                print(f"  {n:3d} ranks, co-runner {'on ' if cond else 'off'} (load {min(x[3] for x in o + m):.1f}-"
+                      f"{max(x[3] for x in o + m):.1f}): ours {statistics.median(x[0] for x in o):.2f} s wall, "
+                      f"{statistics.median(x[2] for x in o):.1f} s CPU, {max(x[1] for x in o):.0f} MiB; msprof-analyze "
+                      f"{statistics.median(x[0] for x in m):.2f} s, {statistics.median(x[2] for x in m):.1f} s CPU; "
+                      f"ours/theirs CPU {summary([a[2] / b[2] for a, b in zip(o, m, strict=True)])}, wall "
+                      f"{summary([a[0] / b[0] for a, b in zip(o, m, strict=True)])}", flush=True)
+            print(f"  {n:3d} ranks: {fails} failed run(s) of ours")
+            shutil.rmtree(data, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sweep", default="", help="comma-separated rank counts (e.g. 1,8,16,64): the size sweep")
+    ap.add_argument("--corunner", choices=("off", "on", "both"), default="both", help="(the sweep)")
+    ap.add_argument("--memory-limit", default=None, help="passed to ours (the sweep)")
     ap.add_argument("--ranks", type=int, default=64)
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--data", type=Path, default=None)
     ap.add_argument("--rounds", type=int, default=2)
     a = ap.parse_args()
+    if a.sweep:
+        sweep([int(x) for x in a.sweep.split(",")], a.events, corunner_modes(a.corunner), a.rounds, a.memory_limit)
+        return
     data = a.data or Path(tempfile.gettempdir()) / f"bench_cluster_{a.ranks}x{a.events}"
     marker = data / ".complete"
     if not marker.exists():

@@ -18,10 +18,11 @@ Benchmarks take ``--corunner {off,on,both}``; ``both`` interleaves rounds with a
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import resource
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -33,42 +34,32 @@ _CORUNNER_PIDS: set[int] = set()  # excluded from tree_cpu_s: the co-runner is n
 __all__ = ["CoRunner", "corunner_modes", "loadavg", "measured", "summary", "tree_cpu_s"]
 
 
-def _spin(stop: mp.synchronize.Event) -> None:  # type: ignore[name-defined]
-    x = 0
-    while not stop.is_set():
-        for _ in range(100_000):
-            x += 1
+_SPIN = "x = 0\nwhile True:\n    x += 1\n"
 
 
 class CoRunner:
-    """One busy process per core (``os.cpu_count()``), normal priority, for the ``with`` block."""
+    """One busy process per core (``os.cpu_count()``), normal priority, for the ``with`` block.
+    Each is a bare ``python -c`` spin (not a multiprocessing spawn, which would re-import the
+    benchmark's own modules, torch included, at every start)."""
 
     def __init__(self, enabled: bool = True, procs: int | None = None) -> None:
         self.enabled = enabled
         self.procs = procs or os.cpu_count() or 1
-        self._stop = mp.get_context("spawn").Event()
-        self._workers: list[mp.process.BaseProcess] = []
+        self._workers: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> CoRunner:
         if self.enabled:
-            ctx = mp.get_context("spawn")
-            self._stop = ctx.Event()
-            self._workers = [ctx.Process(target=_spin, args=(self._stop,), daemon=True)
-                             for _ in range(self.procs)]
+            self._workers = [subprocess.Popen([sys.executable, "-S", "-c", _SPIN]) for _ in range(self.procs)]
             for w in self._workers:
-                w.start()
-                _CORUNNER_PIDS.add(w.pid or 0)
+                _CORUNNER_PIDS.add(w.pid)
             time.sleep(0.3)  # let them reach the spin before the timed region
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
         for w in self._workers:
-            w.join(5)
-            if w.is_alive():
-                w.kill()
-                w.join(5)
-            _CORUNNER_PIDS.discard(w.pid or 0)
+            w.kill()
+            w.wait()
+            _CORUNNER_PIDS.discard(w.pid)
         self._workers = []
 
 

@@ -47,6 +47,7 @@ def test_a_bad_limit_is_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)
 def test_four_ranks_of_a_million_kernels_complete_under_64mb(tmp_path: Path) -> None:
     root = tmp_path / "job"
     gen_module().generate(root, ranks=4, events=1_000_000, steps=4, segments=10, slow_rank=1, slow_ms=30.0)
