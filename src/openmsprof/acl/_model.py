@@ -232,7 +232,8 @@ class Harvester:
     it also builds the next session, a fixed cost.  So harvests scale with the executes, not
     with the clock: one is due only once the executes it would harvest took ``1 / FIXED_SHARE``
     times that fixed cost (``FIXED_FACTOR`` × the last build's CPU; execute time = executes ×
-    their mean time, both learnt at each harvest), then in an idle gap of the application (no
+    their mean CPU time on the calling thread, sampled, learnt at each harvest: CPU, so a loaded
+    machine, which stretches the wall time of executes, does not make harvests more frequent), then in an idle gap of the application (no
     execute for ``IDLE_S``, at least ``MIN_AGE_S`` after the last harvest) or after ``period``;
     and at once when the generation holds ``EVENT_BUDGET`` events (ORT stops recording a session
     at 1 M), after ``MAX_PERIOD_S`` in any case, and at stop.  The first harvest of a runner
