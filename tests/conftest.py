@@ -72,6 +72,7 @@ SKIP_HINTS: tuple[tuple[str, str, str], ...] = (
     (r"TensorFlow 2\.15 venv", "the TensorFlow 2.15 venv", "make .venv-tf215/.installed"),
     (r"shared|FORMATS\.md|OPENMSPROF_SEEDS", "the seed documents in ../shared",
      "lay shared/ beside the clone or set OPENMSPROF_SEEDS"),
+    (r"CUDA|GPU", "a CUDA GPU", "nothing to install: run on a machine with an NVIDIA GPU"),
     (r"root reads|root ignores", "a non-root user", "run the suite as a non-root user"),
     (r"needs root|mount|setpriv|useradd", "root", "run the suite as root"),
     (r"not installed|No module named|could not import|not built|compiler", "packages or a built extension",
