@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench clean sanitize
+.PHONY: demo test test-deps lint typecheck bench clean sanitize
 
 $(STAMP): pyproject.toml setup.py src/openmsprof/recorder/_ring.c src/openmsprof/export/msprof/_task_lines.c
 	$(PY) -m venv $(VENV)
@@ -37,15 +37,26 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The suite runs on a plain clone (the seeds' facts are in tests/conformance/seed_facts); pytest's
+# last lines are the slowest tests and one line naming what was skipped and the command that installs it.
+# TEST_WORKERS=N runs the test files on N pytest-xdist workers (a file's tests stay together).
+TEST_WORKERS ?=
 test: $(STAMP) $(TF215)/.installed $(REF)/.installed
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15 \
+		$(if $(TEST_WORKERS),-n $(TEST_WORKERS) --dist loadfile)
 	$(MAKE) sanitize
 
 # The C extensions built with ASan+UBSan into build/sanitize; the recorder, C-extension and fuzz tests against them.
 sanitize: $(STAMP)
 	$(BIN)/python -m tests.sanitize
+
+# What the skipped tests need from the system (root; .ci/run does this): an OpenSSH server for the
+# remote-collect tests (started as a user-level sshd on a free loopback port) and Chromium.
+test-deps:
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server openssh-client chromium
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

@@ -1,8 +1,10 @@
-"""Shared fixtures: every test leaves no session running and writes under tmp_path."""
+"""Shared fixtures: every test leaves no session running and writes under tmp_path.  At the end
+of a run, one line says what was skipped and the command that provides what it needed."""
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,3 +63,50 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
                      ("range_start", "range_start"), ("range_end", "range_end")):
         monkeypatch.setattr(mstx, alias, fns[k])
     return name
+
+
+#: skip reason (regex) → what the test needed, and the command that provides it
+SKIP_HINTS: tuple[tuple[str, str, str], ...] = (
+    (r"sshd|ssh-keygen|openssh", "an OpenSSH server", "make test-deps: apt-get install -y openssh-server openssh-client"),
+    (r"[Cc]hromium", "Chromium", "make test-deps: apt-get install -y chromium"),
+    (r"TensorFlow 2\.15 venv", "the TensorFlow 2.15 venv", "make .venv-tf215/.installed"),
+    (r"shared|FORMATS\.md|OPENMSPROF_SEEDS", "the seed documents in ../shared",
+     "lay shared/ beside the clone or set OPENMSPROF_SEEDS"),
+    (r"CUDA|GPU", "a CUDA GPU", "nothing to install: run on a machine with an NVIDIA GPU"),
+    (r"root reads|root ignores", "a non-root user", "run the suite as a non-root user"),
+    (r"needs root|mount|setpriv|useradd", "root", "run the suite as root"),
+    (r"not installed|No module named|could not import|not built|compiler", "packages or a built extension",
+     "make -B .venv/.installed (pip install -e '.[dev]' with a C compiler)"),
+)
+
+
+def skip_summary(reasons: list[str]) -> str:
+    """One line: how many tests were skipped, grouped by what they needed, each with its command."""
+    if not reasons:
+        return "openmsprof: no test skipped"
+    groups: dict[tuple[str, str], int] = {}
+    other: dict[str, int] = {}
+    for reason in reasons:
+        hint = next(((what, how) for rx, what, how in SKIP_HINTS if re.search(rx, reason)), None)
+        if hint is None:
+            other[reason] = other.get(reason, 0) + 1
+        else:
+            groups[hint] = groups.get(hint, 0) + 1
+    parts = [f"{n} need {what} ({how})" for (what, how), n in groups.items()]
+    parts += [f"{n} other ({reason})" for reason, n in other.items()]
+    return f"openmsprof: {len(reasons)} skipped: " + "; ".join(parts)
+
+
+def _reason(rep: pytest.TestReport) -> str:
+    longrepr = rep.longrepr
+    text = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return text.removeprefix("Skipped: ")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: after the short test summary
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
+                            config: pytest.Config) -> Iterator[None]:
+    yield
+    reasons = [_reason(rep) for rep in terminalreporter.stats.get("skipped", [])
+               if getattr(rep, "when", "") in ("setup", "call", "teardown")]
+    terminalreporter.write_line(skip_summary(reasons), yellow=bool(reasons), green=not reasons)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import sqlite3
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,11 +85,18 @@ def jobs_under(path: Path) -> list[Path]:
     return sorted(Path(p) for p in glob.glob(str(path / "PROF_*")))
 
 
-def try_import(job: Path) -> Path | None:
-    """Import + export the job when the importer/exporter exist (None when not built yet)."""
+def import_counts(job: Path) -> tuple[int, int]:
+    """Import the job, then count with plain SQL on ``sqlite/msprof.db`` (not through openmsprof)
+    its ``aclmdlExecute`` API rows and its device task rows."""
+    from openmsprof.parse.importer import import_job
+
+    db = Path(import_job(job, progress=False).db_path)
+    assert db == job / "sqlite" / "msprof.db" and db.is_file(), db
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        from openmsprof.parse.importer import import_job  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    res = import_job(job, progress=False)
-    return Path(res.db_path)
+        executes = con.execute("SELECT count(*) FROM CANN_API a JOIN STRING_IDS s ON s.id = a.name "
+                               "WHERE s.value = 'aclmdlExecute'").fetchone()[0]
+        tasks = con.execute("SELECT count(*) FROM TASK").fetchone()[0]
+    finally:
+        con.close()
+    return int(executes), int(tasks)

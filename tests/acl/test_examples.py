@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from openmsprof import acl
-from tests.acl.helpers import EXAMPLES, jobs_under, read_job, try_import
+from tests.acl.helpers import EXAMPLES, import_counts, jobs_under, read_job
 
 
 def test_seed_sample_profiling(tmp_path, models, out_dir):
@@ -24,8 +24,7 @@ def test_seed_sample_profiling(tmp_path, models, out_dir):
     assert {"Conv", "Softplus", "Tanh", "Gemm"} <= {t.op_type for t in j.tasks}
     log = (job / "host" / "collection.log").read_text()
     assert "not supported here: l2=on" in log  # honest about what a CPU cannot do
-    db = try_import(job)
-    assert db is None or db.exists()
+    assert import_counts(job) == (4, len(j.tasks))  # the database holds what the raw records hold
 
 
 def test_seed_sample_subscribe(tmp_path, models):

@@ -93,6 +93,22 @@ def test_one_step_info_for_several_iterations(tmp_path: Path) -> None:
     assert indexes == sorted(indexes)
 
 
+def test_step_end_before_start_is_refused_and_not_recorded(tmp_path: Path) -> None:
+    """END on a fresh step info (no START yet) is out of order: refused, nothing recorded; the
+    step that follows records START then END."""
+    assert acl.init() == 0
+    cfg = _start(tmp_path / "out", acl.ACL_PROF_ACL_API)
+    info = acl.prof.create_step_info()
+    assert acl.prof.get_step_timestamp(info, acl.ACL_STEP_END) == acl.ACL_ERROR_INVALID_PARAM
+    assert acl.prof.get_step_timestamp(info, acl.ACL_STEP_START) == 0
+    assert acl.prof.get_step_timestamp(info, acl.ACL_STEP_END) == 0
+    acl.prof.destroy_step_info(info)
+    _stop(cfg)
+    steps = read_job(jobs_under(tmp_path / "out")[0]).steps
+    assert [tag for _ts, _idx, tag in steps] == [acl.ACL_STEP_START, acl.ACL_STEP_END]
+    assert len({idx for _ts, idx, _tag in steps}) == 1 and steps[0][0] <= steps[1][0]
+
+
 def test_stamps_with_msproftx_off_noted_once(tmp_path: Path) -> None:
     assert acl.init() == 0
     cfg = _start(tmp_path / "out", acl.ACL_PROF_ACL_API)  # no ACL_PROF_MSPROFTX

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +27,21 @@ distributed = pytest.importorskip("distributed")
 
 COMPARED = ("cluster_step_trace_time.csv", "cluster_communication.json", "cluster_communication_matrix.json",
             "compute_op_sum/rank_stats_by_optype.csv", "slow_rank/wait_transfer.csv", "slow_rank/slow_rank.json")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_thread_left() -> Iterator[None]:
+    """distributed's offload thread outlives its clients; a thread left in the test process makes
+    every later fork-based export refuse to fork (export/fork_worker.py): end it here."""
+    yield
+    from concurrent.futures import ThreadPoolExecutor
+
+    import distributed.utils as du
+
+    old, du._offload_executor = du._offload_executor, ThreadPoolExecutor(1, thread_name_prefix="Dask-Offload")
+    old.shutdown(wait=True)
+    left = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    assert not left, f"threads left by the dask tests: {left}"
 
 
 @pytest.fixture(scope="module")

@@ -55,6 +55,23 @@ def test_slow_rank_and_its_cause(ours: Path) -> None:
     assert set(votes.columns) == {"rankId", "slowAffectCount"}
 
 
+def test_arrived_last_counts_each_collective_once(ours: Path) -> None:
+    """``arrived_last`` of each rank = the collectives (step, op) where that rank's own start is
+    the latest, counted here from the per-rank start times (not from the code's last_rank)."""
+    df = pd.read_csv(ours / "slow_rank" / "wait_transfer.csv")
+    latest = df.groupby(["step", "op"])["start_us"].transform("max")
+    last = df[df["start_us"] == latest]
+    assert not last.duplicated(["step", "op"]).any()  # no tie for last place in the synthetic ranks
+    want = last["rank"].value_counts().to_dict()
+    assert sum(want.values()) == 3 * 8  # 3 steps x 8 collectives, each with exactly one last rank
+    report = orjson.loads((ours / "slow_rank" / "slow_rank.json").read_bytes())
+    assert {int(r["rank"]): int(r["arrived_last"]) for r in report["ranks"]} == {
+        r: want.get(r, 0) for r in range(4)}
+    assert report["slow_rank"]["arrived_last"] == want[SLOW_RANK]
+    votes = pd.read_csv(ours / "slow_rank" / "rank_stats.csv")
+    assert dict(zip(votes["rankId"], votes["slowAffectCount"], strict=True)) == want
+
+
 def test_compute_op_sum(ours: Path, synthetic: Path) -> None:
     stats = pd.read_csv(ours / "compute_op_sum" / "rank_stats_by_optype.csv")
     assert list(stats.columns[:2]) == ["OpType", "TaskType"] and "SumNs" in stats and "Rank" in stats

@@ -1,4 +1,7 @@
-"""Fixtures of the seed conformance suite: the example ONNX models, built once."""
+"""Fixtures of the seed conformance suite: the example ONNX models, built once.
+
+What the seeds print is read from ``seed_facts/`` (tests/conformance/facts.py), never from
+``../shared``: a plain clone runs the whole suite."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance.helpers import EXAMPLES, SEEDS
+from tests.conformance.helpers import EXAMPLES
 
 
 @pytest.fixture(scope="session")
@@ -18,10 +21,3 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
     return example_models.save_all(tmp_path_factory.mktemp("models"))
 
-
-@pytest.fixture(scope="session")
-def seed_text() -> dict[str, str]:
-    """The five seed documents by number ("000" ...); the suite checks its samples against them."""
-    if not SEEDS.is_dir():
-        pytest.skip("../shared/seeds is not beside the repository")
-    return {p.name[:3]: p.read_text() for p in SEEDS.glob("*.txt")}

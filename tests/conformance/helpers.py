@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SEEDS = REPO.parent / "shared" / "seeds"
 EXAMPLES = REPO / "examples"
 
 #: Wraps acl.prof.* and acl.mdl.* so the epilogue can report every call and its return code

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 from openmsprof import acl
 from openmsprof.acl._state import STATE
 from openmsprof.cli.main import main
+from tests.conformance.facts import texts
 
 
 @pytest.fixture(autouse=True)
@@ -26,8 +26,8 @@ def _acl_reset() -> Iterator[None]:
     STATE.set_configs.clear()
 
 
-def test_every_named_api_exists(seed_text: dict[str, str]) -> None:
-    names = sorted(set(re.findall(r"acl\.prof\.([A-Za-z_]+\*?)", seed_text["000"])))
+def test_every_named_api_exists() -> None:
+    names = sorted(set(texts("000", "apis")))  # every acl.prof.NAME the seed's table names
     assert len(names) >= 20, names
     for name in names:
         if name.endswith("*") or name == "get":  # "acl.prof.get*": the accessor family

@@ -1,6 +1,6 @@
 """Seed 001 (pyACL Profiling 性能数据采集): both samples run as printed, only the import changed.
 
-Each sample's code lines are checked against the seed's own text (so the test cannot drift from
+Each sample's code lines are checked against the seed's own code (seed_facts/seed_001.json) (so the test cannot drift from
 the document), run in a subprocess after the steps the seed elides ("# ......"), and every pyACL
 call's return code is recorded.  Seed errors get the smallest fix, each marked ``# SEED FIX``.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tests.conformance.facts import facts, flat
 from tests.conformance.helpers import EPILOGUE, RECORDER, SETUP, calls, run_script
 
 IMPORT = "from openmsprof import acl  # the one changed line (seed: import acl)\nimport numpy as np\n"
@@ -128,15 +129,12 @@ def _code_lines(sample: str) -> list[str]:
     return out
 
 
-def _flat(text: str) -> str:
-    return " ".join(text.split())
-
-
-def test_samples_are_the_seeds_own_lines(seed_text: dict[str, str]) -> None:
-    seed = _flat(seed_text["001"])
-    for sample in (SAMPLE_1, SAMPLE_2):
+def test_samples_are_the_seeds_own_lines() -> None:
+    code = {s["section"]: flat(s["code"]) for s in facts("001")["samples"]}
+    for section, sample in (("示例代码1", SAMPLE_1), ("示例代码2", SAMPLE_2)):
         for line in _code_lines(sample):
-            assert line in seed, line
+            assert line in code[section], (section, line)
+    seed = " ".join(code.values())
     assert "ACL_PROF_L2CACHE =" not in seed and "import os" not in seed  # the two seed errors
 
 

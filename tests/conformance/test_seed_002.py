@@ -1,5 +1,6 @@
 """Seed 002 (SVP msprof.pyc): every command line typed as printed (``msprof.pyc`` → ``openmsprof``),
-the acl.json and ini as printed, and the file names and columns of its tables (``--layout svp``).
+the acl.json and ini as printed, and the file names and columns of its tables (``--layout svp``),
+all read from seed_facts/seed_002.json (tests/conformance/facts.py).
 
 Placeholders (``<main>``, ``<config>``, ``XXXX``, ``/home/HwHiAaUser/JOBXXX``) are filled in;
 what the seed says that openmsprof deliberately does otherwise is in docs/conformance.md.
@@ -8,6 +9,7 @@ what the seed says that openmsprof deliberately does otherwise is in docs/confor
 from __future__ import annotations
 
 import csv
+import inspect
 import json
 import os
 import re
@@ -20,13 +22,16 @@ import orjson
 import pytest
 
 from tests.collector.conftest import PasswordUser, Sshd, password_user, sshd, write_ini  # noqa: F401
-from tests.conformance.helpers import SEEDS
+from tests.conformance.facts import facts, name_regex, texts
 
 PYTHON = sys.executable
 
 #: The seed's acl.json, byte for byte (its "output" directory does not exist on this machine).
-ACL_JSON = ('{ "profiler":{ "output":"/root/AscendProjects/MyAppTest/profiling", "aacpu":"on", '
-            '"aac_metrics":"ArithmeticUtilization", "interval":"0", "acl_api":"on", "switch":"on" } }')
+ACL_JSON: str = facts("002")["acl_json"]["text"]
+#: The seed's board ini, on one line as printed: ``[ssh_config] ip = XXXX username = XXXX ...``
+INI: str = facts("002")["ini"]["text"]
+#: The seed's summary tables: file-name pattern and columns.
+TABLES: dict[str, dict[str, object]] = facts("002")["tables"]
 
 #: The application: pyACL inference with profiling from acl.json (no profiling code at all).
 MAIN = """\
@@ -64,8 +69,17 @@ def msprof(line: str, cwd: Path, env: dict[str, str] | None = None, **subst: str
 
 
 def seed_lines() -> list[str]:
-    text = (SEEDS / "002_4d2d7941ca213b0f.txt").read_text() if SEEDS.is_dir() else ""
-    return [ln.strip() for ln in re.findall(r"python3\.7\.5 msprof\.pyc [^\n]*", text)]
+    """The command lines the seed prints (with their placeholders)."""
+    return texts("002", "commands")
+
+
+#: Each command the seed prints (by subcommand and first option) → the test below that runs it.
+COVERED = {
+    "collect -m": "test_one_step_remote_line_with_the_seed_ini",  # --config <config> --all
+    "import [-h]": "test_import_forms", "import -dir": "test_import_forms",
+    "export timeline": "test_export_and_show_as_printed", "export summary": "test_export_and_show_as_printed",
+    "show [-h]": "test_export_and_show_as_printed",
+}
 
 
 def _rows(path: Path) -> tuple[list[str], list[list[str]]]:
@@ -99,11 +113,16 @@ def job(app: dict[str, Path]) -> Path:
 
 
 def test_every_printed_command_is_covered() -> None:
-    """The seed prints these lines; each is run below (with its placeholders filled)."""
-    lines = {" ".join(ln.split()[:4]) for ln in seed_lines()}
-    assert {"python3.7.5 msprof.pyc collect -m", "python3.7.5 msprof.pyc import [-h]",
-            "python3.7.5 msprof.pyc import -dir", "python3.7.5 msprof.pyc export timeline",
-            "python3.7.5 msprof.pyc export summary", "python3.7.5 msprof.pyc show [-h]"} <= lines
+    """Every command line the seed prints has a test here that runs it (placeholders filled)."""
+    lines = seed_lines()
+    assert len(lines) >= 10 and all(ln.startswith("python3.7.5 msprof.pyc ") for ln in lines)
+    module = sys.modules[__name__]
+    for line in lines:
+        key = " ".join(line.split()[2:4])
+        assert key in COVERED, f"no test runs the seed's {line!r}"
+        test = getattr(module, COVERED[key])
+        words = key.replace("[-h]", "").split()
+        assert all(w in inspect.getsource(test) for w in words), (line, COVERED[key])
 
 
 def test_acl_json_as_printed(app: dict[str, Path], tmp_path: Path) -> None:
@@ -156,12 +175,23 @@ def test_export_and_show_as_printed(job: Path, tmp_path: Path) -> None:
         assert r.returncode == 0 and "--collection-dir" in r.stdout and "--layout" in r.stdout
 
 
+def _seed_file(prefix: str) -> str:
+    """The seed's file-name pattern that starts with ``prefix`` and has dots between fields."""
+    return next(f for f in texts("002", "files") if f.startswith(prefix) and "}.{" in f)
+
+
+#: the job's values of the seed's file-name fields (device 0, the resnet_mish model, 4 executes)
+FIELDS = {"device_id": "0", "deviceid": "0", "model_file_name": "resnet_mish", "model_id": r"\d+",
+          "batch_num": "4", "input_pic_num": "4", "current_pic_count": "4", "icache_miss_rate": "NA",
+          "frequency": r"\w+", "iter_id": "0"}
+
+
 def test_svp_timeline_files_and_args(job: Path, tmp_path: Path) -> None:
     r = msprof("python3.7.5 msprof.pyc export timeline -dir JOB --layout svp", tmp_path, JOB=str(job))
     assert r.returncode == 0, r.stderr
     names = sorted(p.name for p in (job / "timeline").iterdir())
-    task = [n for n in names if re.fullmatch(r"task_time_0\.resnet_mish\.\d+\.4\.json", n)]
-    acl_f = [n for n in names if re.fullmatch(r"acl_0\.resnet_mish\.\d+\.4\.json", n)]
+    task = [n for n in names if re.fullmatch(name_regex(_seed_file("task_time_{"), **FIELDS), n)]
+    acl_f = [n for n in names if re.fullmatch(name_regex(_seed_file("acl_{"), **FIELDS), n)]
     assert len(task) == 1 and len(acl_f) == 1, names
     events = orjson.loads((job / "timeline" / task[0]).read_bytes())
     x = [e for e in events if e["ph"] == "X"]
@@ -173,20 +203,18 @@ def test_svp_timeline_files_and_args(job: Path, tmp_path: Path) -> None:
     assert [e["name"] for e in apis].count("aclmdlExecute") == 4
 
 
-def test_svp_summary_files_and_columns(job: Path, tmp_path: Path, seed_text: dict[str, str]) -> None:
+def test_svp_summary_files_and_columns(job: Path, tmp_path: Path) -> None:
     r = msprof("python3.7.5 msprof.pyc export summary -dir JOB --format csv --layout svp", tmp_path, JOB=str(job))
     assert r.returncode == 0, r.stderr
     d = job / "summary"
-    (ops,) = [p for p in d.iterdir() if re.fullmatch(r"op_summary_0\.resnet_mish\.\d+\.4\.4\.4\.NA\.\w+\.csv", p.name)]
-    (stat,) = [p for p in d.iterdir() if re.fullmatch(r"op_statistic_0_\d+_4_0\.csv", p.name)]
-    (acl_s,) = [p for p in d.iterdir() if re.fullmatch(r"acl_statistic_0_\d+_0\.csv", p.name)]
-    seed = " ".join(seed_text["002"].split())
+    found = {name: [p for p in d.iterdir() if re.fullmatch(name_regex(str(t["file"]), **FIELDS), p.name)]
+             for name, t in TABLES.items()}
+    assert {k: len(v) for k, v in found.items()} == dict.fromkeys(TABLES, 1), sorted(p.name for p in d.iterdir())
+    ops, stat, acl_s = found["op_summary"][0], found["op_statistic"][0], found["acl_statistic"][0]
     header, rows = _rows(ops)
-    assert header == ["Layer Id", "Ori Layer Name", "Layer Name", "Layer Type", "Time(us)", "Time Ratio",
-                      "Mac Busy Ratio", "Mac Ppen Ratio", "Vec Busy Ratio", "Vec Ppen Ratio", "Dstr Ratio",
-                      "Dtrans Ratio", "DLD Ratio", "WLD Ratio", "Memory Bound", "DDR Read(byte)",
-                      "DDR Write(byte)", "DDR Total(byte)"]
-    assert all(h in seed for h in header)
+    assert header == TABLES["op_summary"]["columns"]  # the seed's 表 1 字段说明, in its order
+    assert header[:6] == ["Layer Id", "Ori Layer Name", "Layer Name", "Layer Type", "Time(us)", "Time Ratio"]
+    assert header[14] == "Memory Bound" and len(header) == 18
     assert rows[-1][0] == "-" and float(rows[-1][5]) == 100.0  # "-" is the total row
     assert all(v == "N/A" for row in rows for v in row[6:14] + row[15:])  # PMU ratios, DDR: unmeasured
     # Memory Bound is the cost model's ratio: Mul is a memory pass, Softplus costs transcendentals
@@ -195,15 +223,13 @@ def test_svp_summary_files_and_columns(job: Path, tmp_path: Path, seed_text: dic
     assert rows[-1][14] == "N/A"
     assert abs(sum(float(r[4]) for r in rows[:-1]) - float(rows[-1][4])) < 0.01 * len(rows)
     header, rows = _rows(stat)
-    assert header == ["Task ID", "Stream ID", "OP Name", "Task Type", "Total Time Ratio(%)", "Total Time(us)",
-                      "Count", "Avg(us)", "Max(us)", "Min(us)"]
+    assert header == TABLES["op_statistic"]["columns"]
+    assert header[2] == "OP Name" and header[6] == "Count"
     assert all(int(r[6]) == 4 for r in rows)  # every operator ran in each of the 4 executes
     header, rows = _rows(acl_s)
-    assert header == ["Process ID", "Thread ID", "Type", "Name", "Total Time Ratio(%)", "Total Time(us)",
-                      "Count", "Avg(us)", "Max(us)", "Min(us)"]
+    assert header == TABLES["acl_statistic"]["columns"]
+    assert header[2:4] == ["Type", "Name"] and header[6] == "Count"
     assert ["model", "aclmdlExecute", "4"] in [[r[2], r[3], r[6]] for r in rows]
-    for h in ("Mac Ppen Ratio", "Dtrans Ratio", "DDR Total(byte)", "Total Time Ratio(%)", "Process ID"):
-        assert h in seed, h
 
 
 def test_show_svp_four_tables_at_80_columns(job: Path, tmp_path: Path) -> None:
@@ -228,7 +254,7 @@ def test_one_step_remote_line_with_the_seed_ini(sshd: Sshd, password_user: Passw
     (home / ".ssh").mkdir(parents=True)
     sshd.known_hosts(home / ".ssh")
     ini = tmp_path / "board.ini"
-    ini.write_text("[ssh_config] ip = XXXX username = XXXX pwd = XXX port = XX".replace("[ssh_config] ", "[ssh_config]\n")
+    ini.write_text(INI.replace("[ssh_config] ", "[ssh_config]\n")
                    .replace(" username", "\nusername").replace(" pwd", "\npwd").replace(" port", "\nport")
                    .replace("ip = XXXX", "ip = 127.0.0.1").replace("username = XXXX", f"username = {password_user.name}")
                    .replace("pwd = XXX", f"pwd = {password_user.password}").replace("port = XX", f"port = {sshd.port}")

@@ -36,16 +36,31 @@ while True:
 """
 
 
-def kill_once(out: Path, backend: str, delay: float) -> float:
+def _marks_on_disk(out: Path) -> int:
+    jobs = sorted(out.glob("PROF_*"))
+    if not jobs:
+        return 0
+    try:
+        recs = rawfile.read_all_records(jobs[0] / "host" / "data")
+    except (OSError, ValueError):
+        return 0
+    return int((recs["kind"] == Kind.MARK).sum())
+
+
+def kill_once(out: Path, backend: str, delay: float, after_first_flush: bool = False) -> float:
     """Start the 4-thread flat-out marker (``OPENMSPROF_RECORDER=backend``) writing under
-    ``out``, SIGKILL it ``delay`` s after all four threads run; return the seconds from the
-    kill back to the newest marker on disk (``inf`` when none reached the disk)."""
+    ``out``, SIGKILL it ``delay`` s after all four threads run (``after_first_flush``: after the
+    first markers reached the disk, which on a machine at load 20 can take over a second); return
+    the seconds from the kill back to the newest marker on disk (``inf`` when none reached it)."""
     p = subprocess.Popen([sys.executable, "-c", KILL_CHILD, str(out)], stdout=subprocess.PIPE,
                          text=True, env=dict(os.environ, OPENMSPROF_RECORDER=backend))
     try:
         assert p.stdout is not None
         line = p.stdout.readline().strip()
         assert line == "ready", f"child did not start: {line!r}"
+        deadline = time.monotonic() + 60
+        while after_first_flush and _marks_on_disk(out) == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
         time.sleep(delay)
         t_kill = time.perf_counter_ns()
         os.kill(p.pid, signal.SIGKILL)

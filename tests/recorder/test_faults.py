@@ -18,6 +18,7 @@ import openmsprof
 from openmsprof import mstx
 from openmsprof.recorder import rawfile
 from openmsprof.recorder.records import HEADER, RECORDS_MAGIC, Kind, Series
+from tests.margins import SIGKILL_LOSS_S
 from tests.tmpfs import mount_tmpfs
 
 CHILD_MARKER_LOOP = """
@@ -36,7 +37,9 @@ def _job(out: Path) -> Path:
     return jobs[0]
 
 
-def test_sigkill_loses_at_most_one_second(out_dir: Path) -> None:
+def test_sigkill_loses_at_most_the_flush_bound(out_dir: Path) -> None:
+    """The newest marker on disk is at most SIGKILL_LOSS_S older than the kill (<= 1 s promised,
+    measured idle and loaded by benchmarks/bench_markers.py)."""
     p = subprocess.Popen([sys.executable, "-c", CHILD_MARKER_LOOP, str(out_dir)], stdout=subprocess.PIPE, text=True)
     assert p.stdout is not None
     assert p.stdout.readline().strip() == "ready"
@@ -51,7 +54,7 @@ def test_sigkill_loses_at_most_one_second(out_dir: Path) -> None:
     marks = recs[recs["kind"] == Kind.MARK]
     assert len(marks) > 1000
     lost_ns = kill_ns - int(marks["t0"].max())
-    assert lost_ns <= 1_000_000_000, f"lost {lost_ns / 1e9:.3f} s of records"
+    assert lost_ns <= SIGKILL_LOSS_S * 1e9, f"lost {lost_ns / 1e9:.3f} s of records"
 
 
 def test_thread_that_never_stops_marking_at_shutdown(out_dir: Path, backend: str) -> None:

@@ -116,8 +116,9 @@ def test_unwritable_output_warns_and_trains(tmp_path):
     assert str(blocker) in line
 
 
-def _kill_mid_step(tmp_path, env, after_s):
-    """Run the endless step loop, SIGKILL it ``after_s`` seconds into the window; the job."""
+def _kill_mid_step(tmp_path, env, after_s, parts=0):
+    """Run the endless step loop, SIGKILL it ``after_s`` seconds into the window (and not before
+    ``parts`` rolled tracer parts are on disk: on a loaded machine 3 s may hold none); the job."""
     p = subprocess.Popen([sys.executable, str(PROGRAMS), "sleep", str(tmp_path)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env={k: v for k, v in {**os.environ, **QUIET, **env}.items()
@@ -126,6 +127,10 @@ def _kill_mid_step(tmp_path, env, after_s):
         assert p.stdout is not None
         assert p.stdout.readline().strip() == "stepping"
         time.sleep(after_s)
+        deadline = time.monotonic() + 120
+        while len(list(tmp_path.glob("PROF_*/host/tf_xplane/plugins/profile/*/*.xplane.pb"))) < parts \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=30)
     finally:
@@ -146,7 +151,7 @@ def test_sigkill_mid_step_job_imports(tmp_path):
 
 def test_sigkill_with_rolling_keeps_all_but_the_last_period(tmp_path):
     """OPENMSPROF_TF_ROLL_S: the tracer is rolled, so a kill loses at most one period of ops."""
-    job = _kill_mid_step(tmp_path, {"OPENMSPROF_TF_ROLL_S": "0.5"}, 3.0)
+    job = _kill_mid_step(tmp_path, {"OPENMSPROF_TF_ROLL_S": "0.5"}, 3.0, parts=2)
     ops = rows(job / "summary" / "op_summary_0.csv")
     assert {r["OP Type"] for r in ops} >= {"Sum"} and len(ops) > 20
     log = (job / "host" / "collection.log").read_text()

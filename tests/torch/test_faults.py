@@ -89,7 +89,15 @@ def test_killed_loop_flushed_window_still_analyses(tmp_path: Path) -> None:
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert b"second window" in line
-    time.sleep(0.5)
+    # the first window's framework trace is written after its step returns (~0.6 s idle, several
+    # seconds at load 20): wait for it and for the second window's first flushed slice, then kill
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        dirs = rank_dirs(tmp_path / "out") if (tmp_path / "out").is_dir() else []
+        if len(dirs) == 2 and any(list(d.glob("FRAMEWORK/*.json")) for d in dirs) \
+                and all(list(d.glob("PROF_*/host/data/*.slice_*")) for d in dirs):
+            break
+        time.sleep(0.1)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     dirs = rank_dirs(tmp_path / "out")
