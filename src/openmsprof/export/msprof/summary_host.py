@@ -167,6 +167,7 @@ def _step_rows(db: JobDB, dev: int) -> Iterator[list[Any]]:
     points = training_points(db)
     fpbp = step_points(db, [(s, s, max(e, s)) for _i, s, e, m in rows if m in (None, INVALID)],
                        points) if points is not None else {}
+    cell: int | str = HOST if dev < 0 else dev  # host steps say "host" like every host file
     for step, s, e, model in rows:
         e = max(e, s)
         if model is None or model == INVALID:
@@ -175,11 +176,11 @@ def _step_rows(db: JobDB, dev: int) -> Iterator[list[Any]]:
             it = e - prev_end.get(model, s)
             prev_end[model] = e
         if s in fpbp:  # training_trace: FP/BP columns, empty where a point was not found
-            yield [dev, step, *_fpbp_cells(fpbp[s], s, e, prev_end.get(-1, s)), Num(us(it)),
+            yield [cell, step, *_fpbp_cells(fpbp[s], s, e, prev_end.get(-1, s)), Num(us(it)),
                    *_fpbp_spans(fpbp[s], s, e, prev_end.get(-1, s)), id_or_na(model)]
             prev_end[-1] = e
             continue
-        yield [dev, step, NA, NA, us(e), Num(us(it)), NA, NA, NA, id_or_na(model)]
+        yield [cell, step, NA, NA, us(e), Num(us(it)), NA, NA, NA, id_or_na(model)]
 
 
 def _fpbp_cells(p: tuple[int | None, int | None], s: int, e: int, prev: int) -> list[str]:

@@ -1,7 +1,8 @@
 """``export timeline``: the job database → Chrome trace JSON (FORMATS §5, decisions 2 and 3).
 
 One file per device, ``timeline/msprof_{dev}.json`` (``msprof_host.json`` when the job has no
-device data), each holding the host layers too so API→task flows stay in one file.  Events are
+device data), each holding the host layers too so API→task flows stay in one file; and the
+iteration timeline ``timeline/step_trace_{dev}.json`` (:mod:`step_timeline`) where there are steps.  Events are
 formatted from cursor rows in chunks — never a list of the whole job; on a multi-core machine
 the device pass of a big job runs in a forked child (:mod:`trace_fork`).
 """
@@ -19,6 +20,7 @@ from openmsprof.export.jobdb import DB_ERRORS, JobDB, open_job
 from openmsprof.export.msprof import trace_device as device
 from openmsprof.export.msprof import trace_passes as passes
 from openmsprof.export.msprof.naming import TIMELINE_DIR, remove_stale, timeline_file
+from openmsprof.export.msprof.step_timeline import write_step_timeline
 from openmsprof.export.msprof.trace_fork import DeviceChild
 from openmsprof.export.msprof.trace_layout import Style
 from openmsprof.export.msprof.trace_writer import TraceWriter
@@ -60,7 +62,9 @@ def write_timeline(db: JobDB, out_dir: Path, *, ascend_compat: bool = False,
 
     ``parallel``: run each device pass in a forked child — True: always (but never with size
     splitting), False: never, None: when it pays (two or more CPUs, a single-threaded caller,
-    at least ``FORK_MIN_TASKS`` tasks).  The events written are the same either way."""
+    at least ``FORK_MIN_TASKS`` tasks).  The events written are the same either way.
+    A device with no events writes no file; a whole-job export then removes an older one, a
+    ``start_us``/``end_us`` window with no events leaves it (the caller says so)."""
     if max_size_mb is not None and max_size_mb <= 0:
         raise ConfigError(f"--max-size-mb must be > 0, got {max_size_mb}")
     if start_us is not None and end_us is not None and end_us <= start_us:
@@ -80,6 +84,7 @@ def write_timeline(db: JobDB, out_dir: Path, *, ascend_compat: bool = False,
         pending = [meanwhile] if meanwhile is not None else []
         for dev in devices:
             written.extend(_write_device_file(db, out_dir, dev, style, lo, hi, max_bytes, fork, pending))
+        written.extend(write_step_timeline(db, out_dir, base, lo, hi))
         if pending:
             pending.pop()()
         return written
@@ -131,7 +136,8 @@ def _write_device_file(db: JobDB, out_dir: Path, dev: int | str, style: Style, l
         passes.write_overhead(ctx)
         if w.events == 0:  # no data, no file (the seed's rule)
             w.abort()
-            remove_stale([], out_dir / timeline_file(dev))
+            if lo == -(1 << 63) and hi == (1 << 63) - 1:  # an empty window keeps earlier files
+                remove_stale([], out_dir / timeline_file(dev))
             return []
         return w.finish()
     except BaseException:
