@@ -7,6 +7,7 @@ still does deliberately otherwise is listed in docs/conformance.md.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -114,3 +115,250 @@ def test_row02_aac_metrics_other_value_collects_nothing(models: dict[str, Path],
     assert sample["openmsprof"]["aic_metrics"] == "AiCoreNone"
     log = (job / "host" / "collection.log").read_text()
     assert f"profiler.aac_metrics={metrics!r} is not ArithmeticUtilization; no AI Core metrics" in log
+
+
+# --- rows 5, 6, 16: TensorFlow sess.run mode (seed 003) ---------------------------------------
+
+#: Seed 003 "Collection of Raw Profile Data (TensorFlow 1.x Training/Online Inference)", sess.run
+#: mode, as printed (imports: ``npu_bridge`` → ``openmsprof.tensorflow.npu_bridge``), around the
+#: ordinary TF1 training loop it elides (``sess.run()``): the initializer, then five steps.
+TF_SESS_RUN = """\
+import os, sys
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np
+import tensorflow.compat.v1 as tf
+from openmsprof.tensorflow.npu_bridge.npu_init import *
+tf.disable_eager_execution()
+x = tf.placeholder(tf.float32, [16, 8]); y = tf.placeholder(tf.float32, [16, 1])
+w = tf.get_variable("w", [8, 1])
+loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+train_op = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+feeds = {x: np.ones((16, 8), np.float32), y: np.ones((16, 1), np.float32)}
+config = tf.ConfigProto()
+custom_op = config.graph_options.rewrite_options.custom_optimizers.add()
+custom_op.name = "NpuOptimizer"
+custom_op.parameter_map["use_off_line"].b = True
+custom_op.parameter_map["profiling_mode"].b = True
+custom_op.parameter_map["profiling_options"].s = tf.compat.as_bytes('{"output":"/tmp/profiling","training_trace":"on","task_trace":"on","fp_point":"","bp_point":"","aic_metrics":"PipeUtilization"}'.replace("/tmp/profiling", sys.argv[1]))
+config.graph_options.rewrite_options.remapping = RewriterConfig.OFF  # Disable remapping.
+with tf.Session(config=config) as sess:
+    sess.run(tf.global_variables_initializer())
+    for _ in range(5):
+        sess.run(train_op, feeds)
+print("APP DONE")
+"""
+
+
+@pytest.fixture(scope="module")
+def tf_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("tensorflow")
+    root = tmp_path_factory.mktemp("round2_tf")
+    (root / "train.py").write_text(TF_SESS_RUN)
+    r = _run([PYTHON, "train.py", str(root / "profiling")], root)
+    assert r.returncode == 0, r.stderr
+    (job,) = _jobs(root / "profiling")
+    for what in ("summary", "timeline"):
+        e = _run([*CLI, "export", what, "-dir", str(job)], root)
+        assert e.returncode == 0, e.stderr
+    return job
+
+
+def _csv_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_row05_step_trace_json_iteration_timeline(tf_job: Path) -> None:
+    """Seed 003 Table 1: "step_trace (iteration trace data) | step_trace_*.json"."""
+    (path,) = sorted((tf_job / "timeline").glob("step_trace_*.json"))
+    events = json.loads(path.read_text())["traceEvents"]
+    iterations = [e for e in events if e.get("ph") == "X" and e["name"].split()[:-1] == ["Iteration"]]
+    assert [e["args"]["Iteration ID"] for e in iterations] == [1, 2, 3, 4, 5]
+    assert all(e["dur"] > 0 for e in iterations)
+    # training_trace on, fp/bp found automatically: FP_BP Time spans inside their iteration
+    fpbp = {e["name"].split()[-1]: e for e in events if e.get("name", "").startswith("FP_BP Time ")}
+    assert len(fpbp) == 5
+    for it in iterations:
+        f = fpbp[str(it["args"]["Iteration ID"])]
+        assert it["ts"] - 0.01 <= f["ts"] and f["ts"] + f["dur"] <= it["ts"] + it["dur"] + 0.01
+
+
+def test_row06_initializer_run_is_not_an_iteration(tf_job: Path) -> None:
+    """Seed 003 sess.run mode: five training ``sess.run`` calls are five iterations; the
+    ``sess.run(tf.global_variables_initializer())`` before them is none."""
+    rows = _csv_rows(tf_job / "summary" / "step_trace_host.csv")
+    assert [r["Iteration ID"] for r in rows] == ["1", "2", "3", "4", "5"]
+    assert all(r["BP End(us)"] for r in rows)  # each is a training step (gradients found)
+
+
+def test_row16_step_trace_host_device_id_says_host(tf_job: Path) -> None:
+    """Every host file's Device_id is ``host`` (step_trace_host.csv too)."""
+    rows = _csv_rows(tf_job / "summary" / "step_trace_host.csv")
+    assert {r["Device_id"] for r in rows} == {"host"}
+    api = _csv_rows(tf_job / "summary" / "api_statistic_host.csv")
+    assert {r["Device_id"] for r in api} == {"host"}
+
+
+# --- row 10: npu_bridge.profiler.profiler (seed 003, local profiling) ---------------------------
+
+TF_LOCAL = """\
+import os, sys
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np
+import tensorflow.compat.v1 as tf
+from openmsprof.tensorflow.npu_bridge.profiler import profiler  # seed: npu_bridge.profiler.profiler
+tf.disable_eager_execution()
+x = tf.placeholder(tf.float32, [8, 8]); w = tf.get_variable("w", [8, 8])
+train = tf.train.GradientDescentOptimizer(0.01).minimize(tf.reduce_sum(tf.matmul(x, w)))
+feeds = {x: np.ones((8, 8), np.float32)}
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(train, feeds)  # before the window: not profiled
+    with profiler.Profiler(level="L1", aic_metrics="PipeUtilization", output_path=sys.argv[1]):
+        for _ in range(3):
+            sess.run(train, feeds)
+    with profiler.profiler(level="L9", output_path=sys.argv[2]):  # a wrong level: one warning
+        sess.run(train, feeds)
+print("APP DONE")
+"""
+
+
+def test_row10_npu_bridge_profiler_module_profiles_the_block(tmp_path: Path) -> None:
+    """Seed 003: "Data can be profiled globally or locally by calling the
+    npu_bridge.profiler.profiler class" -- only the ``with`` block is one job."""
+    pytest.importorskip("tensorflow")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "local.py").write_text(TF_LOCAL)
+    r = _run([PYTHON, "local.py", str(tmp_path / "a"), str(tmp_path / "b")], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "APP DONE" in r.stdout
+    (job,) = _jobs(tmp_path / "a")
+    e = _run([*CLI, "export", "summary", "-dir", str(job)], tmp_path)
+    assert e.returncode == 0, e.stderr
+    assert len(_csv_rows(job / "summary" / "step_trace_host.csv")) == 3
+    (line,) = [ln for ln in r.stderr.splitlines() if "level=" in ln]
+    assert "level='L9' is invalid" in line and "Traceback" not in r.stderr
+    assert len(_jobs(tmp_path / "b")) == 1  # the wrong level still profiles, with L0
+
+
+# --- rows 8, 9, 12: torch_npu (seed 004) ------------------------------------------------------
+
+TORCH_PRELUDE = """\
+import torch
+import openmsprof.torch as torch_npu  # the one changed line (seed: import torch_npu)
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
+def train_one_step():
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    optimizer.zero_grad(); loss.backward(); optimizer.step()
+"""
+
+
+def _torch(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
+    pytest.importorskip("torch")
+    (tmp_path / "sample.py").write_text(TORCH_PRELUDE + body)
+    return _run([PYTHON, "sample.py"], tmp_path)
+
+
+def _rank_dirs(root: Path) -> list[Path]:
+    return sorted(p for p in root.iterdir() if p.name.endswith("_ascend_pt"))
+
+
+def test_row08_level_none_writes_no_level_files(tmp_path: Path) -> None:
+    """Seed 004 profiler_level: "Level_none:不采集所有Level层级控制的数据,即关闭profiler_level"
+    -- no kernel_details, op_statistic, operator_details, step_trace_time; trace_view (msprof_tx,
+    which Level_none turns on) still."""
+    body = """
+experimental_config = torch_npu.profiler._ExperimentalConfig(
+    profiler_level=torch_npu.profiler.ProfilerLevel.Level_none, msprof_tx=True)
+with torch_npu.profiler.profile(
+        activities=[torch_npu.profiler.ProfilerActivity.CPU, torch_npu.profiler.ProfilerActivity.NPU],
+        on_trace_ready=torch_npu.profiler.tensorboard_trace_handler("./result"),
+        experimental_config=experimental_config) as prof:
+    for _ in range(2):
+        train_one_step(); prof.step()
+"""
+    r = _torch(tmp_path, body)
+    assert r.returncode == 0, r.stderr
+    (rd,) = _rank_dirs(tmp_path / "result")
+    out = rd / "ASCEND_PROFILER_OUTPUT"
+    assert (out / "trace_view.json").is_file() and (out / "analyse.done").is_file()
+    for name in ("kernel_details.csv", "op_statistic.csv", "operator_details.csv", "step_trace_time.csv"):
+        assert not (out / name).exists(), name
+
+
+def test_row09_op_attr_true_accepted(tmp_path: Path) -> None:
+    """Seed 004 experimental_config: "op_attr ... bool类型。可取值True(开启)或False(关闭)" --
+    accepted (kept in profiler_info.json), no "invalid" reset, what this machine cannot record
+    said in one line."""
+    body = """
+experimental_config = torch_npu.profiler._ExperimentalConfig(
+    profiler_level=torch_npu.profiler.ProfilerLevel.Level1, op_attr=True,
+    export_type=torch_npu.profiler.ExportType.Db)
+with torch_npu.profiler.profile(on_trace_ready=torch_npu.profiler.tensorboard_trace_handler("./result"),
+                                experimental_config=experimental_config) as prof:
+    train_one_step()
+text_only = torch_npu.profiler._ExperimentalConfig(op_attr=True)
+print("TEXT_OP_ATTR", text_only._op_attr)
+"""
+    r = _torch(tmp_path, body)
+    assert r.returncode == 0, r.stderr
+    assert "is invalid" not in r.stderr
+    assert "TEXT_OP_ATTR True" in r.stdout
+    (rd,) = _rank_dirs(tmp_path / "result")
+    info = json.loads(next(rd.glob("profiler_info*.json")).read_text())
+    assert info["config"]["experimental_config"]["_op_attr"] is True
+    assert any("op_attr=True accepted" in u for u in info["unsupported"])
+    assert list((rd / "ASCEND_PROFILER_OUTPUT").glob("ascend_pytorch_profiler*.db"))
+
+
+def test_row12_torch_npu_profiler_profiler_analyse(tmp_path: Path) -> None:
+    """Seed 004 离线解析: ``torch_npu.profiler.profiler.analyse(profiler_path)`` (the module
+    torch_npu defines it in) parses raw data left by ``analyse_flag=False``."""
+    body = """
+with torch_npu.profiler.profile(
+        on_trace_ready=torch_npu.profiler.tensorboard_trace_handler("./result", analyse_flag=False)) as prof:
+    for _ in range(2):
+        train_one_step(); prof.step()
+import glob
+print("RAW", len(glob.glob("./result/*/ASCEND_PROFILER_OUTPUT")))
+torch_npu.profiler.profiler.analyse("./result")
+from openmsprof.torch.profiler.profiler import analyse
+print("SAME", analyse is torch_npu.profiler.analyse)
+"""
+    r = _torch(tmp_path, body)
+    assert r.returncode == 0, r.stderr
+    assert "RAW 0" in r.stdout and "SAME True" in r.stdout
+    (rd,) = _rank_dirs(tmp_path / "result")
+    assert (rd / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").is_file()
+
+
+# --- row 14: export timeline with an empty window ---------------------------------------------
+
+SLOW_START_APP = ACL_APP.replace("assert acl.init(sys.argv[1] if len(sys.argv) > 1 else None) == 0\n",
+                                 "assert acl.init(sys.argv[1] if len(sys.argv) > 1 else None) == 0\n"
+                                 "import time; time.sleep(0.3)  # nothing happens in the first 300 ms\n")
+
+
+def test_row14_empty_window_keeps_earlier_timeline(models: dict[str, Path], tmp_path: Path) -> None:
+    """Seed 002 ``export timeline -dir JOB`` then the window ``--start-us 0 --end-us 5000`` with
+    no events in it: the earlier msprof_0.json stays, and one line says why nothing was written."""
+    out = tmp_path / "profiling"
+    out.mkdir()
+    (tmp_path / "main.py").write_text(SLOW_START_APP)
+    (tmp_path / "acl.json").write_text(_seed_acl_json(out))
+    r = _run([PYTHON, "main.py", "acl.json"], tmp_path, SEED_MODEL=str(models["tiny_mlp"]))
+    assert r.returncode == 0, r.stderr
+    (job,) = _jobs(out)
+    full = _run([*CLI, "export", "timeline", "-dir", str(job)], tmp_path)
+    assert full.returncode == 0, full.stderr
+    (first,) = sorted((job / "timeline").glob("msprof_*.json"))
+    before = first.read_bytes()
+    win = _run([*CLI, "export", "timeline", "-dir", str(job), "--start-us", "0", "--end-us", "5000"], tmp_path)
+    assert win.returncode == 0, win.stderr
+    assert first.read_bytes() == before
+    (line,) = [ln for ln in win.stdout.splitlines() if "no events in window" in ln]
+    assert "[0, 5000]" in line
