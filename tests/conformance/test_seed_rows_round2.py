@@ -362,3 +362,54 @@ def test_row14_empty_window_keeps_earlier_timeline(models: dict[str, Path], tmp_
     assert first.read_bytes() == before
     (line,) = [ln for ln in win.stdout.splitlines() if "no events in window" in ln]
     assert "[0, 5000]" in line
+
+
+# --- rows 11, 15: pyACL calls given wrong values (seed 001) ------------------------------------
+
+ACL_BAD_CALLS = """\
+import os
+from openmsprof import acl
+assert acl.init() == 0
+data = open(os.environ["SEED_MODEL"], "rb").read() * 4  # a model's bytes, whole (well over 100 KB)
+model_id, ret = acl.mdl.load_from_mem(data, len(data))   # seed 001 spelling: (bytes, len)
+print("LOAD", model_id, ret)
+good = open(os.environ["SEED_MODEL"], "rb").read()
+model_id, ret = acl.mdl.load_from_mem(acl.util.bytes_to_ptr(good), len(good))
+print("LOAD_PTR", ret)
+ACL_PROF_ACL_API = 0x0001
+ACL_PROF_TASK_TIME = 0x0002
+prof_config = acl.prof.create_config([99], 0, 0, ACL_PROF_ACL_API | ACL_PROF_TASK_TIME)
+print("CONFIG", prof_config)
+print("ERR", acl.get_recent_err_msg())
+prof_config = acl.prof.create_config([0], 0, 0, ACL_PROF_ACL_API | ACL_PROF_TASK_TIME)
+print("CONFIG0", prof_config != 0)
+assert acl.finalize() == 0
+"""
+
+
+@pytest.fixture(scope="module")
+def bad_calls(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    root = tmp_path_factory.mktemp("round2_bad")
+    (root / "bad.py").write_text(ACL_BAD_CALLS)
+    r = _run([PYTHON, "bad.py"], root, SEED_MODEL=str(models["resnet_mish"]))
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r
+
+
+def test_row11_load_from_mem_error_never_prints_the_payload(bad_calls: subprocess.CompletedProcess[str]) -> None:
+    """Seed 001 ``acl.mdl.load_from_mem(bytes, len)`` with the bytes themselves: an error code
+    and one short line naming what was passed; the pointer spelling loads."""
+    assert "LOAD 0 100000" in bad_calls.stdout  # ACL_ERROR_INVALID_PARAM
+    assert "LOAD_PTR 0" in bad_calls.stdout
+    (line,) = [ln for ln in bad_calls.stderr.splitlines() if "load_from_mem" in ln]
+    assert "model is a bytes of" in line and "bytes_to_ptr" in line and len(line) < 400
+    assert "\\x" not in bad_calls.stderr and len(bad_calls.stderr) < 2000
+
+
+def test_row15_create_config_no_such_device(bad_calls: subprocess.CompletedProcess[str]) -> None:
+    """Seed 001 ``acl.prof.create_config(device_list, ...)`` with device 99 on a one-device
+    machine: no handle (0), one line with ACL_ERROR_INVALID_DEVICE (107001) naming the device."""
+    assert "CONFIG 0" in bad_calls.stdout and "CONFIG0 True" in bad_calls.stdout
+    (line,) = [ln for ln in bad_calls.stderr.splitlines() if "create_config" in ln]
+    assert "device 99 does not exist" in line and "107001" in line
+    assert "ERR acl.prof.create_config: device 99 does not exist" in bad_calls.stdout
