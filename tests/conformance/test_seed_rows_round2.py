@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -368,6 +369,7 @@ def test_row14_empty_window_keeps_earlier_timeline(models: dict[str, Path], tmp_
 
 ACL_BAD_CALLS = """\
 import os
+import re
 from openmsprof import acl
 assert acl.init() == 0
 data = open(os.environ["SEED_MODEL"], "rb").read() * 4  # a model's bytes, whole (well over 100 KB)
@@ -413,3 +415,44 @@ def test_row15_create_config_no_such_device(bad_calls: subprocess.CompletedProce
     (line,) = [ln for ln in bad_calls.stderr.splitlines() if "create_config" in ln]
     assert "device 99 does not exist" in line and "107001" in line
     assert "ERR acl.prof.create_config: device 99 does not exist" in bad_calls.stdout
+
+
+# --- row 4: collect ... --all --layout svp (seed 002's file names in one command) ---------------
+
+
+def test_row04_collect_all_layout_svp(models: dict[str, Path], tmp_path: Path) -> None:
+    """Seed 002 ``collect -m <main> ... --all`` and its Table 2 timeline names
+    (``task_time_{deviceid}.{model_file_name}.{model_id}.{batch_num}.json``) in one command."""
+    (tmp_path / "main.py").write_text(ACL_APP)
+    r = _run([*CLI, "collect", "-m", "main.py", "--output", "out", "--all", "--layout", "svp"], tmp_path,
+             SEED_MODEL=str(models["tiny_mlp"]))
+    assert r.returncode == 0, r.stderr
+    (job,) = _jobs(tmp_path / "out")
+    names = sorted(p.name for p in (job / "timeline").iterdir())
+    assert any(re.fullmatch(r"task_time_0\.tiny_mlp\.1\.\d+\.json", n) for n in names), names
+    assert any(re.fullmatch(r"op_summary_0\.tiny_mlp\.1\..*\.csv", p.name) for p in (job / "summary").iterdir())
+    assert not (job / "timeline" / "msprof_0.json").exists()  # the svp set, not the msprof one
+    bad = _run([*CLI, "collect", "-m", "main.py", "--output", "out2", "--all", "--layout", "svq"], tmp_path,
+               SEED_MODEL=str(models["tiny_mlp"]))
+    assert bad.returncode == 2 and "'svq'" in _one_line(bad.stderr)
+
+
+# --- row 19: docs/collect.md's first local example, as written ---------------------------------
+
+
+def test_row19_docs_collect_first_local_example(tmp_path: Path) -> None:
+    """docs/collect.md "Local runs": the first command, typed as written, from a folder holding
+    the examples: a job under ``prof/`` with its exports, and no error line."""
+    text = (REPO / "docs" / "collect.md").read_text()
+    local = text[text.index("## Local runs"):]
+    line = local[local.index("```") + 3:].strip().splitlines()[0].strip()
+    assert line.startswith("openmsprof collect -m examples/")
+    (tmp_path / "examples").mkdir()
+    script = line.split()[3]
+    for name in (script.split("/")[-1], "models.py"):
+        (tmp_path / "examples" / name).write_bytes((REPO / "examples" / name).read_bytes())
+    r = _run([*CLI, *line.split()[1:]], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert not [ln for ln in r.stderr.splitlines() if "error" in ln.lower()], r.stderr
+    (job,) = _jobs(tmp_path / "prof")
+    assert (job / "timeline" / "msprof_0.json").is_file() and (job / "summary" / "op_summary_0.csv").is_file()

@@ -14,6 +14,8 @@ from openmsprof.config.errors import ProfilingError
 from openmsprof.config.model import ProfileConfig
 from openmsprof.flight.options import check, parse_spec
 
+LAYOUTS = ("msprof", "svp")
+
 DESCRIPTION = """Profile a program with no code change (seed 002 "one-step" profiling).
 Locally the program runs with an acl.json (OPENMSPROF_ACL_JSON) and a process-level session
 started at interpreter start-up; with --config board.ini it is uploaded to a board, run there
@@ -21,6 +23,7 @@ over SSH and its job directories are copied back into --output.
 
   openmsprof collect -m app.py --config board.ini --all
   openmsprof collect -m app.py --output out --interval 2 --all
+  openmsprof collect -m app.py --output out --all --layout svp (seed 002's file names)
   openmsprof collect -m app.py --output out -- --epochs 3     (program arguments after --)
   openmsprof collect -m "app.py --epochs 3" --output out       (or inside one quoted -m)
 
@@ -38,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cli_flags.add_arguments(parser)
     _add(parser, ("--all",), dest="all", action="store_true",
          help="import and export timeline + summary of the collected jobs when the program ends")
+    _add(parser, ("--layout",), dest="layout", choices=LAYOUTS, default="msprof",
+         help="with --all: the export's file set, msprof (default) or svp (seed 002's SVP "
+              "msprof.pyc names), as for 'openmsprof export --layout'")
     _add(parser, ("--config",), dest="board", metavar="BOARD_INI",
          help="run on a remote board: ini with [ssh_config] ip, username, pwd or key_file, port")
     _add(parser, ("--accept-new-host-key",), dest="accept_new_host_key", action="store_true",
@@ -121,13 +127,16 @@ def _finish(ns: argparse.Namespace, rc: int, jobs: list[Any], config: ProfileCon
             print("openmsprof: the program wrote no job (no Python process was profiled)", file=sys.stderr)
         return rc
     if not ns.all:
+        if getattr(ns, "layout", "msprof") != "msprof":
+            print("openmsprof: --layout applies to the export of --all; the jobs were not exported",
+                  file=sys.stderr)
         for job in jobs:
             print(f"openmsprof: job {job}", file=sys.stderr)
         return rc
     from openmsprof.collector import postprocess  # import/export: not needed on a board
 
     try:
-        postprocess.process_all(jobs)
+        postprocess.process_all(jobs, layout=getattr(ns, "layout", "msprof"))
     except ProfilingError as exc:
         print(f"openmsprof: error: {exc}", file=sys.stderr)
         return rc or 1
