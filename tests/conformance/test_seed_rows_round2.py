@@ -456,3 +456,54 @@ def test_row19_docs_collect_first_local_example(tmp_path: Path) -> None:
     assert not [ln for ln in r.stderr.splitlines() if "error" in ln.lower()], r.stderr
     (job,) = _jobs(tmp_path / "prof")
     assert (job / "timeline" / "msprof_0.json").is_file() and (job / "summary" / "op_summary_0.csv").is_file()
+
+
+# --- rows 18, 20: analyze over a trace handler's folder (docs/analyze.md, seed 004 Level1) -------
+
+HANDLER_TWO_WINDOWS = """
+experimental_config = torch_npu.profiler._ExperimentalConfig(
+    profiler_level=torch_npu.profiler.ProfilerLevel.Level1)
+with torch_npu.profiler.profile(
+        schedule=torch_npu.profiler.schedule(wait=0, warmup=0, active=2, repeat=2),
+        on_trace_ready=torch_npu.profiler.tensorboard_trace_handler("./out_mish"),
+        experimental_config=experimental_config) as prof:
+    for _ in range(4):
+        train_one_step(); prof.step()
+"""
+
+
+@pytest.fixture(scope="module")
+def handler_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("round2_handler")
+    r = _torch(root, HANDLER_TWO_WINDOWS)
+    assert r.returncode == 0, r.stderr
+    assert len(_rank_dirs(root / "out_mish")) == 2
+    return root
+
+
+def test_row18_analyze_handler_folder_with_two_windows(handler_dir: Path) -> None:
+    """docs/analyze.md: ``openmsprof analyze -dir ./out_mish  # the folder the trace handler
+    wrote to`` -- with two windows each is analysed and named."""
+    r = _run([*CLI, "analyze", "-dir", "./out_mish"], handler_dir)
+    assert r.returncode == 0, r.stderr
+    heads = [ln for ln in r.stdout.splitlines() if ln.startswith("== job ")]
+    names = [p.name for p in _rank_dirs(handler_dir / "out_mish")]
+    assert [h.split(": ", 1)[0] for h in heads] == ["== job 1 of 2", "== job 2 of 2"]
+    assert [Path(h.split(": ", 1)[1]).name for h in heads] == names
+    j = _run([*CLI, "analyze", "-dir", "./out_mish", "--format", "json"], handler_dir)
+    assert j.returncode == 0, j.stderr
+    assert [Path(d["dir"]).name for d in json.loads(j.stdout)["jobs"]] == names
+    h = _run([*CLI, "analyze", "-dir", "./out_mish", "--html", "r.html"], handler_dir)
+    assert h.returncode == 1 and "holds 2 jobs" in _one_line(h.stderr) and "--html" in h.stderr
+
+
+def test_row20_analyze_level1_rank_dir_counts_api_calls(handler_dir: Path) -> None:
+    """A Level1 rank dir's api_statistic.csv (seed 004: Level1 "生成...api_statistic.csv") holds
+    the API calls ``analyze`` reports."""
+    rank = _rank_dirs(handler_dir / "out_mish")[0]
+    rows = _csv_rows(rank / "ASCEND_PROFILER_OUTPUT" / "api_statistic.csv")
+    expected = sum(int(r["Count"]) for r in rows)
+    assert expected > 0
+    r = _run([*CLI, "analyze", "-dir", str(rank)], handler_dir)
+    assert r.returncode == 0, r.stderr
+    assert f" {expected} API calls," in r.stdout.splitlines()[0]
