@@ -17,6 +17,7 @@ from openmsprof.export.msprof.msprof_analyze_layout import (
     export_tool_facing,
     prepare_db,
 )
+from openmsprof.export.msprof.step_timeline import export_step_timeline
 from openmsprof.export.msprof.summary_export import FORMATS, export_summary
 from openmsprof.export.msprof.timeline import export_timeline
 
@@ -104,6 +105,7 @@ def run_timeline(args: argparse.Namespace) -> int:
             max_size_mb=args.max_size_mb,
             # the tool-facing db is copied while the device child renders
             meanwhile=None if getattr(args, "no_tool_facing", False) else lambda: prepare_db(job))
+        paths += export_step_timeline(job, start_us=args.start_us, end_us=args.end_us)
         if not paths and (args.start_us is not None or args.end_us is not None):
             print(f"{job.name}: no events in window [{_us(args.start_us)}, {_us(args.end_us)}] us; "
                   "earlier timeline files left as they were")

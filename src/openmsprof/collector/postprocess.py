@@ -12,6 +12,7 @@ from typing import Any
 
 from openmsprof.config.errors import ProfilingError
 from openmsprof.export.msprof.msprof_analyze_layout import OUTPUT_DIR, export_summary_and_layout
+from openmsprof.export.msprof.step_timeline import export_step_timeline
 from openmsprof.export.msprof.svp_summary import export_svp_summary
 from openmsprof.export.msprof.svp_timeline import export_svp_timeline
 from openmsprof.export.msprof.timeline import export_timeline
@@ -42,6 +43,7 @@ def process(job: Path, layout: str = "msprof") -> Processed:
         done.outputs["summary"] = _output_dir(export_svp_summary(job), job, "summary")
         return done
     done.outputs["timeline"] = _output_dir(export_timeline(job), job, "timeline")
+    export_step_timeline(job)
     summary, _layout = export_summary_and_layout(job)  # + mindstudio_profiler_output/ and msprof_{ts}.db for msprof-analyze
     done.outputs["summary"] = _output_dir(summary, job, "summary")
     done.outputs["tools"] = job / OUTPUT_DIR

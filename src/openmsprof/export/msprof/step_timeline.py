@@ -15,12 +15,14 @@ from typing import Any
 
 import orjson
 
-from openmsprof.export.jobdb import JobDB
-from openmsprof.export.msprof.naming import dev_text, remove_stale
+from openmsprof.config.errors import RawDataError
+from openmsprof.export.jobdb import DB_ERRORS, JobDB, open_job
+from openmsprof.export.msprof.naming import TIMELINE_DIR, dev_text, remove_stale
 from openmsprof.export.msprof.summary_host import step_trace
+from openmsprof.export.msprof.timeline import trace_base
 from openmsprof.fileio import fs
 
-__all__ = ["step_timeline_file", "write_step_timeline"]
+__all__ = ["export_step_timeline", "step_timeline_file", "write_step_timeline"]
 
 _PID = 1
 #: thread id and name of each span kind (the iteration first)
@@ -100,3 +102,16 @@ def write_step_timeline(db: JobDB, out_dir: Path, base_ns: int, lo: int = _ALL[0
         fs.write_file_atomic(path, orjson.dumps(doc))
         written.append(path)
     return written
+
+
+def export_step_timeline(job: Path, start_us: float | None = None, end_us: float | None = None) -> list[Path]:
+    """Import ``job`` if needed and write ``JOB/timeline/step_trace_{dev}.json`` (times and the
+    ``start_us``/``end_us`` window as ``export timeline``'s, from the same base)."""
+    with open_job(job) as db:
+        try:
+            base = trace_base(db)
+            lo = _ALL[0] if start_us is None else base + round(start_us * 1000)
+            hi = _ALL[1] if end_us is None else base + round(end_us * 1000)
+            return write_step_timeline(db, Path(job) / TIMELINE_DIR, base, lo, hi)
+        except DB_ERRORS as exc:  # a database damaged under us: one line, no traceback
+            raise RawDataError(f"database {str(db.path)!r} is unreadable: {exc}") from None

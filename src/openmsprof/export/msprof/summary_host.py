@@ -236,3 +236,26 @@ def host_mem_usage(db: JobDB) -> Iterator[Table]:
     peak = round(used)
     yield Table("host_mem_usage", HOST, H.HOST_MEM_USAGE,
                 [[HOST, round(total), peak, min(round(total), math.ceil(peak * 1.2))]])
+
+
+def _process_rows(db: JobDB, series: Series, digits: int) -> list[list[Any]]:
+    if "OMSP_COUNTER" not in db.tables:
+        return []
+    rows = db.query("SELECT subIndex, AVG(value), MAX(value), COUNT(*) FROM OMSP_COUNTER WHERE series = ?"
+                    " AND deviceId < 0 AND subIndex > 0 GROUP BY subIndex ORDER BY subIndex", (int(series),))
+    return [[HOST, int(pid), Num(f"{avg:.{digits}f}"), Num(f"{peak:.{digits}f}"), int(n)]
+            for pid, avg, peak, n in rows]
+
+
+def host_process_cpu_usage(db: JobDB) -> Iterator[Table]:
+    """Per sampled process (the profiled one and its descendants), its CPU in % of one core."""
+    rows = _process_rows(db, Series.PROC_CPU_PERCENT, 3)
+    if rows:
+        yield Table("host_process_cpu_usage", HOST, H.HOST_PROCESS_CPU_USAGE, rows)
+
+
+def host_process_mem_usage(db: JobDB) -> Iterator[Table]:
+    """Per sampled process, its resident memory (RSS) in KB."""
+    rows = _process_rows(db, Series.PROC_RSS_KB, 0)
+    if rows:
+        yield Table("host_process_mem_usage", HOST, H.HOST_PROCESS_MEM_USAGE, rows)

@@ -1,8 +1,8 @@
 """``export timeline``: the job database → Chrome trace JSON (FORMATS §5, decisions 2 and 3).
 
 One file per device, ``timeline/msprof_{dev}.json`` (``msprof_host.json`` when the job has no
-device data), each holding the host layers too so API→task flows stay in one file; and the
-iteration timeline ``timeline/step_trace_{dev}.json`` (:mod:`step_timeline`) where there are steps.  Events are
+device data), each holding the host layers too so API→task flows stay in one file (the iteration
+timeline ``timeline/step_trace_{dev}.json`` is :mod:`step_timeline`'s).  Events are
 formatted from cursor rows in chunks — never a list of the whole job; on a multi-core machine
 the device pass of a big job runs in a forked child (:mod:`trace_fork`).
 """
@@ -20,7 +20,6 @@ from openmsprof.export.jobdb import DB_ERRORS, JobDB, open_job
 from openmsprof.export.msprof import trace_device as device
 from openmsprof.export.msprof import trace_passes as passes
 from openmsprof.export.msprof.naming import TIMELINE_DIR, remove_stale, timeline_file
-from openmsprof.export.msprof.step_timeline import write_step_timeline
 from openmsprof.export.msprof.trace_fork import DeviceChild
 from openmsprof.export.msprof.trace_layout import Style
 from openmsprof.export.msprof.trace_writer import TraceWriter
@@ -84,7 +83,6 @@ def write_timeline(db: JobDB, out_dir: Path, *, ascend_compat: bool = False,
         pending = [meanwhile] if meanwhile is not None else []
         for dev in devices:
             written.extend(_write_device_file(db, out_dir, dev, style, lo, hi, max_bytes, fork, pending))
-        written.extend(write_step_timeline(db, out_dir, base, lo, hi))
         if pending:
             pending.pop()()
         return written
@@ -151,7 +149,7 @@ def export_timeline(job: Path, *, ascend_compat: bool = False, start_us: float |
                     end_us: float | None = None, max_size_mb: float | None = None,
                     meanwhile: Callable[[], object] | None = None) -> list[Path]:
     """Import ``job`` if needed and write ``JOB/timeline/msprof_{dev}.json`` (``meanwhile``: see
-    :func:`write_timeline`)."""
+    :func:`write_timeline`); ``export timeline`` adds :func:`step_timeline.export_step_timeline`."""
     with open_job(job) as db:
         return write_timeline(db, Path(job) / TIMELINE_DIR, ascend_compat=ascend_compat,
                               start_us=start_us, end_us=end_us, max_size_mb=max_size_mb,
