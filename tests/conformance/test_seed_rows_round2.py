@@ -507,3 +507,68 @@ def test_row20_analyze_level1_rank_dir_counts_api_calls(handler_dir: Path) -> No
     r = _run([*CLI, "analyze", "-dir", str(rank)], handler_dir)
     assert r.returncode == 0, r.stderr
     assert f" {expected} API calls," in r.stdout.splitlines()[0]
+
+
+# --- rows 7, 17: host_sys_usage (seed 003 Table 1; README's profile()) --------------------------
+
+HOST_USAGE_APP = """\
+import multiprocessing as mp, sys, time
+import openmsprof
+def burn(seconds):
+    t = time.perf_counter()
+    while time.perf_counter() - t < seconds:
+        sum(range(1000))
+    return seconds
+if __name__ == "__main__":
+    with openmsprof.profile(output=sys.argv[1], host_sys_usage=["cpu", "mem"], host_sys_usage_freq=50) as prof:
+        if sys.argv[2] == "pool":
+            with mp.get_context("fork").Pool(2) as pool:
+                pool.map(burn, [0.6, 0.6])
+        else:
+            burn(0.08)  # README: around 80 ms of work
+    print("JOB", prof.job)
+"""
+
+
+def _host_job(tmp_path: Path, mode: str) -> Path:
+    (tmp_path / "app.py").write_text(HOST_USAGE_APP)
+    r = _run([PYTHON, "app.py", "out", mode], tmp_path)
+    assert r.returncode == 0, r.stderr
+    (job,) = _jobs(tmp_path / "out")
+    for what in ("summary", "timeline"):
+        e = _run([*CLI, "export", what, "-dir", str(job)], tmp_path)
+        assert e.returncode == 0, e.stderr
+    return job
+
+
+def test_row17_short_profile_writes_host_files(tmp_path: Path) -> None:
+    """README: ``profile(..., host_sys_usage=["cpu","mem"], host_sys_usage_freq=50)`` around 80 ms
+    of work: host_cpu_usage / host_mem_usage written from at least one sample at start and stop."""
+    job = _host_job(tmp_path, "short")
+    cpu = _csv_rows(job / "summary" / "host_cpu_usage_host.csv")
+    mem = _csv_rows(job / "summary" / "host_mem_usage_host.csv")
+    assert len(cpu) == 1 and int(cpu[0]["Total Cpu Numbers"]) == os.cpu_count()
+    assert len(mem) == 1 and int(mem[0]["Peak Used Memory(KB)"]) > 0
+    events = json.loads(next((job / "timeline").glob("msprof_*.json")).read_text())["traceEvents"]
+    mem_ts = sorted(e["ts"] for e in events if e.get("ph") == "C" and e["name"] == "Memory Usage")
+    assert len(mem_ts) >= 2  # one at start, one at stop
+
+
+def test_row07_host_usage_of_processes(tmp_path: Path) -> None:
+    """Seed 003 Table 1 host_sys_usage: "CPU usage of processes on the host", "Memory usage of
+    processes on the host" -- per PID (the profiled process and its pool workers) on the timeline's
+    CPU Usage / Memory Usage levels and in host CSVs with a PID column."""
+    job = _host_job(tmp_path, "pool")
+    cpu = _csv_rows(job / "summary" / "host_process_cpu_usage_host.csv")
+    mem = _csv_rows(job / "summary" / "host_process_mem_usage_host.csv")
+    main_pid = int(job.name.split("_")[-1][:8])  # PROF_..._{pid:08d}{random}
+    assert {r["Device_id"] for r in cpu + mem} == {"host"}
+    pids = {int(r["PID"]) for r in mem}
+    assert main_pid in pids and len(pids) >= 3  # the main process and its two workers
+    busy = [r for r in cpu if int(r["PID"]) != main_pid and float(r["Max Usage(%)"]) > 20]
+    assert busy, cpu  # a worker burning CPU for 0.6 s shows it
+    events = json.loads(next((job / "timeline").glob("msprof_*.json")).read_text())["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    levels = {(names[e["pid"]], e["name"]) for e in events if e.get("ph") == "C" and e["name"].startswith("PID ")}
+    assert ("CPU Usage", f"PID {main_pid}") in levels and ("Memory Usage", f"PID {main_pid}") in levels
+    assert {n for lv, n in levels if lv == "Memory Usage"} == {f"PID {p}" for p in pids}
