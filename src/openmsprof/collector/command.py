@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from openmsprof.collector import argv as collect_argv
@@ -13,6 +14,8 @@ from openmsprof.config import cli_flags
 from openmsprof.config.errors import ProfilingError
 from openmsprof.config.model import ProfileConfig
 from openmsprof.flight.options import check, parse_spec
+from openmsprof.machine import peaks_child
+from openmsprof.machine.peaks import PEAKS_FILE
 
 LAYOUTS = ("msprof", "svp")
 
@@ -116,8 +119,27 @@ def run(ns: argparse.Namespace) -> int:
     return _finish(ns, rc, jobs, config)
 
 
+#: how long the board side of a remote run waits for the background peak measurement
+BOARD_PEAKS_WAIT_S = 180.0
+
+
+def _wait_for_peaks(jobs: list[Any]) -> None:
+    """On the board: the detached peak measurement a first session starts must end before the
+    run does (it would outlive it, and the job would come back without host/peaks.json)."""
+    pending = [j for j in jobs if not (Path(j) / "host" / PEAKS_FILE).exists()]
+    if pending:
+        print(f"openmsprof: waiting for the board's peak measurement (host/{PEAKS_FILE}; at most "
+              f"{BOARD_PEAKS_WAIT_S:g} s)", file=sys.stderr)
+    peaks_child.wait_for_measurement(BOARD_PEAKS_WAIT_S)  # at once when none runs
+    late = [str(j) for j in pending if not (Path(j) / "host" / PEAKS_FILE).exists()]
+    if late:
+        print(f"openmsprof: the board's peaks were not measured in {BOARD_PEAKS_WAIT_S:g} s; "
+              f"{len(late)} job(s) come back without host/{PEAKS_FILE}", file=sys.stderr)
+
+
 def _finish(ns: argparse.Namespace, rc: int, jobs: list[Any], config: ProfileConfig) -> int:
     if getattr(ns, "quiet_jobs", False):  # the board side of a remote run: the host reports
+        _wait_for_peaks(jobs)
         return rc
     if not jobs and getattr(ns, "flight_recorder", None) is not None:
         print("openmsprof: flight recorder: no trigger fired; nothing written", file=sys.stderr)
