@@ -572,3 +572,68 @@ def test_row07_host_usage_of_processes(tmp_path: Path) -> None:
     levels = {(names[e["pid"]], e["name"]) for e in events if e.get("ph") == "C" and e["name"].startswith("PID ")}
     assert ("CPU Usage", f"PID {main_pid}") in levels and ("Memory Usage", f"PID {main_pid}") in levels
     assert {n for lv, n in levels if lv == "Memory Usage"} == {f"PID {p}" for p in pids}
+
+
+# --- rows 3, 13: remote collect of a pyACL app (seed 002 "上板"), real OpenSSH on loopback -------
+
+from tests.collector.conftest import Sshd, sshd, write_ini  # noqa: E402,F401  (the loopback sshd fixture)
+
+
+def _alive(needle: str) -> list[int]:
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if needle.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    out.append(int(pid))
+            except OSError:
+                pass
+    return out
+
+
+@pytest.mark.ssh
+def test_row03_row13_remote_pyacl_app_bare_board(sshd: Sshd, models: dict[str, Path],  # noqa: F811
+                                                 tmp_path: Path) -> None:
+    """Seed 002 ``python3.7.5 msprof.pyc collect -m <main> --config <config> --all`` with a pyACL
+    application, on a board whose Python has nothing installed: the bundle carries ONNX Runtime
+    (row 3); the board's first session measures its peaks in the background, and the run waits
+    for that, so no peaks_child outlives it and the job comes back with host/peaks.json (row 13)."""
+    bare = tmp_path / "bare"
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(bare)],
+                   check=True)
+    board_cache = tmp_path / "board_cache"  # a board that never measured its peaks
+    wrapper = tmp_path / "board_python"
+    wrapper.write_text(f"#!/bin/sh\nOPENMSPROF_CACHE={board_cache} exec {bare / 'bin' / 'python'} \"$@\"\n")
+    wrapper.chmod(0o755)
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "main.py").write_text(ACL_APP.replace('os.environ["SEED_MODEL"]', '"model.onnx"'))
+    (proj / "model.onnx").write_bytes(models["tiny_mlp"].read_bytes())
+    ini = write_ini(tmp_path / "board.ini",
+                    {"ip": "127.0.0.1", "port": sshd.port, "username": sshd.user, "key_file": sshd.key,
+                     "known_hosts": sshd.known_hosts(tmp_path)}, {"python": wrapper, "workdir": tmp_path / "board"})
+    (tmp_path / "board").mkdir()
+    # seed 002's line: -m <main> --config <config> --all (+ the project folder, the output, svp names)
+    r = _run([*CLI, "collect", "-m", "main.py", "--config", str(ini), "--all", "--project", str(proj),
+              "--output", str(tmp_path / "out"), "--layout", "svp"], tmp_path, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "uploading openmsprof, numpy, orjson, onnxruntime" in r.stderr
+    assert "APP DONE" in r.stdout
+    (job,) = _jobs(tmp_path / "out")
+    assert (job / "host" / "peaks.json").is_file()
+    assert json.loads((job / "host" / "peaks.json").read_text())
+    assert not _alive(str(board_cache)) and not _alive("openmsprof.machine.peaks_child " + str(job.name))
+    assert any(p.name.startswith("task_time_0.model.") for p in (job / "timeline").iterdir())
+
+
+def test_row03_board_that_cannot_get_the_runtime_is_refused_first(tmp_path: Path) -> None:
+    """The refusal, where ONNX Runtime cannot be shipped: one line naming it, before any run."""
+    from openmsprof.collector import bundle
+    from openmsprof.config.errors import ProfilingError
+
+    (tmp_path / "main.py").write_text(ACL_APP)
+    runtimes = bundle.facade_needs([tmp_path / "main.py"])
+    board = bundle.BoardPython("cpython-37", "aarch64", have={"numpy": "1.21", "orjson": "3.9"})
+    with pytest.raises(ProfilingError) as e:
+        bundle.plan(board, "HwHiAiUser@board:22", runtimes)
+    assert "lacks onnxruntime" in str(e.value) and "\n" not in str(e.value)
