@@ -42,7 +42,7 @@ def _init_names(graph: Any) -> set[str]:
 def _is_init(op: Any, names: set[str], depth: int = 0) -> bool:
     if op.name in names:
         return True
-    if depth > _MAX_DEPTH or op.type != "NoOp" or not op.control_inputs or list(op.inputs):
+    if depth > _MAX_DEPTH or op.type != "NoOp" or list(op.inputs):  # an empty group: setup too
         return False
     return all(_is_init(c, names, depth + 1) for c in op.control_inputs)
 
