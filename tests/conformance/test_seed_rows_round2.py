@@ -329,10 +329,16 @@ print("RAW", len(glob.glob("./result/*/ASCEND_PROFILER_OUTPUT")))
 torch_npu.profiler.profiler.analyse("./result")
 from openmsprof.torch.profiler.profiler import analyse
 print("SAME", analyse is torch_npu.profiler.analyse)
+try:
+    torch_npu.profiler.profiler.analyse(b"x" * 100000)  # a wrong type: one line naming it
+except Exception as exc:
+    print("BAD", type(exc).__name__, len(str(exc)), str(exc)[:40])
 """
     r = _torch(tmp_path, body)
     assert r.returncode == 0, r.stderr
     assert "RAW 0" in r.stdout and "SAME True" in r.stdout
+    (bad,) = [ln for ln in r.stdout.splitlines() if ln.startswith("BAD ")]
+    assert bad.startswith("BAD PathError ") and int(bad.split()[2]) < 200 and "profiler_path=b'xxx" in bad
     (rd,) = _rank_dirs(tmp_path / "result")
     assert (rd / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").is_file()
 
