@@ -73,3 +73,28 @@ def test_bundle_is_cached_and_repacked_on_change(tmp_path, monkeypatch: pytest.M
     with tarfile.open(fileobj=io.BytesIO(second)) as tar:
         assert "openmsprof/extra.py" in tar.getnames()
     assert len(list((tmp_path / "cache" / "openmsprof").glob("bundle-*.tar.gz"))) == 1  # the old one went
+
+
+def test_facade_runtime_found_in_the_sources(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A pyACL program (``from openmsprof import acl``) needs ONNX Runtime on the board."""
+    acl_app = tmp_path / "main.py"
+    acl_app.write_text("import os\nfrom openmsprof import acl\nacl.init()\n")
+    dotted = tmp_path / "b.py"
+    dotted.write_text("import openmsprof.acl as acl\n")
+    plain = tmp_path / "c.py"
+    plain.write_text("from openmsprof import mstx\nprint('aclx')\n")
+    assert bundle.facade_needs([acl_app]) == ["onnxruntime"]
+    assert bundle.facade_needs([dotted]) == ["onnxruntime"]
+    assert bundle.facade_needs([plain]) == []
+
+
+def test_facade_runtime_shipped_or_refused_in_one_line() -> None:
+    b = bundle.BoardPython(*HERE, have={"openmsprof": __version__, "numpy": "2.0", "orjson": "3.9"})
+    assert bundle.plan(b, "u@h:22", ["onnxruntime"]) == ["onnxruntime"]  # this openmsprof kept
+    b.have["onnxruntime"] = "1.20"
+    assert bundle.plan(b, "u@h:22", ["onnxruntime"]) == []
+    other = bundle.BoardPython("cpython-38", "aarch64", have={"numpy": "1.24.0", "orjson": "3.9"})
+    with pytest.raises(ProfilingError) as exc:
+        bundle.plan(other, "u@h:22", ["onnxruntime"])
+    text = str(exc.value)
+    assert "\n" not in text and "lacks onnxruntime" in text and "pip install onnxruntime" in text

@@ -69,7 +69,10 @@ def test_object_with_private_attributes_and_enums() -> None:
     ({"aic_metrics": "MemoryUB"}, "aic_metrics='MemoryUB' needs Level1 or Level2; reset to 'AiCoreNone' at Level0",
      lambda c: c.aic_metrics == "AiCoreNone"),
     ({"l2_cache": "true"}, "l2_cache='true' is invalid, reset to False", lambda c: c.l2 is False),
-    ({"op_attr": True}, "op_attr=True needs export_type 'db'; reset to False", lambda c: not c.op_attr),
+    ({"op_attr": True}, None, lambda c: c.op_attr and any(
+        "op_attr=True accepted; not supported here" in n and "only in the Db export" in n for n in c.notes)),
+    ({"op_attr": True, "export_type": "db", "profiler_level": "Level_none"}, None, lambda c: c.op_attr and any(
+        "op_attr=True accepted; at Level_none op_attr has no effect" in n for n in c.notes)),
     ({"export_type": "html"}, "export_type item 'html' is invalid and dropped",
      lambda c: c.export_type == ["text"]),
     ({"export_type": "db"}, None, lambda c: c.export_type == ["db"]),

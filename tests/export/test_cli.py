@@ -15,6 +15,7 @@ from tests.export.dbfactory import make_job
 def test_export_verbs_write_files(job: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["export", "timeline", "-dir", str(job)]) == 0
     assert (job / "timeline" / "msprof_0.json").is_file()
+    assert (job / "timeline" / "step_trace_0.json").is_file()  # the job has steps: its iteration timeline
     assert main(["export", "summary", "--collection-dir", str(job), "--format", "json"]) == 0
     assert (job / "summary" / "op_summary_0.json").is_file()
     assert main(["export", "summary", "-dir", str(job), "--layout", "svp"]) == 0
@@ -24,7 +25,7 @@ def test_export_verbs_write_files(job: Path, capsys: pytest.CaptureFixture[str])
                  "--start-us", "0", "--end-us", "126000", "--max-size-mb", "50"]) == 0
     assert isinstance(orjson.loads((job / "timeline" / "msprof_0.json").read_bytes()), list)
     out = capsys.readouterr().out
-    assert "1 timeline file(s)" in out and "summary file(s)" in out
+    assert "2 timeline file(s)" in out and "summary file(s)" in out
 
 
 def test_folder_of_jobs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

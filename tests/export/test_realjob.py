@@ -38,8 +38,14 @@ def test_timeline_matches_database(real_job: Path) -> None:
     # host usage counters, plus one "Profiling Overhead" counter per figure of the recorder's file
     figures = overhead.read_job(real_job)
     assert figures["records_written"] > 0
+    # per process (seed 003 host_sys_usage): a "PID {pid}" counter per CPU and RSS sample
+    procs = n("SELECT COUNT(*) FROM OMSP_COUNTER WHERE series IN (2, 5) AND subIndex > 0 AND deviceId < 0")
+    assert procs > 0
     assert ph["C"] == (n("SELECT COUNT(*) FROM CPU_USAGE") + n("SELECT COUNT(*) FROM HOST_MEM_USAGE")
-                       + len(figures))
+                       + procs + len(figures))
+    assert {e["name"] for e in events if e["ph"] == "C" and e["name"].startswith("PID ")} == {
+        f"PID {p}" for (p,) in c.execute("SELECT DISTINCT subIndex FROM OMSP_COUNTER WHERE series IN (2, 5)"
+                                          " AND subIndex > 0")}
     pids = {e["pid"] for e in events if e["ph"] == "M" and e["args"].get("name") == overhead.PROCESS}
     assert {e["name"] for e in events if e["ph"] == "C" and e["pid"] in pids} == set(figures)
     assert not overlapping_tracks(events) and not flows_outside_x(events)

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 PROGRAMS = Path(__file__).with_name("programs.py")
 TF215_PYTHON = ROOT / ".venv-tf215" / "bin" / "python"
-QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(ROOT)}
+QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
 
 
 def run_py(args: list[str], python: str | os.PathLike[str] = sys.executable,

@@ -61,8 +61,16 @@ class State:
 STATE = State()
 
 
+#: an error line longer than this is cut (a value the caller passed may be a whole model)
+MAX_ERROR_CHARS = 400
+
+
 def fail(code: int, message: str) -> int:
-    """Record ``message`` as the recent error of this thread and return ``code``."""
+    """Record ``message`` as the recent error of this thread and return ``code``; the message
+    is one printable line of at most ``MAX_ERROR_CHARS`` characters, whatever values it quotes."""
+    message = " ".join(message.split()) if not message.isprintable() else message
+    if len(message) > MAX_ERROR_CHARS:
+        message = message[:MAX_ERROR_CHARS - 30] + f"... ({len(message)} characters)"
     _tls.msg = message
     log.warning("openmsprof.acl: %s (error %d)", message, code)
     return code

@@ -49,6 +49,7 @@ from openmsprof.acl._data import (  # noqa: F401  (re-exported: pyACL keeps thes
 from openmsprof.acl._guard import guard_module
 from openmsprof.acl._model import PLAIN, SUBSCRIBED, Model, refresh
 from openmsprof.acl._state import STATE, fail, traced
+from openmsprof.config.validate import show
 from openmsprof.recorder.records import ApiLevel
 from openmsprof.sources import emit
 
@@ -96,8 +97,11 @@ def load_from_mem(model: int, model_size: int) -> tuple[int, int]:
         return 0, fail(ACL_ERROR_UNINITIALIZE, "acl.mdl.load_from_mem: call acl.init() first")
     if not isinstance(model_size, int) or isinstance(model_size, bool) or model_size <= 0 \
             or not _memory.check(model, model_size):
-        return 0, fail(ACL_ERROR_INVALID_PARAM, f"acl.mdl.load_from_mem: {model!r} (+{model_size!r} bytes) "
-                       "is not known memory")
+        if isinstance(model, (bytes, bytearray, memoryview)):
+            return 0, fail(ACL_ERROR_INVALID_PARAM, f"acl.mdl.load_from_mem: model is a {type(model).__name__} "
+                           f"of {len(model)} bytes, not a pointer; pass acl.util.bytes_to_ptr(data)")
+        return 0, fail(ACL_ERROR_INVALID_PARAM, f"acl.mdl.load_from_mem: {show(model)} (+{show(model_size)} "
+                       "bytes) is not known memory")
     model_id = next(_ids)
     from openmsprof.acl import _profdir
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from openmsprof.acl import _acl_session as _control
 from openmsprof.acl._codes import (
+    ACL_ERROR_INVALID_DEVICE,
     ACL_ERROR_INVALID_PARAM,
     ACL_ERROR_PROF_ALREADY_RUN,
     ACL_ERROR_PROF_API_CONFLICT,
@@ -50,6 +51,7 @@ from openmsprof.acl._subscribe import (  # noqa: F401  (re-exported)
     model_un_subscribe,
     model_unsubscribe,
 )
+from openmsprof.acl.rt import DEVICE_COUNT
 from openmsprof.config.acl_mask import from_mask
 from openmsprof.config.errors import ProfilingError
 from openmsprof.config.paths import resolve_output
@@ -100,11 +102,17 @@ def finalize() -> int:
 @traced("aclprofCreateConfig")
 def create_config(device_list: list[int], aicore_metrics: int, aicore_events: Any,
                   data_type_config: int) -> int:
-    """A config handle for ``start``; 0 on bad arguments (the reason is logged)."""
+    """A config handle for ``start``; 0 on bad arguments or a device that does not exist (the
+    reason: one logged line with ACL_ERROR_INVALID_DEVICE, kept for acl.get_recent_err_msg)."""
     try:
         cfg = from_mask(device_list, aicore_metrics, aicore_events, data_type_config)
     except ProfilingError as exc:
         fail(exc.code, str(exc))
+        return 0
+    missing = [d for d in cfg.devices if not 0 <= d < DEVICE_COUNT]
+    if missing:  # as acl.rt.set_device says it: no handle for a device that does not exist
+        fail(ACL_ERROR_INVALID_DEVICE, f"acl.prof.create_config: device {missing[0]!r} does not exist "
+             f"(devices 0..{DEVICE_COUNT - 1}: the CPU)")
         return 0
     h = new_handle()
     _configs[h] = cfg

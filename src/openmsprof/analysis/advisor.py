@@ -7,6 +7,8 @@ job database and returns findings whose events name the rows behind them.
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -17,8 +19,9 @@ from openmsprof.analysis import rules as R
 from openmsprof.analysis import rules_time as T
 from openmsprof.analysis.findings import Finding, severity_rank
 from openmsprof.analysis.rules_patterns import patterns, use_peaks
-from openmsprof.config.errors import ConfigError
+from openmsprof.config.errors import ConfigError, RawDataError
 from openmsprof.export.jobdb import JobDB, find_jobs, open_job
+from openmsprof.fileio.read_guard import escape, read_regular
 from openmsprof.machine.peaks import load_peaks
 
 Rule = Callable[[JobDB], list[Finding]]
@@ -32,6 +35,7 @@ RULES: dict[str, Rule] = {
     "unsupported": R.unsupported,
 }
 FORMATS = ("text", "json")
+MAX_API_STATISTIC_BYTES = 64 * 1024 * 1024
 
 
 def select_rules(names: Iterable[str] | str | None) -> list[str]:
@@ -92,7 +96,28 @@ def job_summary(db: JobDB) -> dict[str, Any]:
     for table, key in (("TASK", "tasks"), ("CANN_API", "api_calls"), ("STEP_TIME", "steps"),
                        ("MSTX_EVENTS", "mstx_events")):
         out[key] = db.query(f"SELECT COUNT(*) FROM {table}")[0][0] if table in db.tables else 0
+    if not out["api_calls"] and (Path(db.job) / "ASCEND_PROFILER_OUTPUT").is_dir():  # a torch rank dir:
+        # its API calls are api_statistic.csv's counts (its kernel database has no CANN_API rows)
+        out["api_calls"] = torch_api_calls(db.job)
     return out
+
+
+def torch_api_calls(rank_dir: Path) -> int:
+    """The sum of ``Count`` in a torch rank dir's ``ASCEND_PROFILER_OUTPUT/api_statistic.csv``
+    (Level1+); 0 without one.  Unreadable or malformed: a one-line RawDataError."""
+    path = Path(rank_dir) / "ASCEND_PROFILER_OUTPUT" / "api_statistic.csv"
+    if not path.is_file():
+        return 0
+    data = read_regular(path, "api_statistic", MAX_API_STATISTIC_BYTES, RawDataError)
+    rows = csv.DictReader(io.StringIO(data.decode("utf-8", "replace")))
+    total = 0
+    for n, row in enumerate(rows, 2):
+        count = (row.get("Count") or "").strip()
+        if not count.isdigit():
+            raise RawDataError(f"api_statistic {str(path)!r} line {n}: Count={escape(count)[:40]!r} "
+                               "is not a count")
+        total += int(count)
+    return total
 
 
 def report(job: Path | str, rules: Iterable[str] | str | None = None,

@@ -17,6 +17,7 @@ from openmsprof.export.msprof.msprof_analyze_layout import (
     export_tool_facing,
     prepare_db,
 )
+from openmsprof.export.msprof.step_timeline import export_step_timeline
 from openmsprof.export.msprof.summary_export import FORMATS, export_summary
 from openmsprof.export.msprof.timeline import export_timeline
 
@@ -98,12 +99,23 @@ def run_timeline(args: argparse.Namespace) -> int:
         return for_each_job(args.collection_dir, export_svp_timeline, "timeline")
     if args.max_size_mb is not None and args.max_size_mb <= 0:
         raise ConfigError(f"--max-size-mb must be > 0, got {args.max_size_mb}")
-    return for_each_job(args.collection_dir, lambda job: export_timeline(
-        job, ascend_compat=args.ascend_compat, start_us=args.start_us, end_us=args.end_us,
-        max_size_mb=args.max_size_mb,
-        # the tool-facing db is copied while the device child renders
-        meanwhile=None if getattr(args, "no_tool_facing", False) else lambda: prepare_db(job),
-    ) + _tool_facing(job, args, "timeline"), "timeline")
+    def action(job: Path) -> list[Path]:
+        paths = export_timeline(
+            job, ascend_compat=args.ascend_compat, start_us=args.start_us, end_us=args.end_us,
+            max_size_mb=args.max_size_mb,
+            # the tool-facing db is copied while the device child renders
+            meanwhile=None if getattr(args, "no_tool_facing", False) else lambda: prepare_db(job))
+        paths += export_step_timeline(job, start_us=args.start_us, end_us=args.end_us)
+        if not paths and (args.start_us is not None or args.end_us is not None):
+            print(f"{job.name}: no events in window [{_us(args.start_us)}, {_us(args.end_us)}] us; "
+                  "earlier timeline files left as they were")
+        return paths + _tool_facing(job, args, "timeline")
+
+    return for_each_job(args.collection_dir, action, "timeline")
+
+
+def _us(v: float | None) -> str:
+    return "-" if v is None else f"{v:g}"
 
 
 def run_summary(args: argparse.Namespace) -> int:

@@ -9,7 +9,9 @@ version, this installed copy is packed (the ``openmsprof`` package folder, plus 
 ``PYTHONPATH`` for that run only; the run folder (bundle included) is removed afterwards unless
 ``--keep-remote``.  Compiled distributions (numpy, orjson, ...) are shipped only to a board with
 the same interpreter tag and machine; otherwise the run stops with one line naming what to
-``pip install`` there.
+``pip install`` there.  The runtime a facade of the program needs on the board
+(:data:`FACADE_NEEDS`: ONNX Runtime for ``openmsprof.acl``, found in the uploaded sources) is
+shipped the same way when the board lacks it, or named in that one line.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import io
 import json
 import os
 import platform
+import re
 import sys
 import tarfile
 from dataclasses import dataclass, field
@@ -29,7 +32,7 @@ from openmsprof._version import __version__
 from openmsprof.config.errors import ProfilingError
 from openmsprof.fileio import fs
 
-__all__ = ["PROBE", "BoardPython", "bundle_bytes", "needed", "parse_probe", "plan"]
+__all__ = ["FACADE_NEEDS", "PROBE", "BoardPython", "bundle_bytes", "facade_needs", "needed", "parse_probe", "plan"]
 
 _SKIP_PARTS = {"__pycache__"}
 
@@ -40,8 +43,30 @@ _SKIP_PARTS = {"__pycache__"}
 BOARD_NEEDS = ("numpy", "orjson")
 
 
-def needed() -> list[str]:
-    return ["openmsprof", *BOARD_NEEDS]
+#: What a facade the program uses imports on the board (its runtime), found by :func:`facade_needs`.
+FACADE_NEEDS: dict[str, tuple[re.Pattern[str], str]] = {
+    # pyACL (seed 001/002 apps): ``from openmsprof import acl``, ``import openmsprof.acl``
+    "onnxruntime": (re.compile(r"\bopenmsprof\.acl\b|\bfrom\s+openmsprof\s+import\s+[^\n]*\bacl\b"), "the pyACL facade"),
+}
+#: Source files of the upload read for :func:`facade_needs` (a project's first ones, each capped).
+SCAN_FILES, SCAN_BYTES = 2000, 1 << 20
+
+
+def facade_needs(sources: list[Path]) -> list[str]:
+    """The runtimes (FACADE_NEEDS keys) the uploaded program's Python files use."""
+    found: list[str] = []
+    for path in sources[:SCAN_FILES]:
+        try:
+            with path.open("rb") as fh:
+                text = fh.read(SCAN_BYTES).decode("utf-8", "replace")
+        except OSError:
+            continue
+        found += [d for d, (pattern, _what) in FACADE_NEEDS.items() if d not in found and pattern.search(text)]
+    return found
+
+
+def needed(extra: list[str] | None = None) -> list[str]:
+    return ["openmsprof", *BOARD_NEEDS, *(extra or [])]
 
 
 #: Python source run on the board with the distribution names as argv; prints one JSON line.
@@ -71,17 +96,38 @@ def parse_probe(text: str, where: str) -> BoardPython:
                              "(is [remote] python a Python 3 interpreter?)") from None
 
 
-def plan(board: BoardPython, where: str) -> list[str]:
-    """The distributions to ship (empty: the board has this openmsprof and all it needs)."""
-    if board.have.get("openmsprof") == __version__:
+def plan(board: BoardPython, where: str, extra: list[str] | None = None) -> list[str]:
+    """The distributions to ship (empty: the board has this openmsprof and all it needs).
+    ``extra``: the runtimes the program's facades need (:func:`facade_needs`); one the board
+    lacks is shipped from this environment (same interpreter and machine), else the run stops
+    before anything runs with one line naming it."""
+    runtimes = [d for d in extra or [] if d not in board.have]
+    same = board.tag == sys.implementation.cache_tag and board.machine == platform.machine()
+    for dist in runtimes:
+        if not same or not _installed(dist):
+            why = "is not installed here either" if same else (
+                f"cannot be shipped from here ({sys.implementation.cache_tag}/{platform.machine()}, "
+                f"the board runs {board.tag}/{board.machine})")
+            raise ProfilingError(f"the board {where} lacks {dist}, which {FACADE_NEEDS[dist][1]} of the "
+                                 f"program needs, and it {why}; run there: pip install {dist}")
+    if board.have.get("openmsprof") == __version__ and not runtimes:
         return []
     missing = [d for d in BOARD_NEEDS if d not in board.have]
-    if missing and (board.tag != sys.implementation.cache_tag or board.machine != platform.machine()):
+    if missing and not same:
         raise ProfilingError(
             f"the board {where} lacks {', '.join(missing)} and runs {board.tag}/{board.machine} "
             f"(here {sys.implementation.cache_tag}/{platform.machine()}), so this copy cannot be "
             f"shipped; run there: pip install {' '.join(missing)}")
-    return ["openmsprof", *missing]
+    head = [] if board.have.get("openmsprof") == __version__ else ["openmsprof"]
+    return [*head, *missing, *runtimes]
+
+
+def _installed(dist: str) -> bool:
+    try:
+        md.distribution(dist)
+    except md.PackageNotFoundError:
+        return False
+    return True
 
 
 def _package_files() -> list[tuple[Path, str]]:

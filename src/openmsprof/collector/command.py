@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from openmsprof.collector import argv as collect_argv
@@ -13,6 +14,10 @@ from openmsprof.config import cli_flags
 from openmsprof.config.errors import ProfilingError
 from openmsprof.config.model import ProfileConfig
 from openmsprof.flight.options import check, parse_spec
+from openmsprof.machine import peaks_child
+from openmsprof.machine.peaks import PEAKS_FILE
+
+LAYOUTS = ("msprof", "svp")
 
 DESCRIPTION = """Profile a program with no code change (seed 002 "one-step" profiling).
 Locally the program runs with an acl.json (OPENMSPROF_ACL_JSON) and a process-level session
@@ -21,6 +26,7 @@ over SSH and its job directories are copied back into --output.
 
   openmsprof collect -m app.py --config board.ini --all
   openmsprof collect -m app.py --output out --interval 2 --all
+  openmsprof collect -m app.py --output out --all --layout svp (seed 002's file names)
   openmsprof collect -m app.py --output out -- --epochs 3     (program arguments after --)
   openmsprof collect -m "app.py --epochs 3" --output out       (or inside one quoted -m)
 
@@ -38,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cli_flags.add_arguments(parser)
     _add(parser, ("--all",), dest="all", action="store_true",
          help="import and export timeline + summary of the collected jobs when the program ends")
+    _add(parser, ("--layout",), dest="layout", choices=LAYOUTS, default="msprof",
+         help="with --all: the export's file set, msprof (default) or svp (seed 002's SVP "
+              "msprof.pyc names), as for 'openmsprof export --layout'")
     _add(parser, ("--config",), dest="board", metavar="BOARD_INI",
          help="run on a remote board: ini with [ssh_config] ip, username, pwd or key_file, port")
     _add(parser, ("--accept-new-host-key",), dest="accept_new_host_key", action="store_true",
@@ -110,8 +119,27 @@ def run(ns: argparse.Namespace) -> int:
     return _finish(ns, rc, jobs, config)
 
 
+#: how long the board side of a remote run waits for the background peak measurement
+BOARD_PEAKS_WAIT_S = 180.0
+
+
+def _wait_for_peaks(jobs: list[Any]) -> None:
+    """On the board: the detached peak measurement a first session starts must end before the
+    run does (it would outlive it, and the job would come back without host/peaks.json)."""
+    pending = [j for j in jobs if not (Path(j) / "host" / PEAKS_FILE).exists()]
+    if pending:
+        print(f"openmsprof: waiting for the board's peak measurement (host/{PEAKS_FILE}; at most "
+              f"{BOARD_PEAKS_WAIT_S:g} s)", file=sys.stderr)
+    peaks_child.wait_for_measurement(BOARD_PEAKS_WAIT_S)  # at once when none runs
+    late = [str(j) for j in pending if not (Path(j) / "host" / PEAKS_FILE).exists()]
+    if late:
+        print(f"openmsprof: the board's peaks were not measured in {BOARD_PEAKS_WAIT_S:g} s; "
+              f"{len(late)} job(s) come back without host/{PEAKS_FILE}", file=sys.stderr)
+
+
 def _finish(ns: argparse.Namespace, rc: int, jobs: list[Any], config: ProfileConfig) -> int:
     if getattr(ns, "quiet_jobs", False):  # the board side of a remote run: the host reports
+        _wait_for_peaks(jobs)
         return rc
     if not jobs and getattr(ns, "flight_recorder", None) is not None:
         print("openmsprof: flight recorder: no trigger fired; nothing written", file=sys.stderr)
@@ -121,13 +149,16 @@ def _finish(ns: argparse.Namespace, rc: int, jobs: list[Any], config: ProfileCon
             print("openmsprof: the program wrote no job (no Python process was profiled)", file=sys.stderr)
         return rc
     if not ns.all:
+        if getattr(ns, "layout", "msprof") != "msprof":
+            print("openmsprof: --layout applies to the export of --all; the jobs were not exported",
+                  file=sys.stderr)
         for job in jobs:
             print(f"openmsprof: job {job}", file=sys.stderr)
         return rc
     from openmsprof.collector import postprocess  # import/export: not needed on a board
 
     try:
-        postprocess.process_all(jobs)
+        postprocess.process_all(jobs, layout=getattr(ns, "layout", "msprof"))
     except ProfilingError as exc:
         print(f"openmsprof: error: {exc}", file=sys.stderr)
         return rc or 1

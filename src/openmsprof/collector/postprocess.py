@@ -12,6 +12,9 @@ from typing import Any
 
 from openmsprof.config.errors import ProfilingError
 from openmsprof.export.msprof.msprof_analyze_layout import OUTPUT_DIR, export_summary_and_layout
+from openmsprof.export.msprof.step_timeline import export_step_timeline
+from openmsprof.export.msprof.svp_summary import export_svp_summary
+from openmsprof.export.msprof.svp_timeline import export_svp_timeline
 from openmsprof.export.msprof.timeline import export_timeline
 from openmsprof.parse.importer import ensure_imported
 
@@ -30,11 +33,17 @@ def _output_dir(result: Any, job: Path, kind: str) -> Path:
     return Path(result) if isinstance(result, (str, Path)) else job / kind
 
 
-def process(job: Path) -> Processed:
-    """Import ``job`` and export timeline + summary; raises a one-line ProfilingError."""
+def process(job: Path, layout: str = "msprof") -> Processed:
+    """Import ``job`` and export timeline + summary (``layout`` "svp": seed 002's SVP file set, as
+    ``export --layout svp`` writes it); raises a one-line ProfilingError."""
     done = Processed(job)
     done.db = Path(ensure_imported(job))
+    if layout == "svp":
+        done.outputs["timeline"] = _output_dir(export_svp_timeline(job), job, "timeline")
+        done.outputs["summary"] = _output_dir(export_svp_summary(job), job, "summary")
+        return done
     done.outputs["timeline"] = _output_dir(export_timeline(job), job, "timeline")
+    export_step_timeline(job)
     summary, _layout = export_summary_and_layout(job)  # + mindstudio_profiler_output/ and msprof_{ts}.db for msprof-analyze
     done.outputs["summary"] = _output_dir(summary, job, "summary")
     done.outputs["tools"] = job / OUTPUT_DIR
@@ -43,7 +52,7 @@ def process(job: Path) -> Processed:
     return done
 
 
-def process_all(jobs: list[Path], stream: Any = None) -> list[Processed]:
+def process_all(jobs: list[Path], stream: Any = None, layout: str = "msprof") -> list[Processed]:
     """Process every job, printing where the results are; a failing job is reported and the
     others still processed.  Raises after all when any failed."""
     stream = stream or sys.stderr
@@ -51,7 +60,7 @@ def process_all(jobs: list[Path], stream: Any = None) -> list[Processed]:
     failures: list[str] = []
     for job in jobs:
         try:
-            done = process(job)
+            done = process(job, layout)
         except ProfilingError as exc:
             failures.append(f"{job.name}: {exc}")
             continue

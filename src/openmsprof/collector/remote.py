@@ -76,6 +76,13 @@ def plan_upload(program: str, project: str | None) -> Upload:
     raise PathError(f"program {program!r} not found inside --project {project!r}")
 
 
+def upload_runtimes(upload: Upload) -> list[str]:
+    """The runtimes the uploaded Python files' facades need on the board (bundle.facade_needs)."""
+    if not upload.is_tree:
+        return bundle.facade_needs([upload.local])
+    return bundle.facade_needs(sorted(p for p in upload.local.rglob("*.py") if p.is_file() and not p.is_symlink()))
+
+
 def _with_path(site: str | None) -> str:
     """``PYTHONPATH=SITE[:old]`` (shell words) when a bundle was unpacked in ``site``."""
     if not site:
@@ -99,18 +106,20 @@ def _exec_capture(client: Any, command: str, timeout: float = 120.0) -> tuple[in
     return int(o.channel.recv_exit_status()), out, err
 
 
-def ensure_openmsprof(client: Any, sftp: Any, board: board_mod.Board, rundir: str) -> str | None:
+def ensure_openmsprof(client: Any, sftp: Any, board: board_mod.Board, rundir: str,
+                      runtimes: list[str] | None = None) -> str | None:
     """Probe the board's Python; upload and unpack this openmsprof (and the distributions it
-    needs that the board lacks) into ``rundir/site`` when needed.  Returns that folder or None."""
+    and ``runtimes`` need that the board lacks) into ``rundir/site`` when needed.  Returns
+    that folder or None."""
     q = shlex.quote
     py = q(board.python)
-    names = bundle.needed()
+    names = bundle.needed(runtimes)
     rc, out, err = _exec_capture(client, f"{py} -c {q(bundle.PROBE)} {' '.join(q(n) for n in names)}")
     if rc != 0:
         last = (err.strip().splitlines() or ["no output"])[-1]
         raise ProfilingError(f"the board's Python {board.python!r} on {board.where} cannot run: {last}")
     found = bundle.parse_probe(out, board.where)
-    ship = bundle.plan(found, board.where)
+    ship = bundle.plan(found, board.where, runtimes)
     if not ship:
         return None
     data = bundle.bundle_bytes(ship)
@@ -242,7 +251,7 @@ def run(board: board_mod.Board, program: str, args: list[str], config: ProfileCo
         sftp.putfo(io.BytesIO(dump_config(config.replace(output=None))), cfg_path)
         makedirs(sftp, remote_out)
         phase = "checking openmsprof on the board"
-        site = ensure_openmsprof(client, sftp, board, rundir)
+        site = ensure_openmsprof(client, sftp, board, rundir, upload_runtimes(upload))
         print(f"openmsprof: running {upload.program} on {board.where} in {rundir}", file=sys.stderr)
         phase = "running the program"
         command = remote_command(board.python, cwd, remote_out, cfg_path, upload.program, args, site)

@@ -1,12 +1,14 @@
 """acl.json ``"profiler"`` section → :class:`ProfileConfig` (FORMATS §7.2, S2 spellings included).
 
 ``load_acl_json(path)`` returns None when the file has no ``"profiler"`` section or its switch is
-not on; every other problem (unreadable file, invalid JSON, wrong types, unknown keys, bad values,
+not ``"on"`` (seed 002: any other value means off; the other keys' mistakes are then warnings,
+one line each, since the application must run); every other problem (unreadable file, invalid JSON, wrong types, unknown keys, bad values,
 hostile output paths) is a one-line :class:`ConfigError` / :class:`PathError` naming the file.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,8 +20,10 @@ from openmsprof.config.errors import ConfigError, ConfigPathError, PathError
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.paths import check_path_text, find_symlink
 from openmsprof.config.profiler_options import parse_options, to_options
-from openmsprof.config.validate import bad
+from openmsprof.config.validate import bad, show
 from openmsprof.fileio.read_guard import read_regular
+
+log = logging.getLogger("openmsprof.config")
 
 #: acl.json files larger than this are refused (a config file, not data).
 MAX_ACL_JSON_BYTES = 10 * 1024 * 1024
@@ -47,6 +51,16 @@ def parse_acl_json_bytes(data: bytes, where: str = "acl.json") -> ProfileConfig 
         return None
     if not isinstance(section, dict):
         raise bad(where, "profiler", section, "a JSON object of profiler keys")
+    if section.get("switch") != "on":
+        # seed 002: "如果缺失该参数或参数值不为on,则表示关闭Profiling" -- nothing else is read
+        if "switch" in section and section["switch"] != "off":
+            log.warning("openmsprof: %s: profiler.switch=%s is not \"on\"; profiling off", where,
+                        show(section["switch"]))
+        try:  # the other keys are still checked, and their mistakes said, but never fatal
+            parse_profiler_section(section, where)
+        except ConfigError as exc:
+            log.warning("openmsprof: %s (ignored: profiling is off)", exc)
+        return None
     cfg = parse_profiler_section(section, where)
     return cfg if cfg.switch else None
 

@@ -25,6 +25,7 @@ from openmsprof.config.validate import (
     INTERVAL_MAX,
     bad,
     need_metrics,
+    show,
     validate,
 )
 
@@ -33,6 +34,7 @@ STORAGE_LIMIT_MIN_MB = 200
 ON_OFF = ("on", "off")
 ACL_HOST_SYS = ("cpu", "mem", "disk", "network", "osrt")
 _SOURCES = {"acl": "acl.json", "tf": "profiling_options", "cli": "command line"}
+S2_METRICS = "ArithmeticUtilization"
 _STORAGE_RE = re.compile(r"^([0-9]{1,12})MB$")
 
 #: option key → (ProfileConfig field, kind).  kinds: onoff, choice:<a|b>, int:<lo>:<hi>, ...
@@ -56,7 +58,7 @@ _KEYS: dict[str, tuple[str, str]] = {
     "host_sys_usage_freq": ("host_sys_usage_freq", "int:{}:{}".format(*HOST_SYS_USAGE_FREQ_RANGE)),
     "interval": ("interval", f"int:0:{INTERVAL_MAX}"),
     "aacpu": ("aicpu", "onoff"),
-    "aac_metrics": ("aic_metrics", "choice:ArithmeticUtilization|AiCoreNone"),
+    "aac_metrics": ("aic_metrics", "s2metrics"),
     **{k: (k, "freq:{}:{}".format(*r)) for k, r in FREQ_RANGES.items()},
 }
 _TF_KEYS: dict[str, tuple[str, str]] = {
@@ -93,6 +95,10 @@ def _int(where: str, key: str, value: Any, lo: int, hi: int) -> int:
 def _value(where: str, key: str, kind: str, value: Any, dialect: Dialect) -> Any:
     """Convert one option value to its ProfileConfig field value."""
     name, _, arg = kind.partition(":")
+    if name == "s2metrics":  # seed 002: any value but ArithmeticUtilization collects nothing
+        return S2_METRICS if value == S2_METRICS else "AiCoreNone"
+    if name == "onoff" and dialect == "acl" and key.endswith("switch"):
+        return value == "on"  # seed 002: a missing switch or any value but "on" = profiling off
     if name == "onoff":
         if value not in ON_OFF or not isinstance(value, str):
             raise bad(where, key, value, "on, off")
@@ -164,6 +170,9 @@ def parse_options(section: Mapping[str, Any], where: str, dialect: Dialect, *,
             raise bad(where, key_prefix + key, value,
                       f"the same value as {key_prefix}{other} ({section[other]!r}), which sets it too")
         seen[field] = (key, converted)
+        if kind == "s2metrics" and value not in (S2_METRICS, "AiCoreNone"):
+            cfg.notes.append(f"{where}: {key_prefix}{key}={show(value)} is not {S2_METRICS}; "
+                             "no AI Core metrics are collected")
         setattr(cfg, field, converted)
     cfg.explicit = sorted({f for f, _ in (keys[k] for k in section)})
     if "output" not in section and dialect != "cli":

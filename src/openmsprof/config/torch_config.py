@@ -33,6 +33,15 @@ EXPERIMENTAL_KEYS = ("profiler_level", "aic_metrics", "l2_cache", "op_attr", "gc
 _TASK_TIME = {"Level_none": "off", "Level0": "l0", "Level1": "l1", "Level2": "l2"}
 
 
+def op_attr_note(level: str, db: bool) -> str:
+    """What ``op_attr=True`` does here (seed 004: attributes of aclnn operators, parsed only into
+    the Db export, not at Level_none): accepted, and said not supported on this machine."""
+    why = ("at Level_none op_attr has no effect (seed 004)" if level == "Level_none" else
+           "not supported here: operator attributes are those of aclnn operators on an Ascend NPU; "
+           "COMPUTE_TASK_INFO.attrInfo stays N/A")
+    return f"op_attr=True accepted; {why}" + ("" if db else " (they would appear only in the Db export)")
+
+
 class _Reader:
     """Reads keys of a mapping or attributes of an object, collecting reset warnings."""
 
@@ -110,9 +119,6 @@ def from_experimental(experimental: Mapping[str, Any] | object | None,
         metrics = "AiCoreNone"
     export = r.names("export_type", ("text", "db")) or ["text"]
     op_attr = r.flag("op_attr", False)
-    if op_attr and "db" not in export:
-        r.warnings.append(f"{where}: op_attr=True needs export_type 'db'; reset to False")
-        op_attr = False
     mstx_key = "mstx" if "mstx" in r.values else "msprof_tx"
     mstx = r.flag(mstx_key, False)
     if level == "Level_none" and not mstx:
@@ -145,6 +151,8 @@ def from_experimental(experimental: Mapping[str, Any] | object | None,
         source="torch", explicit=sorted(k for k in r.values if k in EXPERIMENTAL_KEYS),
     )
     cfg.notes.extend(r.warnings)
+    if op_attr:  # accepted, said in the job log (not a reset, so not a warning)
+        cfg.notes.append(f"{where}: {op_attr_note(level, 'db' in export)}")
     try:
         return check(validate(cfg, where)), r.warnings
     except ConfigError as exc:  # not reachable with the resets above; never raise here anyway

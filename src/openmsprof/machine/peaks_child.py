@@ -75,15 +75,16 @@ def main(argv: list[str]) -> int:
             doc = P.measure(import_torch="--torch" in argv,
                             import_ort="--onnxruntime" in argv)
             fs.write_file_atomic(P.cache_path(), orjson.dumps(doc, option=orjson.OPT_INDENT_2))
-    host_fds = [int(a.split("=", 1)[1]) for a in argv if a.startswith("--host-fd=")]
-    try:  # through the directory fd: a host/ swapped for a link is never written through
-        host_fd = host_fds[0] if host_fds else fs.open_dir_fd(job_host)
-    except PathError:
-        return 1
-    try:
-        fs.write_file_at(host_fd, P.PEAKS_FILE, orjson.dumps(doc))
-    finally:
-        os.close(host_fd)
+        # the job's file under the lock: a waiter (a board's collect) finds it once the lock is free
+        host_fds = [int(a.split("=", 1)[1]) for a in argv if a.startswith("--host-fd=")]
+        try:  # through the directory fd: a host/ swapped for a link is never written through
+            host_fd = host_fds[0] if host_fds else fs.open_dir_fd(job_host)
+        except PathError:
+            return 1
+        try:
+            fs.write_file_at(host_fd, P.PEAKS_FILE, orjson.dumps(doc))
+        finally:
+            os.close(host_fd)
     return 0
 
 

@@ -3,9 +3,11 @@
 Standard library only and run by path, so it starts in milliseconds; the record layout comes from
 ``recorder/records.py`` loaded by file path (that module imports nothing but ``struct`` and
 ``enum``).  It samples /proc at ``--freq`` Hz, appends COUNTER records to
-``DIR/HostSampler.records.host.slice_{n}`` (0640, O_EXCL|O_NOFOLLOW), takes one last sample on
-SIGTERM (so even a short session has a reading over its whole span) and exits when its parent
-dies.
+``DIR/HostSampler.records.host.slice_{n}`` (0640, O_EXCL|O_NOFOLLOW): one sample at start (then
+it writes ``R`` to stdout), one per period, one last on SIGTERM (so even a short session has a
+reading at its start and its end), and exits when its parent dies.  Per process (the profiled
+one and its descendants, by PID, through psutil when ``--lib`` lets it import): CPU % of one core
+and RSS, the PID as the COUNTER sub index.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 import importlib.util
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,8 @@ records: Any = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(records)
 
 SLICE_BYTES = 64 * 1024 * 1024
+#: the first sample's CPU interval (seconds; shorter than the period at low frequencies)
+FIRST_INTERVAL_S = 0.01
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
 
 
@@ -115,27 +120,87 @@ class ProcReader:
         return total, used, rss
 
 
-def sample(reader: ProcReader, cpu: bool, mem: bool) -> bytes:
-    """One round of COUNTER records."""
+class TreeReader:
+    """CPU % (of one core) and RSS of the profiled process and its descendants (DataLoader
+    workers, pool processes), per PID, through psutil; None where psutil cannot be imported."""
+
+    def __init__(self, pid: int, psutil: Any) -> None:
+        self.psutil, self.pid = psutil, pid
+        self.known: dict[int, Any] = {}
+
+    def read(self) -> list[tuple[int, float | None, int]]:
+        """[(pid, cpu % since the previous read or None for a process first seen, rss KB)]."""
+        ps = self.psutil
+        try:
+            root = self.known.get(self.pid) or ps.Process(self.pid)
+            procs = [root, *root.children(recursive=True)]
+        except ps.Error:
+            return []
+        out: list[tuple[int, float | None, int]] = []
+        seen: dict[int, Any] = {}
+        for p in procs:
+            old = self.known.get(p.pid)
+            p = old if old is not None else p
+            try:
+                with p.oneshot():
+                    pct = p.cpu_percent(None)
+                    rss = p.memory_info().rss // 1024
+            except ps.Error:
+                continue
+            seen[p.pid] = p
+            out.append((p.pid, pct if old is not None else None, rss))
+        self.known = seen
+        return out
+
+
+def _psutil(lib: str | None) -> Any:
+    if lib:
+        sys.path.insert(0, lib)
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return psutil
+
+
+def sample(reader: ProcReader, cpu: bool, mem: bool, tree: TreeReader | None = None) -> bytes:
+    """One round of COUNTER records; per-process series carry the PID as sub index."""
     pack, kind, series = records.COUNTER.pack, records.Kind.COUNTER, records.Series
     ts = time.perf_counter_ns()
     out = bytearray()
+    procs = tree.read() if tree is not None else None
     if cpu:
         for sub, pct in reader.cpu():
             out += pack(kind, 0, 0, 0, ts, pct, series.SYS_CPU_PERCENT, sub)
-        pc = reader.proc_cpu()
-        if pc is not None:
-            out += pack(kind, 0, 0, 0, ts, pc, series.PROC_CPU_PERCENT, 0)
+        if procs is None:
+            pc = reader.proc_cpu()
+            if pc is not None:
+                out += pack(kind, 0, 0, 0, ts, pc, series.PROC_CPU_PERCENT, reader.pid)
+        else:
+            for pid, ppct, _rss in procs:
+                if ppct is not None:
+                    out += pack(kind, 0, 0, 0, ts, ppct, series.PROC_CPU_PERCENT, pid)
     if mem:
         total, used, rss = reader.mem()
         out += pack(kind, 0, 0, 0, ts, float(total), series.SYS_MEM_TOTAL_KB, 0)
         out += pack(kind, 0, 0, 0, ts, float(used), series.SYS_MEM_USED_KB, 0)
-        out += pack(kind, 0, 0, 0, ts, float(rss), series.PROC_RSS_KB, 0)
+        for pid, _pct, prss in procs if procs is not None else [(reader.pid, None, rss)]:
+            out += pack(kind, 0, 0, 0, ts, float(prss), series.PROC_RSS_KB, pid)
     return bytes(out)
 
 
-def run(data: Path, pid: int, freq: int, cpu: bool, mem: bool, max_seconds: float = 7 * 86400) -> int:
-    """Sample until SIGTERM (one last sample) or until the parent dies.  Returns samples taken."""
+def _ready() -> None:
+    """Tell the parent (our stdout, a pipe) that the first sample is written."""
+    try:
+        os.write(1, b"R")
+    except OSError:
+        pass  # no reader (started by hand, or the parent is gone)
+
+
+def run(data: Path, pid: int, freq: int, cpu: bool, mem: bool, max_seconds: float = 7 * 86400,
+        lib: str | None = None) -> int:
+    """Sample until SIGTERM (one last sample) or until the parent dies.  Returns samples taken.
+    ``lib``: the directory psutil is imported from (this process runs with ``-S``)."""
     stop = False
 
     def _term(*_: object) -> None:
@@ -145,21 +210,35 @@ def run(data: Path, pid: int, freq: int, cpu: bool, mem: bool, max_seconds: floa
     signal.signal(signal.SIGTERM, _term)
     writer = Writer(data)
     reader = ProcReader(pid)
+    ps = _psutil(lib)
+    tree = TreeReader(pid, ps) if ps is not None else None
     reader.cpu()
     reader.proc_cpu()
+    if tree is not None:
+        tree.read()
     period = 1.0 / freq
     n = 0
     deadline = time.monotonic() + max_seconds
+    try:
+        # the sample at start (CPU over a first short interval), then "ready" on stdout: the
+        # session waits for it before its SIGTERM, so a short session has both samples
+        time.sleep(min(period, FIRST_INTERVAL_S))
+        writer.write(sample(reader, cpu, mem, tree))
+        n += 1
+        _ready()
+    except OSError:
+        writer.close()
+        return n
     next_t = time.monotonic() + period
     try:
         # ``pid`` is our parent: compare with it, so a parent killed before we started is noticed
         while not stop and os.getppid() == pid and time.monotonic() < deadline:
             time.sleep(max(0.0, next_t - time.monotonic()))
             next_t += period
-            writer.write(sample(reader, cpu, mem))
+            writer.write(sample(reader, cpu, mem, tree))
             n += 1
         if stop:
-            writer.write(sample(reader, cpu, mem))
+            writer.write(sample(reader, cpu, mem, tree))
             n += 1
     except OSError:
         pass  # disk full or job removed: stop quietly, what was written stays
@@ -174,9 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pid", required=True, type=int)
     ap.add_argument("--freq", type=int, default=50)
     ap.add_argument("--what", default="cpu,mem")
+    ap.add_argument("--lib", default=None, help="directory holding psutil (per-process usage)")
     a = ap.parse_args(argv)
     what = set(a.what.split(","))
-    run(a.data, a.pid, max(1, a.freq), "cpu" in what, "mem" in what)
+    run(a.data, a.pid, max(1, a.freq), "cpu" in what, "mem" in what, lib=a.lib)
     return 0
 
 

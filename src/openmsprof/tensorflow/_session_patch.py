@@ -7,15 +7,18 @@ optimizer name it does not know, so grappler logs no error); when one of them ha
 window, and ``close()`` (also via ``with``) ends it.  A session never closed is ended at exit.
 ``Session.run`` is wrapped too: while a window is open, the first run of each fetch/feed signature
 asks TensorFlow for its post-grappler partition graphs (shapes and fusion_op; one graph copy per
-signature, nothing on later runs).
+signature, nothing on later runs); a run of initializers only is marked as no iteration
+(:mod:`openmsprof.tensorflow.tf_setup_runs`).
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from typing import Any
 
 from openmsprof.tensorflow import _tf_window as _control
+from openmsprof.tensorflow.tf_setup_runs import is_setup_run
 
 __all__ = ["NPU_OPTIMIZER", "install", "take_npu_optimizer"]
 
@@ -84,6 +87,12 @@ def install() -> None:
     def run(self: Any, fetches: Any, feed_dict: Any = None, options: Any = None,
             run_metadata: Any = None) -> Any:
         graphs = _control.session_graphs()
+        if graphs is not None and is_setup_run(self.graph, fetches):  # not an iteration
+            t0 = time.time_ns()
+            try:
+                return orig_run(self, fetches, feed_dict, options, run_metadata)
+            finally:
+                _control.setup_run(t0, time.time_ns())
         if graphs is None or not graphs.want(fetches, feed_dict):
             return orig_run(self, fetches, feed_dict, options, run_metadata)
         from tensorflow.core.protobuf import config_pb2

@@ -22,7 +22,8 @@ from openmsprof.recorder import session
 from openmsprof.tensorflow.tf_graph_collect import SessionGraphs
 from openmsprof.tensorflow.tf_trace import TfTracer
 
-__all__ = ["active", "begin", "config_from", "end", "env_config", "owner", "session_graphs", "tie"]
+__all__ = ["active", "begin", "config_from", "end", "env_config", "owner", "session_graphs", "setup_run",
+           "tie"]
 
 log = logging.getLogger("openmsprof")
 _lock = threading.RLock()
@@ -71,6 +72,13 @@ def session_graphs() -> SessionGraphs | None:
     """Where ``sess.run`` hands its partition graphs while a window is open (else None)."""
     tracer = _state["tracer"]
     return tracer.session_graphs if tracer is not None and tracer.running else None
+
+
+def setup_run(t0_ns: int, t1_ns: int) -> None:
+    """A sess.run of initializers only ran in this wall window: not an iteration."""
+    tracer = _state["tracer"]
+    if tracer is not None:
+        tracer.setup_runs.append((t0_ns, t1_ns))
 
 
 def begin(cfg: ProfileConfig, owner: object, mode: str, *, adopt: bool = False) -> bool:

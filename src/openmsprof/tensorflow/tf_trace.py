@@ -35,6 +35,7 @@ from openmsprof.tensorflow.tf_graph_collect import (
 )
 from openmsprof.tensorflow.tf_graphs import GraphInfo, analyse
 from openmsprof.tensorflow.tf_roll import Roller
+from openmsprof.tensorflow.tf_setup_runs import drop_setup_steps
 from openmsprof.tensorflow.tf_xplane import TfTrace, parse_xspace
 
 __all__ = ["TfTracer", "emit_trace", "find_point", "newest_xplane"]
@@ -132,6 +133,8 @@ class TfTracer:
         self.shaped: set[tuple[str, str]] = set()
         self.threads: dict[int, str] = {}
         self.tasks = self.calls = self.graph_count = self.fusions = 0
+        #: wall windows of sess.run calls of initializers only (not iterations)
+        self.setup_runs: list[tuple[int, int]] = []
 
     def start(self) -> bool:
         """Start TensorFlow's tracer; False (noted in the job log) when it cannot run."""
@@ -214,6 +217,7 @@ class TfTracer:
     def _harvest(self, data: bytes, start_wall: int) -> None:
         """Record one XSpace (the whole window, or one roll's part of it)."""
         trace = parse_xspace(data, start_wall)
+        trace.steps = drop_setup_steps(trace.steps, self.setup_runs)
         graphs = self._graphs()
         for k, v in graphs.shapes.items():
             self.shapes.setdefault(k, v)

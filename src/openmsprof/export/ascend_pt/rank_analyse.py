@@ -112,8 +112,9 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
         pending = trace_split.start_tail(tv, fw, ov, lay) if parallel else None
         cpu = "ProfilerActivity.CPU" in common.get("activities", ["ProfilerActivity.CPU"])
         trace_split.write(tv, fw, ov, lay, pending, _summaries(out, fw, ov, device_id, level, cpu, extra, files))
-        files += ["operator_details.csv"] if cpu else []
-        files += ["trace_view.json", "kernel_details.csv", "op_statistic.csv", "step_trace_time.csv"]
+        files += ["operator_details.csv"] if cpu and level >= 0 else []
+        files += ["trace_view.json"]
+        files += ["kernel_details.csv", "op_statistic.csv", "step_trace_time.csv"] if level >= 0 else []
         files += ["api_statistic.csv"] if level >= 1 else []
     if "db" in types:
         from openmsprof.export.ascend_pt.torch_db import write as write_db
@@ -143,6 +144,9 @@ def _summaries(out: Path, fw: framework.Framework, ov: Overlap, device_id: int, 
         files += memory.write_csvs(out, extra.memory)
     if extra.comm_views:
         files += comm_views.write_json(out, extra.comm, extra.group)
+    if level < 0:  # Level_none (seed 004: "不采集所有Level层级控制的数据"): trace_view (mstx) only
+        yield None
+        return
     summary.kernel_details(out / "kernel_details.csv", fw, device_id, full=level >= 1)
     if cpu:
         summary.operator_details(out / "operator_details.csv", fw)

@@ -31,6 +31,9 @@ HOST_CPU_USAGE = ["Device_id", "Total Cpu Numbers", "Occupied Cpu Numbers",
                   "Recommend Cpu Numbers"]
 HOST_MEM_USAGE = ["Device_id", "Total Memory(KB)", "Peak Used Memory(KB)",
                   "Recommend Memory(KB)"]
+#: host_sys_usage per process (seed 003: "CPU/Memory usage of processes on the host"; ours).
+HOST_PROCESS_CPU_USAGE = ["Device_id", "PID", "Average Usage(%)", "Max Usage(%)", "Samples"]
+HOST_PROCESS_MEM_USAGE = ["Device_id", "PID", "Average RSS(KB)", "Peak RSS(KB)", "Samples"]
 #: fusion_op (TensorFlow jobs: the ops grappler fused, :mod:`openmsprof.export.msprof.fusion_op`).
 FUSION_OP = ["Device_id", "Model Name", "Model ID", "Fusion Op", "Original Ops", "Memory Input(KB)",
              "Memory Output(KB)", "Memory Weight(KB)", "Memory Workspace(KB)", "Memory Total(KB)"]
@@ -42,6 +45,8 @@ ALL = {
     "step_trace": STEP_TRACE, "msprof_tx": MSPROF_TX, "host_cpu_usage": HOST_CPU_USAGE,
     "host_mem_usage": HOST_MEM_USAGE,
 }
-#: Every summary this package writes: ALL (FORMATS.md §4) and the TensorFlow-only fusion_op, which
-#: FORMATS.md does not list (its columns are msprof's, docs/tensorflow.md).
-WRITTEN = {**ALL, "fusion_op": FUSION_OP}
+#: Every summary this package writes: ALL (FORMATS.md §4), the TensorFlow-only fusion_op, which
+#: FORMATS.md does not list (its columns are msprof's, docs/tensorflow.md), and the per-process
+#: host usage (docs/formats.md).
+WRITTEN = {**ALL, "fusion_op": FUSION_OP, "host_process_cpu_usage": HOST_PROCESS_CPU_USAGE,
+           "host_process_mem_usage": HOST_PROCESS_MEM_USAGE}

@@ -34,6 +34,8 @@ PRODUCERS: dict[str, Producer] = {
     "msprof_tx": host.msprof_tx,
     "host_cpu_usage": host.host_cpu_usage,
     "host_mem_usage": host.host_mem_usage,
+    "host_process_cpu_usage": host.host_process_cpu_usage,
+    "host_process_mem_usage": host.host_process_mem_usage,
     "fusion_op": fusion_op.fusion_op,
     "op_statistic_s2": tasks.op_statistic_s2,
 }

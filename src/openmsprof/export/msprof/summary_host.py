@@ -167,6 +167,7 @@ def _step_rows(db: JobDB, dev: int) -> Iterator[list[Any]]:
     points = training_points(db)
     fpbp = step_points(db, [(s, s, max(e, s)) for _i, s, e, m in rows if m in (None, INVALID)],
                        points) if points is not None else {}
+    cell: int | str = HOST if dev < 0 else dev  # host steps say "host" like every host file
     for step, s, e, model in rows:
         e = max(e, s)
         if model is None or model == INVALID:
@@ -175,11 +176,11 @@ def _step_rows(db: JobDB, dev: int) -> Iterator[list[Any]]:
             it = e - prev_end.get(model, s)
             prev_end[model] = e
         if s in fpbp:  # training_trace: FP/BP columns, empty where a point was not found
-            yield [dev, step, *_fpbp_cells(fpbp[s], s, e, prev_end.get(-1, s)), Num(us(it)),
+            yield [cell, step, *_fpbp_cells(fpbp[s], s, e, prev_end.get(-1, s)), Num(us(it)),
                    *_fpbp_spans(fpbp[s], s, e, prev_end.get(-1, s)), id_or_na(model)]
             prev_end[-1] = e
             continue
-        yield [dev, step, NA, NA, us(e), Num(us(it)), NA, NA, NA, id_or_na(model)]
+        yield [cell, step, NA, NA, us(e), Num(us(it)), NA, NA, NA, id_or_na(model)]
 
 
 def _fpbp_cells(p: tuple[int | None, int | None], s: int, e: int, prev: int) -> list[str]:
@@ -235,3 +236,26 @@ def host_mem_usage(db: JobDB) -> Iterator[Table]:
     peak = round(used)
     yield Table("host_mem_usage", HOST, H.HOST_MEM_USAGE,
                 [[HOST, round(total), peak, min(round(total), math.ceil(peak * 1.2))]])
+
+
+def _process_rows(db: JobDB, series: Series, digits: int) -> list[list[Any]]:
+    if "OMSP_COUNTER" not in db.tables:
+        return []
+    rows = db.query("SELECT subIndex, AVG(value), MAX(value), COUNT(*) FROM OMSP_COUNTER WHERE series = ?"
+                    " AND deviceId < 0 AND subIndex > 0 GROUP BY subIndex ORDER BY subIndex", (int(series),))
+    return [[HOST, int(pid), Num(f"{avg:.{digits}f}"), Num(f"{peak:.{digits}f}"), int(n)]
+            for pid, avg, peak, n in rows]
+
+
+def host_process_cpu_usage(db: JobDB) -> Iterator[Table]:
+    """Per sampled process (the profiled one and its descendants), its CPU in % of one core."""
+    rows = _process_rows(db, Series.PROC_CPU_PERCENT, 3)
+    if rows:
+        yield Table("host_process_cpu_usage", HOST, H.HOST_PROCESS_CPU_USAGE, rows)
+
+
+def host_process_mem_usage(db: JobDB) -> Iterator[Table]:
+    """Per sampled process, its resident memory (RSS) in KB."""
+    rows = _process_rows(db, Series.PROC_RSS_KB, 0)
+    if rows:
+        yield Table("host_process_mem_usage", HOST, H.HOST_PROCESS_MEM_USAGE, rows)

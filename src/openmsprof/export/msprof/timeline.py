@@ -1,7 +1,8 @@
 """``export timeline``: the job database → Chrome trace JSON (FORMATS §5, decisions 2 and 3).
 
 One file per device, ``timeline/msprof_{dev}.json`` (``msprof_host.json`` when the job has no
-device data), each holding the host layers too so API→task flows stay in one file.  Events are
+device data), each holding the host layers too so API→task flows stay in one file (the iteration
+timeline ``timeline/step_trace_{dev}.json`` is :mod:`step_timeline`'s).  Events are
 formatted from cursor rows in chunks — never a list of the whole job; on a multi-core machine
 the device pass of a big job runs in a forked child (:mod:`trace_fork`).
 """
@@ -60,7 +61,9 @@ def write_timeline(db: JobDB, out_dir: Path, *, ascend_compat: bool = False,
 
     ``parallel``: run each device pass in a forked child — True: always (but never with size
     splitting), False: never, None: when it pays (two or more CPUs, a single-threaded caller,
-    at least ``FORK_MIN_TASKS`` tasks).  The events written are the same either way."""
+    at least ``FORK_MIN_TASKS`` tasks).  The events written are the same either way.
+    A device with no events writes no file; a whole-job export then removes an older one, a
+    ``start_us``/``end_us`` window with no events leaves it (the caller says so)."""
     if max_size_mb is not None and max_size_mb <= 0:
         raise ConfigError(f"--max-size-mb must be > 0, got {max_size_mb}")
     if start_us is not None and end_us is not None and end_us <= start_us:
@@ -131,7 +134,8 @@ def _write_device_file(db: JobDB, out_dir: Path, dev: int | str, style: Style, l
         passes.write_overhead(ctx)
         if w.events == 0:  # no data, no file (the seed's rule)
             w.abort()
-            remove_stale([], out_dir / timeline_file(dev))
+            if lo == -(1 << 63) and hi == (1 << 63) - 1:  # an empty window keeps earlier files
+                remove_stale([], out_dir / timeline_file(dev))
             return []
         return w.finish()
     except BaseException:
@@ -145,7 +149,7 @@ def export_timeline(job: Path, *, ascend_compat: bool = False, start_us: float |
                     end_us: float | None = None, max_size_mb: float | None = None,
                     meanwhile: Callable[[], object] | None = None) -> list[Path]:
     """Import ``job`` if needed and write ``JOB/timeline/msprof_{dev}.json`` (``meanwhile``: see
-    :func:`write_timeline`)."""
+    :func:`write_timeline`); ``export timeline`` adds :func:`step_timeline.export_step_timeline`."""
     with open_job(job) as db:
         return write_timeline(db, Path(job) / TIMELINE_DIR, ascend_compat=ascend_compat,
                               start_us=start_us, end_us=end_us, max_size_mb=max_size_mb,

@@ -22,6 +22,7 @@ from openmsprof.export.msprof.trace_layout import (
     templates,
 )
 from openmsprof.export.msprof.trace_loops import api_label
+from openmsprof.recorder.records import Series
 
 _NUMERIC = "typeof({0}) IN ('integer','real') AND {0} BETWEEN -1e300 AND 1e300"
 
@@ -132,6 +133,34 @@ def write_counters(ctx: PassContext) -> None:
         for rows in ctx.chunks(sql, window):
             out = [c_fmt % ('"Memory Usage"', pid, tid, *divmod(t - tb, 1000), v) for t, v in rows]
             w.write_events(out)
+    _process_counters(ctx, c_fmt)
+
+
+def _process_counters(ctx: PassContext, c_fmt: str) -> None:
+    """Seed 003 host_sys_usage, "CPU usage of processes" and "Memory usage of processes": one
+    ``PID {pid}`` counter per sampled process on the CPU Usage level (% of one core) and on the
+    Memory Usage level (RSS in % of the host's memory, the level's unit)."""
+    db, w, style = ctx.db, ctx.w, ctx.style
+    if not db.has("OMSP_COUNTER"):
+        return
+    tb = style.ts_base
+    total = db.query("SELECT MAX(value) FROM OMSP_COUNTER WHERE series = ? AND deviceId < 0",
+                     (int(Series.SYS_MEM_TOTAL_KB),))[0][0]
+    for series, sort, level, table in ((Series.PROC_CPU_PERCENT, SORT_CPU, "CPU Usage", "CPU_USAGE"),
+                                       (Series.PROC_RSS_KB, SORT_MEM, "Memory Usage", "HOST_MEM_USAGE")):
+        scale = 1.0 if series == Series.PROC_CPU_PERCENT else (100.0 / float(total) if total else 0.0)
+        if not scale:
+            continue
+        sql = ("SELECT timestampNs, subIndex, value FROM OMSP_COUNTER WHERE series = ? AND deviceId < 0"
+               " AND subIndex > 0 AND timestampNs >= ? AND timestampNs < ? AND " + _NUMERIC.format("value")
+               + " ORDER BY timestampNs")
+        tid = style.tid(sort, 0, 0)
+        pid = style.pid(sort) if db.has(table) else None
+        for rows in ctx.chunks(sql, (int(series), ctx.lo, ctx.hi)):
+            if pid is None:  # the level's process, when the system-wide counters did not draw it
+                pid = process_meta(w, style, sort, level, "CPU")
+            w.write_events([c_fmt % (f'"PID {p}"', pid, tid, *divmod(t - tb, 1000), round(v * scale, 3))
+                            for t, p, v in rows])
 
 
 SORT_OVERHEAD = 8

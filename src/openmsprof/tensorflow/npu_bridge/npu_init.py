@@ -11,8 +11,9 @@ from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig
 
 from openmsprof.tensorflow._profiling_config import ProfilingConfig
 from openmsprof.tensorflow._session_patch import install
+from openmsprof.tensorflow.npu_bridge.profiler import profiler
 
-__all__ = ["ProfilingConfig", "RewriterConfig"]
+__all__ = ["ProfilingConfig", "RewriterConfig", "profiler"]
 
 install()
 

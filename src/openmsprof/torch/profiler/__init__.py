@@ -6,6 +6,9 @@
 
 from __future__ import annotations
 
+import sys as _sys
+import types as _types
+
 from openmsprof.torch.profiler import dynamic_profile
 from openmsprof.torch.profiler._enums import (
     AiCMetrics,
@@ -26,9 +29,17 @@ from openmsprof.torch.profiler.npu_mstx import mstx
 from openmsprof.torch.profiler.profile import profile, tensorboard_trace_handler
 from openmsprof.torch.profiler.scheduler import schedule
 
+#: ``torch_npu.profiler.profiler`` (seed 004: ``torch_npu.profiler.profiler.analyse(path)``; also
+#: ``from openmsprof.torch.profiler.profiler import analyse``): the module torch_npu defines them in.
+profiler = _types.ModuleType(__name__ + ".profiler", "torch_npu.profiler.profiler: analyse, profile, "
+                             "tensorboard_trace_handler (the same objects as openmsprof.torch.profiler's)")
+for _name, _obj in (("analyse", analyse), ("profile", profile), ("tensorboard_trace_handler", tensorboard_trace_handler)):
+    setattr(profiler, _name, _obj)
+_sys.modules[profiler.__name__] = profiler
+
 __all__ = [
     "AiCMetrics", "ExportType", "HostSystem", "ProfilerAction", "ProfilerActivity", "ProfilerLevel",
-    "_ExperimentalConfig", "_KinetoProfile", "analyse", "dynamic_profile", "mstx", "profile", "schedule",
+    "_ExperimentalConfig", "_KinetoProfile", "analyse", "dynamic_profile", "mstx", "profile", "profiler", "schedule",
     "supported_activities", "supported_ai_core_metrics", "supported_export_type", "supported_profiler_level",
     "tensorboard_trace_handler",
 ]

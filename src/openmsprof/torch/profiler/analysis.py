@@ -12,6 +12,7 @@ from types import ModuleType
 
 from openmsprof.config.errors import AlreadySimplified, PathError, ProfilingError
 from openmsprof.config.paths import resolve_output
+from openmsprof.config.validate import show
 from openmsprof.torch.profiler import _orphans
 
 log = logging.getLogger("openmsprof")
@@ -52,6 +53,8 @@ def analyse(profiler_path: str | os.PathLike[str], max_process_number: int | Non
             export_type: str | list[str] | None = None) -> list[Path]:
     """Parse every ``*_ascend_pt`` dir under ``profiler_path``; bad dirs are reported and skipped.
     Unsaved windows whose writer is gone are saved first (``_orphans.adopt``, one line each)."""
+    if not isinstance(profiler_path, (str, os.PathLike)):
+        raise PathError(f"profiler_path={show(profiler_path)} is invalid; allowed: a directory path")
     path = resolve_output(os.fspath(profiler_path), "profiler_path")
     if not path.is_dir():
         raise PathError(f"profiler_path {os.fspath(profiler_path)!r} is not a directory")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from openmsprof.config.torch_config import op_attr_note
 from openmsprof.torch.profiler._enums import (
     EXPORT_TYPES,
     HOST_SYS,
@@ -80,9 +81,8 @@ class _ExperimentalConfig:
             types = [t for t in types if t != ExportType.Db] or [ExportType.Text]
         self._export_type = list(dict.fromkeys(types))
         self._op_attr = _bool("op_attr", op_attr, False)
-        if self._op_attr and ExportType.Db not in self._export_type:
-            _warn("op_attr", op_attr, False)
-            self._op_attr = False
+        if self._op_attr:
+            self.unsupported.append(op_attr_note(profiler_level, ExportType.Db in self._export_type))
         if gc_detect_threshold is not None and (
                 isinstance(gc_detect_threshold, bool) or not isinstance(gc_detect_threshold, (int, float))
                 or gc_detect_threshold < 0):
