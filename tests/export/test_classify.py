@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from openmsprof.export.classify import CORE_NAMES, Kind, classify, core_name, op_type
+from openmsprof.export.classify import Kind, classify, core_name, core_names, op_type
 
 
 @pytest.mark.parametrize(("name", "kind"), [
@@ -19,12 +19,14 @@ from openmsprof.export.classify import CORE_NAMES, Kind, classify, core_name, op
 ])
 def test_kinds(name: str, kind: Kind) -> None:
     assert classify(name) == kind
-    assert core_name(name) == CORE_NAMES[kind]
+    assert core_name(name) == core_names()[kind] == core_names("CPU")[kind]
 
 
-def test_core_names_are_msprof_analyze_vocabulary() -> None:
-    # compare/advisor key on these exact strings (trace_event_bean._COMPUTE_TASK_TYPES, TASK types)
-    assert CORE_NAMES == ["AI_VECTOR_CORE", "AI_CORE", "COMMUNICATION", "MEMCPY_ASYNC"]
+def test_core_names_name_the_real_executor() -> None:
+    # docs/formats.md decision 1: computing work is named by its executor, never AI_CORE/AI_VECTOR_CORE
+    assert core_names() == ["CPU", "CPU", "COMMUNICATION", "MEMCPY_ASYNC"]
+    assert core_names("CUDA") == ["CUDA", "CUDA", "COMMUNICATION", "MEMCPY_ASYNC"]
+    assert core_name("aten::mm", "CUDA") == "CUDA" and core_name("gloo:send", "CUDA") == "COMMUNICATION"
 
 
 @pytest.mark.parametrize(("name", "want"), [

@@ -60,7 +60,8 @@ def test_twins_equal_the_layout_rendered_from_its_db(job: Path) -> None:
     assert written == rendered
     assert set(twins.written) == {"op_summary", "task_time", "op_statistic"}  # by the pass
     ops = (job / "summary" / "op_summary_0.csv").read_text()
-    assert ",AI_" not in ops and ",AI_VECTOR_CORE," in rendered[twins.written["op_summary"][0].name].decode()
+    twin = rendered[twins.written["op_summary"][0].name].decode()
+    assert ",AI_" not in ops and ",AI_" not in twin and ",CPU," in twin  # the real executor (decision 1)
     assert any(n.startswith("op_summary_") for n in rendered) and any(n.startswith("task_time_") for n in rendered)
 
 

@@ -44,6 +44,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    help="DuckDB's memory cap for the cross-rank views, e.g. 64MB or 4GB (default: "
                         "$OPENMSPROF_CLUSTER_MEMORY_LIMIT, else a quarter of the available memory); beyond it "
                         "operators spill to OUTPUT/cluster_analysis_output/.openmsprof_spill/")
+    note = p.add_mutually_exclusive_group()
+    note.add_argument("--annotate", dest="annotate", action="store_const", const="on",
+                      help="write the measured wait/transfer split of every collective into each torch rank's "
+                           "communication.json and analysis.db (where msprof-analyze reads them); the exported "
+                           "values are kept and --unannotate restores them")
+    note.add_argument("--unannotate", dest="annotate", action="store_const", const="off",
+                      help="restore the communication times an earlier --annotate replaced")
     p.set_defaults(func=run)
 
 
@@ -67,9 +74,11 @@ def run(args: argparse.Namespace) -> int:
             return 0  # flight dumps only: their history has no tasks or communication for the views
     res = run_cluster(Path(root), modes, output and Path(output), scheduler=args.scheduler,
                       scheduler_file=args.scheduler_file, workers=args.workers, shared=not args.files_on_workers,
-                      memory_limit=args.memory_limit)
+                      memory_limit=args.memory_limit, annotate=args.annotate)
     for line in res.problems:
         print(f"openmsprof: warning: {line}", file=sys.stderr)
+    for line in res.notes:
+        print(line)
     cached = sum(1 for p in res.partials if p.get("cached"))
     phases = ", ".join(f"{m} {res.seconds[m]:.2f}" for m in ("step_trace", "communication", "compute_op", "slow_rank")
                        if res.seconds.get(m, 0) >= 0.005)

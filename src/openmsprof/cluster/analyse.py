@@ -20,6 +20,7 @@ import duckdb
 import orjson
 import pandas as pd
 
+from openmsprof.cluster import annotate as annotate_mod
 from openmsprof.cluster import memcap, opstats, runner, sqlviews, views_comm, views_step, waits
 from openmsprof.cluster.discover import discover
 from openmsprof.cluster.store import restore_small
@@ -43,6 +44,7 @@ class ClusterRun:
     files: list[Path] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     slow_rank: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
 
 
 def _csv(path: Path, df: pd.DataFrame, index: bool = False) -> Path:
@@ -86,9 +88,11 @@ def parse_all(root: Path, store: Path, *, scheduler: str | None = None, schedule
 
 def run_cluster(root: Path, modes: list[str], output: Path | None = None, *, scheduler: str | None = None,
                 scheduler_file: str | None = None, workers: int | None = None, shared: bool = True,
-                memory_limit: str | None = None) -> ClusterRun:
+                memory_limit: str | None = None, annotate: str | None = None) -> ClusterRun:
     """Analyse every rank under ``root``; returns what was written and what went wrong.
-    ``memory_limit``: DuckDB's cap (``memcap``; spills beyond it to a directory under the output)."""
+    ``memory_limit``: DuckDB's cap (``memcap``; spills beyond it to a directory under the output).
+    ``annotate``: ``"on"`` writes the measured wait/transfer split into each torch rank's
+    communication files, ``"off"`` restores the exported ones (:mod:`.annotate`)."""
     bad = [m for m in modes if m not in (*MODES, "all")]
     if bad:
         raise ConfigError(f"cluster mode {bad[0]!r}: unknown (choose from {', '.join((*MODES, 'all'))})")
@@ -105,7 +109,7 @@ def run_cluster(root: Path, modes: list[str], output: Path | None = None, *, sch
     ok = [int(p["rank"]) for p in partials if not p.get("failed")]
     con = sqlviews.connect(store, ok, memory_bytes=cap)
     try:
-        _views(con, run, chosen, partials, cap)
+        _views(con, run, chosen, partials, cap, annotate)
     except duckdb.OutOfMemoryException as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ProfilingError(f"cluster: DuckDB needs more than its {cap >> 20} MiB cap ({first}); raise "
@@ -116,7 +120,8 @@ def run_cluster(root: Path, modes: list[str], output: Path | None = None, *, sch
     return run
 
 
-def _views(con: Any, run: ClusterRun, chosen: list[str], partials: list[dict[str, Any]], cap: int) -> None:
+def _views(con: Any, run: ClusterRun, chosen: list[str], partials: list[dict[str, Any]], cap: int,
+           annotate: str | None = None) -> None:
     """Write the chosen modes' files (``run.files``) and their times (``run.seconds``)."""
     out = run.output
     t1 = time.perf_counter()
@@ -147,6 +152,13 @@ def _views(con: Any, run: ClusterRun, chosen: list[str], partials: list[dict[str
     if "slow_rank" in chosen:
         run.slow_rank = _slow_rank(con, out, run)
     run.seconds["slow_rank"] = time.perf_counter() - t2
+    if annotate == "on":
+        rows = (con.execute("SELECT rank, step, op_key, wait_ms, transfer_ms FROM waits").fetchall()
+                if sqlviews.has(con, "waits") or waits.build_waits(con) else [])
+        run.notes += annotate_mod.annotate_ranks(partials, rows) if rows else [
+            "no collective seen by two ranks: nothing to annotate"]
+    elif annotate == "off":
+        run.notes += annotate_mod.unannotate_ranks(partials)
     run.seconds["analyse"] = time.perf_counter() - t1
 
 

@@ -10,13 +10,12 @@ A task is one of four kinds, decided from its operator name alone:
   ``CUBE_WORDS``, the same words msprof-analyze's ``compare_config.ini`` masks use);
 * ``VECTOR``: every other computing operator.
 
-The Ascend vocabulary written for each kind (``Task Type`` / ``Accelerator Core`` / ``Core
-Type``) is ``AI_CORE``, ``AI_VECTOR_CORE``, ``COMMUNICATION``, ``MEMCPY_ASYNC``: those are the
-values msprof-analyze's compare and advisor key their Matmul/Conv/Vector/communication/memory
-categories on.  They name the *class of engine* the work would use on an Ascend device, not the
-hardware it ran on: the real executor (``CPU``, ``CUDA`` …) is written beside them — the
-``Executor`` column of kernel_details, ``Executor`` in trace_view kernel args, NPU_INFO/META_DATA
-``EXECUTOR`` in the dbs, and ``backend`` in profiler_info / ``DeviceInfo`` in info.json
+The ``Task Type`` / ``Accelerator Core`` / ``Core Type`` written for each kind names the real
+executor (docs/formats.md decision 1, tool-facing files included): ``CPU`` (or ``CUDA`` …) for
+CUBE and VECTOR work, ``COMMUNICATION`` and ``MEMCPY_ASYNC`` for the other two kinds.  The
+CUBE/VECTOR split msprof-analyze's compare makes comes from the duration columns
+(``aicore_time(us)`` / ``aiv_vec_time(us)`` in kernel_details, ``aic_total_time`` /
+``aiv_vec_time`` TASK_PMU_INFO rows in the db), which carry the task's executor time
 (docs/formats.md "Task classification").
 """
 
@@ -25,7 +24,7 @@ from __future__ import annotations
 import re
 from enum import IntEnum
 
-__all__ = ["COMM_PREFIXES", "CORE_NAMES", "Kind", "classify", "core_name", "is_communication", "op_type"]
+__all__ = ["COMM_PREFIXES", "Kind", "classify", "core_name", "core_names", "is_communication", "op_type"]
 
 COMM_PREFIXES = ("gloo:", "nccl:", "hccl:", "mpi:", "ucc:", "hcom_")
 CUBE_WORDS = ("matmul", "aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::addbmm", "aten::addmv",
@@ -45,8 +44,11 @@ class Kind(IntEnum):
     MEMCPY = 3
 
 
-#: Ascend spelling of each kind, indexed by ``Kind`` value.
-CORE_NAMES = ["AI_VECTOR_CORE", "AI_CORE", "COMMUNICATION", "MEMCPY_ASYNC"]
+
+
+def core_names(executor: str = "CPU") -> list[str]:
+    """The ``Task Type`` text of each kind, indexed by ``Kind`` value: the executor for computing work."""
+    return [executor, executor, "COMMUNICATION", "MEMCPY_ASYNC"]
 
 
 def is_communication(name: str) -> bool:
@@ -65,8 +67,8 @@ def classify(name: str) -> Kind:
     return Kind.VECTOR
 
 
-def core_name(name: str) -> str:
-    return CORE_NAMES[classify(name)]
+def core_name(name: str, executor: str = "CPU") -> str:
+    return core_names(executor)[classify(name)]
 
 
 def op_type(name: str) -> str:

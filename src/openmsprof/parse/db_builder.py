@@ -17,7 +17,7 @@ import importlib
 import os
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -155,6 +155,13 @@ class DbWriter:
                 if done != n:
                     self.duplicates[table] = self.duplicates.get(table, 0) + n - done
             con.execute("COMMIT")
+        except _DB_ERRORS as exc:
+            self._fail(exc)
+
+    def run(self, step: Callable[[Any], None]) -> None:
+        """Run ``step(connection)`` (a whole-job SQL pass); a database error fails the import."""
+        try:
+            step(self.con)
         except _DB_ERRORS as exc:
             self._fail(exc)
 

@@ -22,7 +22,7 @@ import orjson
 from openmsprof.config.errors import PathError, RawDataError
 from openmsprof.fileio import fs
 from openmsprof.fileio.read_guard import escape
-from openmsprof.parse import api_groups, schema
+from openmsprof.parse import api_groups, op_state, schema
 from openmsprof.parse.convert import DirConverter, JobCounters
 from openmsprof.parse.db_builder import DB_NAME, DbWriter, ImportLock
 from openmsprof.parse.jobinfo import DataDirInfo, JobInfo, device_names, find_jobs, is_job, read_job
@@ -223,6 +223,7 @@ def _import_locked(job_dir: Path, sqlite_dir: Path, progress: bool | None, t_sta
                 raise item
             writer.write_prepared(item)
         worker.join()
+        writer.run(lambda con: op_state.set_op_states(con, strings))
         _write_info(writer, job, strings)
         db = writer.commit()
         if "CANN_API" not in writer.duplicates:  # else SQL's groups lack the dropped rows

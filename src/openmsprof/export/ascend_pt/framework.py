@@ -30,7 +30,6 @@ _STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 COMM_PREFIXES = classify.COMM_PREFIXES
 LAUNCH_PREFIXES = ("c10d::",)
 MAX_JSON_BYTES = 10 * 1024**3
-CORES = classify.CORE_NAMES
 TRIVIAL = nesting.TRIVIAL
 
 
@@ -42,7 +41,7 @@ def to_ns(ts: Any, offset_ns: int) -> np.ndarray:
 @dataclass
 class Kernels:
     """Device tasks in start order: name (code into ``names``), ts/dur ns, stream, kind (code into
-    ``CORES``, ``classify.Kind``), source op index (-1 none), communication flag, the operator event
+    ``cores``, ``classify.Kind``), source op index (-1 none), communication flag, the operator event
     the task is (-1: a GPU kernel).  ``executor`` is the real hardware (``CPU``, ``CUDA``)."""
 
     names: list[str] = field(default_factory=list)
@@ -58,6 +57,15 @@ class Kernels:
 
     def __len__(self) -> int:
         return len(self.ts)
+
+    @property
+    def cores(self) -> list[str]:
+        """The ``Task Type`` / ``Accelerator Core`` text of each kind (``classify.core_names``)."""
+        return classify.core_names(self.executor)
+
+    def name_of(self, j: int) -> str:
+        return self.names[int(self.name[j])]
+
 
 @dataclass
 class Framework:
@@ -112,6 +120,24 @@ class Framework:
             self._times = nesting.op_times(self.op_parent, self.op_depth, self.op_dur, ~self.op_annotation,
                                            self.kernels.op, self.kernels.dur)
         return self._times
+
+    def op_states(self) -> list[str]:
+        """``OP State`` per kernel name code (docs/formats.md decision 14): ``static`` when every
+        call of that name had the same input shapes, ``dynamic`` when they varied, ``N/A`` when no
+        call recorded shapes (record_shapes off, or a GPU kernel)."""
+        k = self.kernels
+        states = ["N/A"] * len(k.names)
+        if not len(k):
+            return states
+        shape = np.where(k.op >= 0, self.cols.op_shape[np.maximum(k.op, 0)], -1)
+        items = self.cols.shapes.items
+        recorded = np.asarray([bool(s) for s, _t in items] or [False], bool)
+        keep = (shape >= 0) & recorded[np.maximum(shape, 0)]
+        pairs = np.unique(np.stack([k.name[keep], shape[keep]], axis=1), axis=0) if keep.any() else np.zeros((0, 2))
+        names, counts = np.unique(pairs[:, 0].astype(np.int64), return_counts=True)
+        for n, c in zip(names.tolist(), counts.tolist(), strict=True):
+            states[n] = "static" if c == 1 else "dynamic"
+        return states
 
 
 def clock_offset(info: dict[str, Any]) -> int:

@@ -14,7 +14,7 @@ import numpy as np
 
 from openmsprof.export import classify
 from openmsprof.export.ascend_pt import nesting, text
-from openmsprof.export.ascend_pt.framework import CORES, Framework
+from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.export.ascend_pt.overlap import STEP_TRACE_HEADER, Overlap, step_rows
 from openmsprof.export.ascend_pt.text import chunks, csv_line, csv_texts, split_us
 from openmsprof.export.ascend_pt.trace_view import step_of
@@ -38,7 +38,7 @@ API_STATISTIC = ["Device_id", "Level", "API Name", "Time(us)", "Count", "Avg(us)
 #: the real hardware beside the Ascend engine class (``classify``; docs/formats.md)
 EXECUTOR = "Executor"
 _KD_L0 = b"%b{dev},%b,%b,%b,%d.%03d\t,%d.%03d,%d.%03d,N/A,%b,%b,N/A,N/A,N/A,N/A,%b,%b\n"
-_KD_FULL = (b"%b{dev},4294967295,%d,%d,%b,%b,N/A,%b,%d.%03d\t,%d.%03d,%d.%03d,N/A,N/A,N/A,%b,%b,N/A,N/A,N/A,N/A,N/A,"
+_KD_FULL = (b"%b{dev},4294967295,%d,%d,%b,%b,%b,%b,%d.%03d\t,%d.%03d,%d.%03d,N/A,N/A,N/A,%b,%b,N/A,N/A,N/A,N/A,N/A,"
             b"%b,%b,%b,%b\n")
 #: engine-class time columns (Level1+): the task's whole duration booked to the engine class of
 #: ``classify`` — ``aicore_time(us)`` for AI_CORE (matrix) tasks, ``aiv_vec_time(us)`` for
@@ -76,8 +76,9 @@ def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> Non
     if full:
         header += ["Context ID", *ENGINE_COLS]
     header += [EXECUTOR, *COST_COLUMNS]
-    names, cores = csv_texts(k.names), csv_texts(CORES)
+    names, cores = csv_texts(k.names), csv_texts(k.cores)
     types = csv_texts([classify.op_type(n) for n in k.names])
+    states = csv_texts(fw.op_states()) if full else []
     ex = csv_texts([k.executor])[0]
     shp_t, typ_t = _shape_texts(fw)
     shape = np.where(k.op >= 0, fw.cols.op_shape[np.maximum(k.op, 0)], 0) if len(k) else np.zeros(0, np.int64)
@@ -91,6 +92,7 @@ def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> Non
             codes = k.name[a:b].tolist()
             nm = [names[c] for c in codes]
             ty_ = [types[c] for c in codes]
+            os_ = [states[c] for c in codes] if full else []
             exs = [ex] * (b - a)
             if full:
                 cube, vec = _engine_texts(k.core[a:b], k.dur[a:b])
@@ -103,7 +105,7 @@ def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> Non
             pre = _step_prefix(fw, k.ts[a:b])
             cs = [cost(n, c) for n, c in zip(codes, sh, strict=True)]
             if full:
-                yield b"".join([kd_full % x for x in zip(pre, range(a, b), k.stream[a:b].tolist(), nm, ty_, co,
+                yield b"".join([kd_full % x for x in zip(pre, range(a, b), k.stream[a:b].tolist(), nm, ty_, os_, co,
                                                           tq, tr, dq, dr, wq, wr, sp, ty, cube, vec, exs,
                                                           cs, strict=True)])
             else:
@@ -126,7 +128,7 @@ def kernel_columns(fw: Framework, device_id: int) -> tuple[np.ndarray, np.ndarra
     items = fw.cols.shapes.items
     return (k.ts.astype(np.int64), (k.ts + k.dur).astype(np.int64), np.full(n, device_id, np.int64), step,
             [(k.name, list(k.names)), (k.name, [classify.op_type(x) for x in k.names]),
-             (np.zeros(n, np.int64), [k.executor]), (k.core.astype(np.int64), list(CORES)), None,
+             (np.zeros(n, np.int64), [k.executor]), (k.core.astype(np.int64), k.cores), None,
              (shape, [t or NA for _s, t in items]), (shape, [s or NA for s, _t in items]), None, None, None])
 
 
@@ -200,7 +202,8 @@ def op_statistic(path: Path, fw: Framework, device_id: int) -> None:
         tvocab: dict[str, int] = {}
         tcode = np.asarray([tvocab.setdefault(classify.op_type(n), len(tvocab)) for n in k.names] or [0], np.int64)
         tnames = list(tvocab)
-        key = tcode[k.name] * len(CORES) + k.core
+        nk, cores = len(classify.Kind), k.cores
+        key = tcode[k.name] * nk + k.core
         uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
         inv = inv.reshape(-1)
         cnt = np.bincount(inv, minlength=len(uniq))
@@ -213,7 +216,7 @@ def op_statistic(path: Path, fw: Framework, device_id: int) -> None:
         total_all = max(int(k.dur.sum()), 1)
         for g in np.lexsort((first, -tot)).tolist():
             t, c = int(tot[g]), int(cnt[g])
-            rows.append([device_id, tnames[int(uniq[g]) // len(CORES)], CORES[int(uniq[g]) % len(CORES)], c,
+            rows.append([device_id, tnames[int(uniq[g]) // nk], cores[int(uniq[g]) % nk], c,
                          text.ts_text(t), text.ts_text(int(mn[g])), text.ts_text(t // c), text.ts_text(int(mx[g])),
                          f"{100.0 * t / total_all:.3f}"])
     write_csv(path, OP_STATISTIC, rows)

@@ -15,8 +15,8 @@ import orjson
 
 from openmsprof.config.errors import RawDataError
 from openmsprof.export import classify, hostinfo, overhead
-from openmsprof.export.ascend_pt import cann, comm_db, communication
-from openmsprof.export.ascend_pt.framework import CORES, Framework
+from openmsprof.export.ascend_pt import cann, comm_db, communication, mfu_inputs, mstx_rows
+from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.export.ascend_pt.overlap import Overlap, step_rows
 from openmsprof.export.msprof.op_cost_columns import cost_values
 from openmsprof.fileio import fs
@@ -108,9 +108,10 @@ def _new_db(path: Path) -> tuple[sqlite3.Connection, Path]:
 
 def _tasks(fw: Framework, device_id: int, s: _Strings, conn: np.ndarray) -> Iterator[tuple[int, ...]]:
     k = fw.kernels
+    cores = k.cores
     for j, (ts, end, c, st, core) in enumerate(zip(k.ts.tolist(), (k.ts + k.dur).tolist(), conn.tolist(),
                                                    k.stream.tolist(), k.core.tolist(), strict=True)):
-        yield ts, end, device_id, c, j, fw.pid, s[CORES[core]], 0, st, j, NO_MODEL
+        yield ts, end, device_id, c, j, fw.pid, s[cores[core]], 0, st, j, NO_MODEL
 
 
 def _intern(fw: Framework, s: _Strings) -> None:
@@ -120,7 +121,7 @@ def _intern(fw: Framework, s: _Strings) -> None:
     shapes, op_shape = fw.cols.shapes.items, fw.cols.op_shape
     for name, core, o in zip(k.name.tolist(), k.core.tolist(), k.op.tolist(), strict=True):
         shp, typ = shapes[int(op_shape[o])] if o >= 0 else ("", "")
-        s[CORES[core]], s[k.names[name]], s[NA], s[typ or NA], s[shp or NA]
+        s[k.cores[core]], s[k.names[name]], s[NA], s[typ or NA], s[shp or NA]
     for name, shape, stack in zip(fw.cols.op_name.tolist(), op_shape.tolist(), fw.op_stack.tolist(), strict=True):
         shp, typ = shapes[shape]
         if stack >= 0:
@@ -129,26 +130,44 @@ def _intern(fw: Framework, s: _Strings) -> None:
 
 
 def _infos(fw: Framework, s: _Strings) -> Iterator[tuple[int | None, ...]]:
-    """COMPUTE_TASK_INFO rows of the computing (not communication) kernels; string ids are taken in
-    the order the columns are listed.  Block Num / Mix Block Num have no CPU analogue: NULL."""
+    """COMPUTE_TASK_INFO rows of the computing kernels (not communication, not memory copies: those
+    are runtime tasks, as in torch_npu's dbs, and compare leaves them out on text too); string ids
+    are taken in the order the columns are listed.  Block Num / Mix Block Num have no CPU analogue
+    and the output tensors are not recorded (Kineto gives input shapes only): NULL."""
     k = fw.kernels
     shapes = fw.cols.shapes.items
     op_shape = fw.cols.op_shape
+    states = fw.op_states()
     for j, (name, core, o) in enumerate(zip(k.name.tolist(), k.core.tolist(), k.op.tolist(), strict=True)):
-        if core == classify.Kind.COMMUNICATION:
+        if core in (classify.Kind.COMMUNICATION, classify.Kind.MEMCPY):
             continue
         shp, typ = shapes[int(op_shape[o])] if o >= 0 else ("", "")
-        nm, cr = k.names[name], CORES[core]
-        yield (s[nm], j, None, None, s[cr], s[classify.op_type(nm)], s[NA], s[typ or NA], s[shp or NA], s[NA],
-               s[NA], s[NA], s[NA], s[NA], s[NA])
+        nm, cr = k.names[name], k.cores[core]
+        yield (s[nm], j, None, None, s[cr], s[classify.op_type(nm)], s[NA], s[typ or NA], s[shp or NA], None,
+               None, None, s[NA], s[states[name]], s[NA])
 
 
-def _costs(fw: Framework) -> Iterator[tuple[int, float | None, float | None, float | None]]:
+def _pmu(fw: Framework, s: _Strings) -> Iterator[tuple[int, int, int]]:
+    """TASK_PMU_INFO rows: the executor time of each computing task booked as ``aic_total_time``
+    (matrix-class work) or ``aiv_vec_time`` (the rest), ns — kernel_details' ``aicore_time(us)`` /
+    ``aiv_vec_time(us)``, so msprof-analyze's compare splits Cube/Vector on db as on text
+    (docs/formats.md "Task classification").  Not a hardware counter."""
+    k = fw.kernels
+    cube_k, vec_k = int(classify.Kind.CUBE), int(classify.Kind.VECTOR)
+    cube, vec = s["aic_total_time"], s["aiv_vec_time"]
+    for j, (core, dur) in enumerate(zip(k.core.tolist(), k.dur.tolist(), strict=True)):
+        if core == cube_k:
+            yield j, cube, dur
+        elif core == vec_k:
+            yield j, vec, dur
+
+
+def _costs(fw: Framework, doc: dict[str, Any] | None) -> Iterator[tuple[int, float | None, float | None, float | None]]:
     """OMSP_OP_COST rows (ours; msprof-analyze reads no such table): the cost model's FLOPs, bytes
     and memory-bound ratio of each computing kernel from its type and input shapes (NULL where
     unmodelled; the ratio with this machine's cached peaks, else NULL) — kernel_details' columns."""
     k = fw.kernels
-    values = cost_values(P.cached(measure_missing=False))
+    values = cost_values(doc)
     shapes, op_shape = fw.cols.shapes.items, fw.cols.op_shape
     for j, (name, core, o) in enumerate(zip(k.name.tolist(), k.core.tolist(), k.op.tolist(), strict=True)):
         if core == classify.Kind.COMMUNICATION:
@@ -210,20 +229,26 @@ def write(out: Path, fw: Framework, ov: Overlap, info: dict[str, Any], rank: int
             con.executemany(f"INSERT INTO {table} VALUES (?,?)", enum_rows)
         span = (int(fw.op_ts.min()), int((fw.op_ts + fw.op_dur).max())) if fw.n_ops else (0, 0)
         con.execute("INSERT INTO SESSION_TIME_INFO VALUES (?,?)", span)
-        mhz = hostinfo.nominal_mhz(info)
-        if mhz > 0:
-            con.execute("INSERT INTO AICORE_FREQ VALUES (?,?,?)", (device_id, span[0], mhz))
+        # AICORE_FREQ stays empty: no AI Core clock was measured (docs/formats.md decision 13)
         apis = extra.apis if extra is not None else cann.build(fw)
         group = extra.group if extra is not None else communication.group_of(rank_dir, rank)
         _intern(fw, s)
         con.executemany("INSERT INTO TASK VALUES (?,?,?,?,?,?,?,?,?,?,?)", _tasks(fw, device_id, s, apis.conn))
         con.executemany("INSERT INTO COMPUTE_TASK_INFO VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", _infos(fw, s))
-        con.executemany("INSERT INTO OMSP_OP_COST VALUES (?,?,?,?)", _costs(fw))
+        con.executemany("INSERT INTO TASK_PMU_INFO VALUES (?,?,?)", _pmu(fw, s))
+        costs = list(_costs(fw, peaks := P.cached(measure_missing=False)))
+        con.executemany("INSERT INTO OMSP_OP_COST VALUES (?,?,?,?)", costs)
         chains: list[tuple[int, int, int]] = []
         con.executemany("INSERT INTO PYTORCH_API VALUES (?,?,?,?,?,?,?,?,?,?,?)", _api(fw, s, chains))
         con.executemany("INSERT INTO PYTORCH_CALLCHAINS VALUES (?,?,?)", chains)
         con.executemany("INSERT INTO CANN_API VALUES (?,?,?,?,?,?)", _cann_api(fw, apis, s))
         con.executemany("INSERT INTO CONNECTION_IDS VALUES (?,?)", [(c, c) for c in apis.event.tolist()])
+        con.executemany("INSERT INTO MSTX_EVENTS VALUES (?,?,?,?,?,?,?,?,?,?)",
+                        mstx_rows.marker_rows(rank_dir, s.__getitem__))
+        if mfu_inputs.write_device_info(rank_dir, device_id, fw.kernels.executor, peaks) is not None:
+            flops = {j: f for j, f, _b, _r in costs if f}
+            con.executemany("INSERT INTO MSTX_EVENTS VALUES (?,?,?,?,?,?,?,?,?,?)", mfu_inputs.flops_ranges(
+                fw, apis.conn, flops, s.__getitem__, lambda e: (fw.pid << 32) | int(fw.op_tid[e])))
         ops = communication.kernel_ops(fw, group)
         con.executemany("INSERT INTO COMMUNICATION_OP VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                         comm_db.op_rows(ops, group, apis.conn, device_id, s.__getitem__))

@@ -16,7 +16,7 @@ import numpy as np
 import orjson
 
 from openmsprof.export.ascend_pt import cann, text
-from openmsprof.export.ascend_pt.framework import CORES, Framework
+from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.export.ascend_pt.overlap import Overlap
 from openmsprof.export.ascend_pt.perfetto_fit import TraceFit, fit_trace
 from openmsprof.export.ascend_pt.text import chunks, fill, short_ok, split_us, ts_text
@@ -200,7 +200,7 @@ def _kernels(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]
     k = fw.kernels
     fids = flow_ids(k.ts)
     names = text.json_texts(k.names)
-    cores = text.json_texts(CORES)
+    cores = text.json_texts(k.cores)
     for a, b in chunks(len(k)):
         q, r = split_us(k.ts[a:b])
         piece, durs = text.dur_columns(fit.k_dur[a:b])

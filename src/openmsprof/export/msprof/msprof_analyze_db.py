@@ -3,11 +3,11 @@ database as msprof-analyze reads it.
 
 It is a copy of ``sqlite/msprof.db`` (works from the job's sqlite db alone, whatever framework
 made the job) with what the tools key on:
-* ``TASK.taskType`` / ``COMPUTE_TASK_INFO.taskType`` in the Ascend engine-class vocabulary of
-  ``export.classify`` (decided from the op type, else the name); the real executor stays in
-  ``NPU_INFO`` / META_DATA ``EXECUTOR`` and in info.json ``DeviceInfo``;
+* ``TASK.taskType`` / ``COMPUTE_TASK_INFO.taskType`` name the real executor (``CPU`` …), or
+  ``COMMUNICATION`` / ``MEMCPY_ASYNC`` for those kinds of ``export.classify`` (decided from the op
+  type, else the name; docs/formats.md decision 1); META_DATA ``EXECUTOR`` names the executor;
 * the msprof tables the recipes query even when empty: ENUM_HCCL_*, COMMUNICATION_OP,
-  COMMUNICATION_TASK_INFO, TASK_PMU_INFO; an AICORE_FREQ row with the CPU's nominal clock;
+  COMMUNICATION_TASK_INFO, TASK_PMU_INFO; no AICORE_FREQ row (no AI Core clock is measured, decision 13);
 * META_DATA ``openmsprof_overhead`` (JSON) when the recorder left its figures.
 Re-export replaces it (older ``msprof_*.db`` of the job are removed) — only when it is stale:
 :func:`current_db` keeps the db (and so the layout's stamp) while ``sqlite/msprof.db``, the host
@@ -25,7 +25,7 @@ import orjson
 
 from openmsprof._version import __version__
 from openmsprof.config.errors import ProfilingError, StorageError
-from openmsprof.export import classify, hostinfo, overhead
+from openmsprof.export import classify, overhead
 from openmsprof.export.hccl_enums import ENUMS
 from openmsprof.fileio import fs
 from openmsprof.fileio.read_guard import read_json
@@ -107,12 +107,13 @@ def _string_id(con: sqlite3.Connection, cache: dict[str, int], text: str) -> int
     return sid
 
 
-def _engine_text(strings: dict[int, str], op: object, name: object) -> str:
-    """The engine class of a compute task (from its op type, else its name)."""
+def _engine_text(strings: dict[int, str], op: object, name: object, executor: str) -> str:
+    """The Task Type of a compute task: its executor, or COMMUNICATION / MEMCPY_ASYNC for those
+    kinds (from its op type, else its name; ``classify``)."""
     text = strings.get(op) or strings.get(name) or ""  # type: ignore[call-overload]
     if text in ("", "N/A"):
         text = strings.get(name, "")  # type: ignore[call-overload]
-    return classify.core_name(text)
+    return classify.core_name(text, executor or "CPU")
 
 
 def engine_types(con: sqlite3.Connection) -> dict[tuple[object, object], str]:
@@ -122,19 +123,20 @@ def engine_types(con: sqlite3.Connection) -> dict[tuple[object, object], str]:
     tables = {n for (n,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "COMPUTE_TASK_INFO" not in tables or "TASK" not in tables:
         return {}
-    rows = con.execute("SELECT DISTINCT c.opType, c.name FROM COMPUTE_TASK_INFO c "
+    rows = con.execute("SELECT DISTINCT c.opType, c.name, t.taskType FROM COMPUTE_TASK_INFO c "
                        "JOIN TASK t ON t.globalTaskId = c.globalTaskId").fetchall()
     ids = sorted({i for pair in rows for i in pair if isinstance(i, int)})
     strings: dict[int, str] = {}
     for k in range(0, len(ids) if "STRING_IDS" in tables else 0, 500):
         part = ids[k:k + 500]
         strings.update(con.execute(f"SELECT id, value FROM STRING_IDS WHERE id IN ({','.join('?' * len(part))})", part))
-    return {(op, name): "N/A" if op is None or name is None else (_engine_text(strings, op, name) or "N/A")
-            for op, name in rows}
+    return {(op, name): "N/A" if op is None or name is None else
+            (_engine_text(strings, op, name, strings.get(tt, "")) or "N/A") for op, name, tt in rows}
 
 
 def _classify_tasks(con: sqlite3.Connection) -> str:
-    """Rewrite the task types to the engine class; returns the executor name(s) they replaced."""
+    """Task types: the executor stays, COMMUNICATION / MEMCPY_ASYNC work is named so; returns the
+    executor name(s)."""
     strings = dict(con.execute("SELECT id, value FROM STRING_IDS"))
     rows = con.execute("SELECT DISTINCT c.opType, c.name, t.taskType FROM COMPUTE_TASK_INFO c "
                        "JOIN TASK t ON t.globalTaskId = c.globalTaskId").fetchall()
@@ -143,7 +145,7 @@ def _classify_tasks(con: sqlite3.Connection) -> str:
     executors = set()
     for op, name, tt in rows:
         executors.add(strings.get(tt, ""))
-        mapping.append((op, name, _string_id(con, cache, _engine_text(strings, op, name))))
+        mapping.append((op, name, _string_id(con, cache, _engine_text(strings, op, name, strings.get(tt, "")))))
     con.execute("CREATE TEMP TABLE cls(op INTEGER, name INTEGER, tt INTEGER, PRIMARY KEY(op, name))")
     con.executemany("INSERT OR REPLACE INTO cls VALUES (?,?,?)", mapping)
     con.execute("UPDATE COMPUTE_TASK_INFO SET taskType = (SELECT tt FROM cls WHERE cls.op = COMPUTE_TASK_INFO.opType "
@@ -210,12 +212,7 @@ def write_db(job: Path, stamp: str) -> Path:
             figures = overhead.read_job(job)
             if figures:
                 con.execute("INSERT INTO META_DATA VALUES (?,?)", (overhead.KEY, orjson.dumps(figures).decode()))
-            info = _host_info(job)
-            mhz = hostinfo.nominal_mhz(info)
-            start = con.execute("SELECT coalesce(min(startTimeNs), 0) FROM SESSION_TIME_INFO").fetchone()[0]
-            devices = [d for (d,) in con.execute("SELECT DISTINCT deviceId FROM TASK")]
-            if mhz > 0 and not con.execute("SELECT count(*) FROM AICORE_FREQ").fetchone()[0]:
-                con.executemany("INSERT INTO AICORE_FREQ VALUES (?,?,?)", [(d, start, mhz) for d in devices])
+            # no AICORE_FREQ row: no AI Core clock was measured (docs/formats.md decision 13)
     except BaseException as exc:
         con.close()
         tmp.unlink(missing_ok=True)
@@ -233,11 +230,3 @@ def remove_others(job: Path, db: Path) -> None:
     for old in job.iterdir():
         if DB_RE.match(old.name) and old.name != db.name and not old.is_symlink():
             old.unlink(missing_ok=True)
-
-
-def _host_info(job: Path) -> dict[str, object]:
-    try:
-        doc = read_json(job / "host" / "info.json", "info.json")
-    except ProfilingError:
-        return {}
-    return doc if isinstance(doc, dict) else {}

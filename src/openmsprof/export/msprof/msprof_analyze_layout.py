@@ -3,19 +3,19 @@ per-device ``summary/`` and ``timeline/`` so msprof-analyze's ``advisor`` and ``
 MindStudio Insight) read pyACL and TensorFlow jobs:
 
 ```
-PROF_…/msprof_{YYYYmmddHHMMSS}.db          tool_facing_db (engine-class task types, HCCL tables)
+PROF_…/msprof_{YYYYmmddHHMMSS}.db          tool_facing_db (executor task types, HCCL tables)
 PROF_…/mindstudio_profiler_output/
     {name}_{ts}.csv                          every Device_id-first summary, rows of all devices
     {name}_slice_{k}_{ts}.csv                above 1,000,000 data rows
     msprof_{ts}.json                         the timeline, Ascend spelling (a bare JSON array)
     README.txt                               what is here, the executor, the overhead figures
 PROF_…/analyze/communication_analyzer.db     (msprof-analyze needs the folder and the db)
-device_*/info.json.*                         + DeviceInfo ai_core_num / aiv_num / aic_frequency
+device_*/info.json.*                         + DeviceInfo ai_core_num / aiv_num
 host/info.json                               + openmsprof_overhead (the recorder's figures)
 ```
 Everything is produced from the job's sqlite db alone (through the tool-facing db copy), so it
-is framework-neutral.  The task type columns use ``export.classify``'s engine classes; README.txt
-and the db's META_DATA ``EXECUTOR`` name the real executor.
+is framework-neutral.  The task type columns name the real executor (``export.classify``), as do
+README.txt and the db's META_DATA ``EXECUTOR``.
 
 Each verb writes its own half, as msprof's ``export summary`` / ``export timeline`` do: ``summary``
 the merged CSVs, ``timeline`` ``msprof_{ts}.json``; the db, ``analyze/`` and README.txt are shared.
@@ -38,7 +38,7 @@ from typing import Any
 import orjson
 
 from openmsprof.config.errors import ProfilingError, StorageError
-from openmsprof.export import hostinfo, overhead
+from openmsprof.export import overhead
 from openmsprof.export.ascend_pt.torch_db import ANALYSIS_SCHEMA
 from openmsprof.export.exportlock import job_lock
 from openmsprof.export.jobdb import JobDB, open_job
@@ -205,9 +205,8 @@ def _span(data: bytes) -> tuple[int, int]:
 def _readme(out: Path, stamp: str, files: list[Path], executor: str, figures: dict[str, float | int]) -> Path:
     lines = ["openmsprof tool-facing output (msprof-analyze, MindStudio Insight)", "",
              f"export stamp: {stamp}", f"executor (real hardware of every task): {executor}",
-             "Task Type / Core Type values are Ascend engine classes (AI_CORE = matmul/conv/attention,",
-             "AI_VECTOR_CORE = other computing, COMMUNICATION, MEMCPY_ASYNC), chosen by openmsprof's",
-             "classification (docs/formats.md, 'Task classification'); they do not mean an NPU ran them.", "",
+             "Task Type / Core Type values name the real executor of each task (CPU ...), or",
+             "COMMUNICATION / MEMCPY_ASYNC for those kinds (docs/formats.md, 'Task classification').", "",
              "files:"] + [f"  {p.name}" for p in files]
     if figures:
         lines += ["", "profiling overhead (openmsprof_overhead):"] + [f"  {k}: {v}" for k, v in sorted(figures.items())]
@@ -218,8 +217,8 @@ def _readme(out: Path, stamp: str, files: list[Path], executor: str, figures: di
 
 def _device_info(job: Path) -> None:
     """Give each device info.json the DeviceInfo keys msprof-analyze's advisor requires
-    (``ai_core_num``, ``aiv_num``: the host's logical CPUs that run the tasks; ``aic_frequency``:
-    the CPU's nominal MHz) when the collection did not write them."""
+    (``ai_core_num``, ``aiv_num``: the host's logical CPUs that run the tasks) when the collection
+    did not write them; no ``aic_frequency``: no AI Core clock is measured (decision 13)."""
     host: dict[str, object] = {}
     try:
         loaded = read_json(job / "host" / "info.json", "info.json")
@@ -227,7 +226,6 @@ def _device_info(job: Path) -> None:
     except ProfilingError:
         pass
     cores = host.get("cpuNums") if isinstance(host.get("cpuNums"), int) else (os.cpu_count() or 1)
-    mhz = hostinfo.nominal_mhz(host)
     for path in sorted(job.glob("device_*/info.json.*")):
         if path.name.endswith((".done", ".complete")) or path.is_symlink():
             continue
@@ -242,7 +240,6 @@ def _device_info(job: Path) -> None:
             if isinstance(d, dict):
                 d.setdefault("ai_core_num", cores)
                 d.setdefault("aiv_num", cores)
-                d.setdefault("aic_frequency", mhz)
         try:
             fs.write_file_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
         except TypeError:  # nested deeper than orjson writes: left as it is
