@@ -94,3 +94,7 @@ def modes_ok(path: Path) -> bool:
             if os.stat(os.path.join(dirpath, f)).st_mode & 0o777 != 0o640:
                 return False
     return True
+
+
+# the msprof-analyze jobs, made once per session (issue 25's matrix)
+from tests.torch.ma_jobs import ma_one, ma_pyacl, ma_tf, ma_two  # noqa: E402, F401

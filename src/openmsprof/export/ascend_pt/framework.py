@@ -132,8 +132,11 @@ class Framework:
         shape = np.where(k.op >= 0, self.cols.op_shape[np.maximum(k.op, 0)], -1)
         items = self.cols.shapes.items
         recorded = np.asarray([bool(s) for s, _t in items] or [False], bool)
+        texts: dict[str, int] = {}  # a code is a (shapes, dtypes) pair: compare the shapes only
+        by_text = np.asarray([texts.setdefault(s, len(texts)) for s, _t in items] or [0], np.int64)
         keep = (shape >= 0) & recorded[np.maximum(shape, 0)]
-        pairs = np.unique(np.stack([k.name[keep], shape[keep]], axis=1), axis=0) if keep.any() else np.zeros((0, 2))
+        pairs = (np.unique(np.stack([k.name[keep], by_text[shape[keep]]], axis=1), axis=0) if keep.any()
+                 else np.zeros((0, 2)))
         names, counts = np.unique(pairs[:, 0].astype(np.int64), return_counts=True)
         for n, c in zip(names.tolist(), counts.tolist(), strict=True):
             states[n] = "static" if c == 1 else "dynamic"

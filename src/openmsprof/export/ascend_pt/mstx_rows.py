@@ -1,10 +1,16 @@
-"""The user's mstx markers (torch_npu ``npu.mstx`` with ``mstx``/``msprof_tx`` on) as MSTX_EVENTS
+"""The user's mstx markers and the model's module ranges (torch_npu ``npu.mstx`` with ``mstx``/``msprof_tx`` on) as MSTX_EVENTS
 rows of the torch db, where msprof-analyze's ``mstx_sum`` (and the advisor) read them.
 
 They are recorded into the rank dir's ``PROF_*`` job (raw marker data); that job is imported into
 a private temporary directory and its MSTX_EVENTS rows are copied with their texts re-interned.
-connectionId: the marker's own id (``NO_TASK`` + index), never the "none" id msprof-analyze skips:
-on the CPU no device task answers a marker, so its device time stays empty.
+connectionId: the "none" id (4294967295), as torch_npu writes for a host-only marker (no stream):
+on the CPU no device task answers a marker.  msprof-analyze's ``mstx_sum`` summarises only markers
+a device task answers (marker_ex / ranges with a connection), so it reports none of these
+(docs/formats.md, msprof-analyze table).
+
+Module ranges: each ``nn.Module: {name}`` python_function event Kineto recorded (with_stack /
+with_modules) becomes a range in domain ``Module`` (message: the module's name), which is what
+msprof-analyze's ``module_statistic`` builds its module tree from.
 """
 
 from __future__ import annotations
@@ -15,11 +21,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from openmsprof.config.errors import ProfilingError
+from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.parse.importer import import_job
 
-__all__ = ["NO_TASK", "marker_rows"]
+__all__ = ["MODULE_DOMAIN", "NO_TASK", "marker_rows", "module_rows"]
 
-NO_TASK = 1 << 40
+NO_TASK = 4294967295
+MODULE_DOMAIN = "Module"
+_MODULE = "nn.Module: "
+RANGE = 2  # ENUM_MSTX_EVENT_TYPE start/end
 
 
 def _has_markers(job: Path) -> bool:
@@ -28,7 +38,6 @@ def _has_markers(job: Path) -> bool:
 
 def marker_rows(rank_dir: Path, intern: Callable[[str], int]) -> Iterator[tuple[int | None, ...]]:
     """MSTX_EVENTS rows of every ``PROF_*`` job in ``rank_dir`` that holds markers."""
-    k = 0
     for job in sorted(p for p in rank_dir.glob("PROF_*") if p.is_dir() and not p.is_symlink()):
         if not _has_markers(job):
             continue
@@ -47,5 +56,20 @@ def marker_rows(rank_dir: Path, intern: Callable[[str], int]) -> Iterator[tuple[
             finally:
                 con.close()
         for start, end, kind, rid, cat, msg, tid, end_tid, domain in rows:
-            yield start, end, kind, rid, cat, intern(msg), tid, end_tid, intern(domain), NO_TASK + k
-            k += 1
+            yield start, end, kind, rid, cat, intern(msg), tid, end_tid, intern(domain), NO_TASK
+
+
+def module_rows(fw: Framework, intern: Callable[[str], int]) -> Iterator[tuple[int | None, ...]]:
+    """MSTX_EVENTS ranges of the ``nn.Module`` python_function events (see the module docstring)."""
+    cols = fw.cols
+    names = cols.py_names.items
+    modules = {c: n[len(_MODULE):] for c, n in enumerate(names) if n.startswith(_MODULE)}
+    if not modules or not len(cols.py_ts):
+        return
+    domain = intern(MODULE_DOMAIN)
+    for rid, (ts, dur, tid, name) in enumerate(zip(cols.py_ts.tolist(), cols.py_dur.tolist(), cols.py_tid.tolist(),
+                                                   cols.py_name.tolist(), strict=True)):
+        text = modules.get(name)
+        if text is not None:
+            gtid = (fw.pid << 32) | tid
+            yield ts, ts + dur, RANGE, rid, None, intern(text), gtid, gtid, domain, NO_TASK

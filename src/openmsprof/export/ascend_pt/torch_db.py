@@ -245,6 +245,7 @@ def write(out: Path, fw: Framework, ov: Overlap, info: dict[str, Any], rank: int
         con.executemany("INSERT INTO CONNECTION_IDS VALUES (?,?)", [(c, c) for c in apis.event.tolist()])
         con.executemany("INSERT INTO MSTX_EVENTS VALUES (?,?,?,?,?,?,?,?,?,?)",
                         mstx_rows.marker_rows(rank_dir, s.__getitem__))
+        con.executemany("INSERT INTO MSTX_EVENTS VALUES (?,?,?,?,?,?,?,?,?,?)", mstx_rows.module_rows(fw, s.__getitem__))
         if mfu_inputs.write_device_info(rank_dir, device_id, fw.kernels.executor, peaks) is not None:
             flops = {j: f for j, f, _b, _r in costs if f}
             con.executemany("INSERT INTO MSTX_EVENTS VALUES (?,?,?,?,?,?,?,?,?,?)", mfu_inputs.flops_ranges(

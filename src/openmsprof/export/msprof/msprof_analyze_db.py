@@ -7,7 +7,8 @@ made the job) with what the tools key on:
   ``COMMUNICATION`` / ``MEMCPY_ASYNC`` for those kinds of ``export.classify`` (decided from the op
   type, else the name; docs/formats.md decision 1); META_DATA ``EXECUTOR`` names the executor;
 * the msprof tables the recipes query even when empty: ENUM_HCCL_*, COMMUNICATION_OP,
-  COMMUNICATION_TASK_INFO, TASK_PMU_INFO; no AICORE_FREQ row (no AI Core clock is measured, decision 13);
+  COMMUNICATION_TASK_INFO, TASK_PMU_INFO, and the (empty: no PyTorch) framework tables
+  CONNECTION_IDS / PYTORCH_API that free_analysis and operator_mfu join; no AICORE_FREQ row (no AI Core clock is measured, decision 13);
 * META_DATA ``openmsprof_overhead`` (JSON) when the recorder left its figures.
 Re-export replaces it (older ``msprof_*.db`` of the job are removed) — only when it is stale:
 :func:`current_db` keeps the db (and so the layout's stamp) while ``sqlite/msprof.db``, the host
@@ -57,7 +58,14 @@ CREATE TABLE IF NOT EXISTS AICORE_FREQ(deviceId INTEGER, timestampNs INTEGER, fr
 CREATE TABLE IF NOT EXISTS MSTX_EVENTS(startNs INTEGER, endNs INTEGER, eventType INTEGER, rangeId INTEGER,
   category INTEGER, message INTEGER, globalTid INTEGER, endGlobalTid INTEGER, domainId INTEGER,
   connectionId INTEGER);
+CREATE TABLE IF NOT EXISTS CONNECTION_IDS(id INTEGER, connectionId INTEGER);
+CREATE TABLE IF NOT EXISTS PYTORCH_API(startNs TEXT, endNs TEXT, globalTid INTEGER, connectionId INTEGER,
+  name INTEGER, sequenceNumber INTEGER, fwdThreadId INTEGER, inputDtypes INTEGER, inputShapes INTEGER,
+  callchainId INTEGER, type INTEGER);
 """
+#: What this module writes changed (executor task types, no AICORE_FREQ row, the framework tables):
+#: part of the staleness key, so a db made by an older rule is remade.
+REVISION = 2
 
 
 STATE = Path("sqlite") / "tool_facing.json"
@@ -67,7 +75,7 @@ _SOURCES = (Path("sqlite") / "msprof.db", Path("host") / "info.json", Path("host
 
 def _source_key(job: Path) -> list[object]:
     """The version and each source file's identity (size, mtime, inode); absent files too."""
-    key: list[object] = [__version__]
+    key: list[object] = [__version__, REVISION]
     for rel in _SOURCES:
         try:
             st = (job / rel).stat()

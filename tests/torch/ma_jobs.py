@@ -1,0 +1,135 @@
+"""Jobs every msprof-analyze test reads, made once per session (issue 25's matrix): a one-rank
+and a two-rank torch run (gloo, loopback; rank ``SLOW_RANK`` planted slow: it sleeps before every
+step's collectives), each exported as text and as db into separate trees (msprof-analyze takes
+a tree with any db as db-only) beside the combined ``runs/`` tree; a pyACL and a TensorFlow
+``PROF_`` job exported with both verbs (the tool-facing layout).  mstx is on: the runs carry
+user markers (``train_step`` ranges, ``step N`` marks).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.collector.conftest import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+OPENMSPROF = str(Path(sys.executable).with_name("openmsprof"))
+OUT = "ASCEND_PROFILER_OUTPUT"
+SLOW_RANK = 1
+PLANTED_S = 0.4  # well above a loaded machine's step-time noise (~0.1 s at load 20)
+
+TRAIN = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {repo!r})
+    import torch
+    from tests.torch.conftest import Trainer
+    import openmsprof.torch.profiler as tp
+    from openmsprof.torch import npu
+    dist = None
+    if {world} > 1:
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+    t = Trainer("cnn")
+    exp = tp._ExperimentalConfig(profiler_level=tp.ProfilerLevel.Level1, export_type=["text", "db"], mstx=True)
+    with tp.profile(schedule=tp.schedule(wait=1, warmup=1, active=2, repeat=1),
+                    on_trace_ready=tp.tensorboard_trace_handler("runs"), record_shapes=True, with_stack=True,
+                    experimental_config=exp) as prof:
+        for i in range(5):
+            npu.mstx.mark(f"step {{i}}")
+            rid = npu.mstx.range_start("train_step")
+            t.step()
+            npu.mstx.range_end(rid)
+            if dist is not None:
+                if dist.get_rank() == {slow}:
+                    time.sleep({planted})  # the planted slow rank: the others wait for it
+                for p in t.model.parameters():
+                    dist.all_reduce(p.data)
+            prof.step()
+    if dist is not None:
+        dist.barrier()
+        dist.destroy_process_group()
+    sys.stdout.flush(); sys.stderr.flush()
+    import os; os._exit(0)
+""")
+
+
+def _train(root: Path, world: int) -> Path:
+    port = str(free_port())
+    procs = []
+    for rank in range(world):
+        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+        if world > 1:
+            env.update(RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+        code = TRAIN.format(repo=str(REPO), world=world, slow=SLOW_RANK, planted=PLANTED_S)
+        procs.append(subprocess.Popen([sys.executable, "-c", code], cwd=root, env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+    for p in procs:
+        _out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()[-2000:]
+    return root / "runs"
+
+
+def split(runs: Path, dest: Path) -> dict[str, Path]:
+    """``text/`` and ``db/`` trees of the same rank dirs, each holding one export type; ``runs``
+    is the combined tree (what ``openmsprof cluster`` reads)."""
+    trees = {"runs": runs}
+    for mode in ("text", "db"):
+        tree = dest / mode
+        for d in sorted(p for p in runs.iterdir() if p.name.endswith("_ascend_pt")):
+            shutil.copytree(d, tree / d.name)
+            for f in (tree / d.name / OUT).iterdir():
+                if f.is_file() and (f.suffix == ".db") != (mode == "db") and f.name != "analyse.done":
+                    f.unlink()
+        trees[mode] = tree
+    return trees
+
+
+@pytest.fixture(scope="session")
+def ma_two(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("ma_two")
+    return split(_train(root, 2), root)
+
+
+@pytest.fixture(scope="session")
+def ma_one(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("ma_one")
+    return split(_train(root, 1), root)
+
+
+def _export(job: Path) -> Path:
+    for verb in ("summary", "timeline"):
+        res = subprocess.run([OPENMSPROF, "export", verb, "-dir", str(job)], capture_output=True, text=True,
+                             timeout=300)
+        assert res.returncode == 0, res.stderr[-2000:]
+    return job
+
+
+@pytest.fixture(scope="session")
+def ma_pyacl(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ma_acl")
+    res = subprocess.run([OPENMSPROF, "demo", "--output", str(root / "jobs"), "--executes", "8"], cwd=root,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    (job,) = (root / "jobs").glob("PROF_*")
+    return _export(job)
+
+
+@pytest.fixture(scope="session")
+def ma_tf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("tensorflow")
+    root = tmp_path_factory.mktemp("ma_tf")
+    (root / "jobs").mkdir()
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": os.pathsep.join(
+        [str(REPO), os.environ.get("PYTHONPATH", "")])}
+    res = subprocess.run([sys.executable, str(REPO / "examples" / "tf_sess_run.py"), str(root / "jobs"), "5",
+                          "dense/MatMul"], capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    (job,) = (root / "jobs").glob("PROF_*")
+    return _export(job)

@@ -1,0 +1,246 @@
+"""Issue 25's matrix: msprof-analyze (the real tool) × output kind — torch text and db (1 and 2
+ranks), a pyACL and a TensorFlow ``PROF_`` job.  Every cell runs the tool and fails on any
+``[ERROR]`` line not listed in ``BY_DESIGN`` (each entry names the tool's reason; the same table
+is in docs/formats.md "msprof-analyze, mode by mode").  The jobs are the session's
+(tests/torch/ma_jobs.py), shared with tests/torch/test_msprof_analyze.py.
+
+Beyond "no unlisted error", cells whose numbers matter are checked against ours: compare's
+category split is the same on db and text, OP State is static/dynamic as the shapes say,
+operator_mfu's peak is the measured one, module_statistic finds the model's modules, and
+``openmsprof cluster --annotate`` puts our wait split where communication_time_sum reads it.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.torch.conftest import rank_dirs, read_csv
+from tests.torch.ma_jobs import OUT, SLOW_RANK, split
+
+MSPROF_ANALYZE = shutil.which("msprof-analyze") or str(Path(sys.executable).with_name("msprof-analyze"))
+OPENMSPROF = str(Path(sys.executable).with_name("openmsprof"))
+pytestmark = pytest.mark.skipif(not Path(MSPROF_ANALYZE).exists(), reason="msprof-analyze not installed")
+
+#: a job without collectives: the communication recipes find no group to map (an inference or
+#: single-process job has none)
+NO_COMM = ("Create CommunicationGroupMap table failed", "There is no CommunicationGroupMapping data",
+           "'DataFrame' object has no attribute 'str'")
+#: no AI Core clock is measured on a CPU (docs/formats.md decision 13): freq_analysis has nothing
+NO_FREQ = ("No aic freq data found", "Mapper data is None, load profiling data failed")
+#: msprof-analyze's own SQL (GROUP_CONCAT ... ORDER BY) needs SQLite >= 3.44 for the DB stack lookup
+OLD_SQLITE = ("Error loading API stack data",) if sqlite3.sqlite_version_info < (3, 44) else ()
+#: operator_mfu maps PyTorch framework ops to kernels: a pyACL / TF job has no framework layer
+NO_FRAMEWORK = ("Can not export framework op to kernel mapper", "No kernel data found")
+
+BY_DESIGN: dict[tuple[str, str], tuple[str, ...]] = {
+    ("torch_db", "freq_analysis"): NO_FREQ,
+    ("torch_db", "slow_link"): ("Unknown dump data type",),      # logged when no link is an outlier
+    ("torch_db", "ep_load_balance"): ("Mapper data is None",),   # no MoE GroupedMatmul ops in the run
+    ("torch_db", "mstx_sum"): ("Mapper data is None",),          # only device-answered markers count
+    ("torch_one", "all"): NO_COMM,  # one process: no collectives
+    ("pyacl", "all"): NO_COMM, ("tf", "all"): NO_COMM,
+    ("pyacl", "operator_mfu"): NO_FRAMEWORK, ("tf", "operator_mfu"): NO_FRAMEWORK,
+    ("pyacl", "hccl_sum"): ("Mapper data is None",), ("tf", "hccl_sum"): ("Mapper data is None",),
+    # the recipe's per-step split reads analysis StepTraceTime (a torch_npu table) and, for the
+    # memory phase, at least one memory-copy task: a PROF_ job has neither
+    ("pyacl", "cluster_time_summary"): ("reset_index() got an unexpected keyword argument 'name'",
+                                        "No valid step_time/step_trace_time"),
+    ("tf", "cluster_time_summary"): ("No valid step_time/step_trace_time",
+                                     "reset_index() got an unexpected keyword argument 'name'"),
+    ("pyacl", "compare"): ("not collected by PyTorch or Mindspore",),  # compare takes framework dirs only
+    ("tf", "compare"): ("not collected by PyTorch or Mindspore",),
+}
+TORCH_DB_MODES = ["freq_analysis", "slow_link", "ep_load_balance", "mstx_sum", "module_statistic", "operator_mfu",
+                  "free_analysis", "slow_rank", "cluster_time_summary"]
+PROF_MODES = ["all", "free_analysis", "operator_mfu", "hccl_sum", "compute_op_sum", "cluster_time_summary"]
+
+
+def analyze(args: list[str], cwd: Path, tolerated: tuple[str, ...] = ()) -> str:
+    """Run msprof-analyze; fail on any [ERROR] line not in ``tolerated``; return its log."""
+    res = subprocess.run([MSPROF_ANALYZE, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    log = (res.stdout + res.stderr).replace("\r", "\n")
+    errors = [ln for ln in log.splitlines() if "[ERROR]" in ln and not any(t in ln for t in tolerated)]
+    assert not errors, errors
+    assert res.returncode == 0, log[-2000:]
+    return log
+
+
+def _prof_root(request: pytest.FixtureRequest, kind: str) -> Path:
+    job: Path = request.getfixturevalue("ma_pyacl" if kind == "pyacl" else "ma_tf")
+    return job.parent  # the jobs/ folder holds only this job
+
+
+def _db(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(path / "cluster_analysis_output" / "cluster_analysis.db")
+
+
+@pytest.mark.parametrize("mode", TORCH_DB_MODES)
+def test_cluster_mode_on_torch_db(ma_two: dict[str, Path], mode: str, tmp_path: Path) -> None:
+    analyze(["cluster", "-d", str(ma_two["db"]), "-m", mode, "-o", str(tmp_path / "c")], tmp_path,
+            BY_DESIGN.get(("torch_db", mode), ()))
+    if mode == "operator_mfu":
+        _check_mfu(ma_two, tmp_path / "c")
+    elif mode == "module_statistic":
+        with _db(tmp_path / "c") as con:
+            modules = {m for (m,) in con.execute("SELECT module FROM ModuleStatistic")}
+        assert {"CNN_0", "Conv2d_0", "Linear_0"} <= modules  # Trainer("cnn")'s modules
+    elif mode == "cluster_time_summary":
+        with _db(tmp_path / "c") as con:
+            waits = dict(con.execute("SELECT rank, sum(communicationWaitStageTime) FROM ClusterTimeSummary "
+                                     "GROUP BY rank").fetchall())
+        assert min(waits, key=waits.__getitem__) == SLOW_RANK  # the others waited for the planted rank
+
+
+def _rank(rank_dir: Path) -> int:
+    m = re.search(r"profiler_info_(\d+)", next(p.name for p in rank_dir.glob("profiler_info_*.json")))
+    assert m
+    return int(m.group(1))
+
+
+def _check_mfu(ma_two: dict[str, Path], out: Path) -> None:
+    """OperatorMFU's chip peak is our measured one; its MFU = FLOPs / duration / peak."""
+    with _db(out) as con:
+        rows = con.execute('SELECT rank_id, "kernel_duration(ns)", mfu, chip_peak_tflops, flops FROM OperatorMFU').fetchall()
+    assert rows
+    for d in rank_dirs(ma_two["db"]):
+        (info,) = d.glob("device_*/info.json.*")
+        peak = orjson.loads(info.read_bytes())["DeviceInfo"][0]["peak_flops"]
+        rank = _rank(d)
+        mine = [r for r in rows if r[0] == rank]
+        assert mine
+        for _r, dur_ns, mfu, chip_tflops, flops in mine:
+            assert chip_tflops == pytest.approx(peak / 1e12, abs=0.01)
+            assert float(mfu) == pytest.approx(flops / (dur_ns * 1e-9) / peak, abs=1e-3)
+
+
+@pytest.mark.parametrize("kind", ["pyacl", "tf"])
+@pytest.mark.parametrize("mode", PROF_MODES)
+def test_cluster_mode_on_prof_jobs(request: pytest.FixtureRequest, kind: str, mode: str, tmp_path: Path) -> None:
+    root = _prof_root(request, kind)
+    analyze(["cluster", "-d", str(root), "-m", mode, "-o", str(tmp_path / "c")], tmp_path,
+            BY_DESIGN.get((kind, mode), ()))
+    if mode == "compute_op_sum":
+        with _db(tmp_path / "c") as con:
+            types = {t for (t,) in con.execute("SELECT DISTINCT TaskType FROM ComputeOpAllRankStats")}
+        assert types == {"CPU"}  # the real executor (docs/formats.md decision 1)
+
+
+@pytest.mark.parametrize("kind", ["pyacl", "tf"])
+@pytest.mark.parametrize("what", ["all", "schedule", "compare"])
+def test_advisor_and_compare_on_prof_jobs(request: pytest.FixtureRequest, kind: str, what: str,
+                                          tmp_path: Path) -> None:
+    job = next(_prof_root(request, kind).glob("PROF_*"))
+    args = (["compare", "-d", str(job), "-bp", str(job)] if what == "compare" else ["advisor", what, "-d", str(job)])
+    log = analyze([*args, "-o", str(tmp_path / "o")], tmp_path, BY_DESIGN.get((kind, what), ()))
+    for html in (tmp_path / "o").glob("mstt_advisor_*.html"):
+        text = html.read_text(encoding="utf-8")
+        assert "动态shape算子" not in text and "Operator Dynamic Shape Issues" not in text  # OP State is measured
+    if what == "compare":
+        assert "Invalid profiling path" in log
+
+
+@pytest.mark.parametrize("mode", ["text", "db"])
+def test_cluster_all_on_one_torch_rank(ma_one: dict[str, Path], mode: str, tmp_path: Path) -> None:
+    """(Two ranks, text and db, and the advisor on every torch kind: tests/torch/test_msprof_analyze.py.)"""
+    analyze(["cluster", "-d", str(ma_one[mode]), "-m", "all", "-o", str(tmp_path / "c")], tmp_path,
+            BY_DESIGN.get(("torch_one", "all"), ()))
+    if mode == "db":
+        with _db(tmp_path / "c") as con:
+            assert con.execute("SELECT count(*) FROM ClusterStepTraceTime WHERE type = 'rank'").fetchone()[0] == 2
+    else:
+        _h, rows = read_csv(tmp_path / "c" / "cluster_analysis_output" / "cluster_step_trace_time.csv")
+        assert len([r for r in rows if r["Type"] == "rank"]) == 2  # the two active steps
+
+
+def _distribution(log: str) -> list[dict[str, str]]:
+    lines = [ln for ln in log.splitlines() if ln.startswith("|")]
+    head = next(ln for ln in lines if "Computing Time" in ln)
+    cols = [c.strip() for c in head.strip("|").split("|")]
+    return [dict(zip(cols, (c.strip() for c in ln.strip("|").split("|")), strict=True))
+            for ln in lines if ln.startswith("| NPU")]
+
+
+@pytest.mark.parametrize("world", [1, 2])
+def test_compare_splits_db_and_text_alike(ma_one: dict[str, Path], ma_two: dict[str, Path], world: int,
+                                          tmp_path: Path) -> None:
+    trees = ma_one if world == 1 else ma_two
+    log = analyze(["compare", "-d", str(rank_dirs(trees["text"])[0]), "-bp", str(rank_dirs(trees["db"])[0]),
+                   "-o", str(tmp_path / "cmp")], tmp_path)
+    base, new = _distribution(log)
+    for col in ("Cube Time(Num)", "Vector Time(Num)", "Conv Time(Forward)(Num)", "Conv Time(Backward)(Num)"):
+        count = re.search(r"\((\d+)\)", new[col])
+        assert count and int(count.group(1)) > 0, (col, new[col])
+        assert re.search(r"\((\d+)\)", base[col]).group(1) == count.group(1), col  # type: ignore[union-attr]
+
+
+def test_task_type_op_state_and_frequency_in_our_files(ma_two: dict[str, Path]) -> None:
+    """Task Type names the executor; OP State follows the recorded shapes; no AI Core clock."""
+    for d in rank_dirs(ma_two["runs"]):
+        _h, rows = read_csv(d / OUT / "kernel_details.csv")
+        assert {r["Accelerator Core"] for r in rows} <= {"CPU", "COMMUNICATION", "MEMCPY_ASYNC"}
+        shapes: dict[str, set[str]] = {}
+        for r in rows:
+            if r["Accelerator Core"] != "COMMUNICATION" and r["Input Shapes"] not in ("", "N/A"):
+                shapes.setdefault(r["Name"], set()).add(r["Input Shapes"])
+        for r in rows:
+            want = "N/A" if r["Name"] not in shapes else ("static" if len(shapes[r["Name"]]) == 1 else "dynamic")
+            assert r["OP State"] == want, r["Name"]
+        assert {"static", "dynamic"} <= {r["OP State"] for r in rows}  # the cnn has both kinds
+        db = next((d / OUT).glob("ascend_pytorch_profiler_*.db"))
+        con = sqlite3.connect(db)
+        try:
+            assert con.execute("SELECT count(*) FROM AICORE_FREQ").fetchone()[0] == 0
+            states = dict(con.execute("SELECT n.value, s.value FROM COMPUTE_TASK_INFO c JOIN STRING_IDS n "
+                                      "ON n.id = c.name JOIN STRING_IDS s ON s.id = c.opState").fetchall())
+            assert states == {r["Name"]: r["OP State"] for r in rows
+                              if r["Accelerator Core"] not in ("COMMUNICATION", "MEMCPY_ASYNC")}
+            marks = {m for (m,) in con.execute("SELECT s.value FROM MSTX_EVENTS m JOIN STRING_IDS s ON s.id = m.message "
+                                               "JOIN STRING_IDS d ON d.id = m.domainId WHERE d.value = 'default'")}
+            assert "train_step" in marks and any(m.startswith("step ") for m in marks)  # the user's mstx calls
+        finally:
+            con.close()
+
+
+def test_annotate_puts_our_wait_where_msprof_analyze_reads_it(ma_two: dict[str, Path], tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    shutil.copytree(ma_two["runs"], runs)
+    before = {d.name: (d / OUT / "communication.json").read_bytes() for d in rank_dirs(runs)}
+    res = subprocess.run([OPENMSPROF, "cluster", "-d", str(runs), "-m", "slow_rank", "-o", str(tmp_path / "o"),
+                          "--annotate"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert f"slow rank: {SLOW_RANK} " in res.stdout and res.stdout.count("written into") == 2
+    _h, split_rows = read_csv(tmp_path / "o" / "cluster_analysis_output" / "slow_rank" / "wait_transfer.csv")
+    ours = {(int(r["rank"]), r["step"], r["op"]): float(r["wait_ms"]) for r in split_rows}
+    assert sum(w for (rank, _s, _o), w in ours.items() if rank != SLOW_RANK) > 0
+    trees = split(runs, tmp_path)
+    for d in rank_dirs(trees["text"]):
+        rank = _rank(d)
+        doc = orjson.loads((d / OUT / "communication.json").read_bytes())
+        got = {(rank, step, key): op["Communication Time Info"]["Wait Time(ms)"]
+               for step, kinds in doc.items() for key, op in kinds["collective"].items() if key != "Total Op Info"}
+        assert got == {k: pytest.approx(v, abs=1e-6) for k, v in ours.items() if k[0] == rank}
+    analyze(["cluster", "-d", str(trees["db"]), "-m", "communication_time_sum", "-o", str(tmp_path / "m")], tmp_path)
+    with _db(tmp_path / "m") as con:
+        theirs = dict(con.execute("SELECT rank_id, sum(wait_time) FROM ClusterCommunicationTime "
+                                  "WHERE hccl_op_name != 'Total Op Info' GROUP BY rank_id").fetchall())
+    for rank in (0, 1):
+        assert theirs[rank] == pytest.approx(sum(w for (r, _s, _o), w in ours.items() if r == rank), abs=0.01)
+    res = subprocess.run([OPENMSPROF, "cluster", "-d", str(runs), "-m", "slow_rank", "-o", str(tmp_path / "o2"),
+                          "--unannotate"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0 and res.stdout.count("restored") == 2, res.stderr[-2000:]
+    for d in rank_dirs(runs):
+        assert (d / OUT / "communication.json").read_bytes() == before[d.name]
+        assert not (d / OUT / ".openmsprof_annotate").exists()
+        con = sqlite3.connect(d / OUT / "analysis.db")
+        try:
+            assert con.execute("SELECT sum(wait_time) FROM CommAnalyzerTime").fetchone()[0] == 0
+        finally:
+            con.close()
