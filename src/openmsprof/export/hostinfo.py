@@ -1,5 +1,6 @@
 """Facts about the machine a run used, for the rows that state them: host name / uid (HOST_INFO)
-and the CPU's nominal clock in MHz (the AICORE_FREQ row, msprof-analyze ``freq_analysis``).
+and the CPU's nominal clock in MHz (a host fact: it is never written as an AI Core frequency,
+docs/formats.md decision 13).
 
 Values recorded at collection (info.json ``hostname``/``hostUid``/``CPU[0].Frequency``) win;
 otherwise the exporting machine is asked (the usual case: export runs where collection ran).

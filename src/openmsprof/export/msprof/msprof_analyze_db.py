@@ -8,7 +8,8 @@ made the job) with what the tools key on:
   type, else the name; docs/formats.md decision 1); META_DATA ``EXECUTOR`` names the executor;
 * the msprof tables the recipes query even when empty: ENUM_HCCL_*, COMMUNICATION_OP,
   COMMUNICATION_TASK_INFO, TASK_PMU_INFO, and the (empty: no PyTorch) framework tables
-  CONNECTION_IDS / PYTORCH_API that free_analysis and operator_mfu join; no AICORE_FREQ row (no AI Core clock is measured, decision 13);
+  CONNECTION_IDS / PYTORCH_API that free_analysis and operator_mfu join; no AICORE_FREQ row
+  (no AI Core clock is measured, decision 13);
 * META_DATA ``openmsprof_overhead`` (JSON) when the recorder left its figures.
 Re-export replaces it (older ``msprof_*.db`` of the job are removed) — only when it is stale:
 :func:`current_db` keeps the db (and so the layout's stamp) while ``sqlite/msprof.db``, the host
@@ -69,7 +70,7 @@ REVISION = 2
 
 
 STATE = Path("sqlite") / "tool_facing.json"
-#: What the db is made from besides the job's sqlite db (host info: the nominal clock).
+#: What the db is made from besides the job's sqlite db (host info, the overhead figures).
 _SOURCES = (Path("sqlite") / "msprof.db", Path("host") / "info.json", Path("host") / overhead.FILE)
 
 
