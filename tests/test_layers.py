@@ -1,4 +1,4 @@
-"""The architecture rule of SPEC §3: a layer imports only the layers below it.
+"""The architecture rule of docs/internals.md (the map): a layer imports only the layers below it.
 
 Module-level imports only; an import inside a function (the torch facade's offline ``analyse``,
 which parses and exports) is a deliberate, lazy exception.

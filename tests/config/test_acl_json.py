@@ -1,4 +1,4 @@
-"""acl.json "profiler" section (FORMATS §7.2): golden files, every bad input, fuzzing."""
+"""acl.json "profiler" section (docs/formats.md §7.2): golden files, every bad input, fuzzing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""pyACL create_config bit masks (FORMATS §7.1)."""
+"""pyACL create_config bit masks (docs/formats.md §7.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PROFILING_OPTIONS / TF profiling_options (FORMATS §7.3)."""
+"""PROFILING_OPTIONS / TF profiling_options (docs/formats.md §7.3)."""
 
 from __future__ import annotations
 

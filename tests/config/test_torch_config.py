@@ -1,4 +1,4 @@
-"""torch_npu experimental_config and profiler_config.json (FORMATS §7.4): reset with a warning."""
+"""torch_npu experimental_config and profiler_config.json (docs/formats.md §7.4): reset with a warning."""
 
 from __future__ import annotations
 

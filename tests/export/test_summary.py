@@ -1,4 +1,4 @@
-"""export summary: file set, FORMATS §4 rules (wait time, ratios, variance, step trace), CSV
+"""export summary: file set, docs/formats.md §4 rules (wait time, ratios, variance, step trace), CSV
 slicing, JSON form, data-exists rule."""
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ def test_compact_tids_and_exact_event_text(job: Path, tmp_path: Path) -> None:
     assert threads[114] == "Stream 0" and threads[214] == "Stream 1"
     assert threads[314] == "Step Trace" and threads[414] == "Stream 1 (overlap 1)"
     raw = path.read_bytes()
-    # FORMATS §5 keys and order, no spaces; flows HostToDevice with bp:"e" on the f end
+    # docs/formats.md §5 keys and order, no spaces; flows HostToDevice with bp:"e" on the f end
     assert (b'{"name":"conv1","pid":14,"tid":114,"ts":124496.789,"dur":200.000,"ph":"X",'
             b'"args":{"Task Id":1,"Model Id":1}}') in raw
     assert (b'{"name":"HostToDevice","pid":7,"tid":107,"ph":"s","cat":"HostToDevice","id":1,'

@@ -1,4 +1,4 @@
-"""profile_memory → memory_record.csv / operator_memory.csv (FORMATS §4 headers) and the DB's
+"""profile_memory → memory_record.csv / operator_memory.csv (docs/formats.md §4 headers) and the DB's
 MEMORY_RECORD / OP_MEMORY, checked against torch's own ``[memory]`` events in the Kineto trace."""
 
 from __future__ import annotations

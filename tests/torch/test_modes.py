@@ -103,7 +103,7 @@ def test_start_stop_cnn(cnn: Trainer, tmp_path: Path) -> None:
     assert any("convolution" in r["Name"] for r in rows)
     h, rows = read_csv(rd / OUT / "op_statistic.csv")  # whenever kernel_details.csv (issue 9)
     assert h[:2] == ["Device_id", "OP Type"] and rows
-    assert not (rd / OUT / "api_statistic.csv").exists()  # Level1+ only (FORMATS.md §3)
+    assert not (rd / OUT / "api_statistic.csv").exists()  # Level1+ only (docs/formats.md §3)
     assert not (rd / "FRAMEWORK").exists()  # data_simplification (default on) removed it
     assert (rd / OUT / "analyse.done").exists()
 

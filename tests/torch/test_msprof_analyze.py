@@ -313,6 +313,6 @@ def test_viewer_safety_of_trace_view_and_csvs(two: dict[str, Path]) -> None:
             for r in rows:
                 for col, v in r.items():
                     if csv_path.name == "kernel_details.csv" and col == "Start Time(us)":
-                        assert v.endswith("\t")  # the Ascend Excel guard (FORMATS §1), stripped by readers
+                        assert v.endswith("\t")  # the Ascend Excel guard (docs/formats.md §1), stripped by readers
                         v = v[:-1]
                     assert v == v.strip(), (csv_path.name, col, v)

@@ -1,4 +1,4 @@
-"""schedule(): the exact action sequence of FORMATS.md §7.4 and validation of bad numbers."""
+"""schedule(): the exact action sequence of docs/formats.md §7.4 and validation of bad numbers."""
 
 from __future__ import annotations
 

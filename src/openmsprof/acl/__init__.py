@@ -1,4 +1,4 @@
-"""``openmsprof.acl`` — the pyACL surface on ONNX Runtime (SPEC §4.4).
+"""``openmsprof.acl`` — the pyACL surface on ONNX Runtime (docs/guide.md §2).
 
 ``from openmsprof import acl`` in place of ``import acl``: ``acl.init([config_path])``,
 ``acl.finalize()``, ``acl.rt``, ``acl.mdl``, ``acl.util``, ``acl.prof`` with pyACL's names and

@@ -1,5 +1,5 @@
 """pyACL constants: return codes, ``ACL_PROF_*`` bits, ``ACL_AICORE_*`` metrics, step tags,
-memory and data-type enums (FORMATS §7.1; RT acl_base.h / acl_rt.h / acl_prof.h)."""
+memory and data-type enums (docs/formats.md §7.1; RT acl_base.h / acl_rt.h / acl_prof.h)."""
 
 from __future__ import annotations
 

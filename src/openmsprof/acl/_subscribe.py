@@ -1,5 +1,5 @@
 """Subscription half of ``acl.prof``: subscribe configs, model (un)subscribe and the
-``get_op_*`` accessors that decode 80-byte op records from user memory (FORMATS §7.1).
+``get_op_*`` accessors that decode 80-byte op records from user memory (docs/formats.md §7.1).
 
 ``data`` is a pointer from ``acl.util.numpy_to_ptr`` (checked against live memory before it is
 read) or any bytes-like object; ``data_len`` is its length in bytes.  Bad pointers, lengths or

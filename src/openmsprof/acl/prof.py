@@ -1,7 +1,7 @@
 """``acl.prof``: profiling control (init/start/stop/finalize, configs), the stamp API (msproftx on
 the collection core's markers), step info, and the subscription calls (``_subscribe``).
 
-State rules (FORMATS §7.1 error codes): prof calls before ``acl.init`` or start/stop/finalize
+State rules (docs/formats.md §7.1 error codes): prof calls before ``acl.init`` or start/stop/finalize
 before ``acl.prof.init`` → ACL_ERROR_UNINITIALIZE; a second start → PROF_ALREADY_RUN; stop
 without start → PROF_NOT_RUN; ``acl.prof.init`` while acl.json profiling is on, or while a
 model is subscribed → PROF_API_CONFLICT.  The application always keeps running.

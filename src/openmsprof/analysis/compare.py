@@ -1,4 +1,4 @@
-"""Before/after comparison of two profiling jobs (SPEC §4.11, the seed's Mish → LeakyReLU case).
+"""Before/after comparison of two profiling jobs (docs/internals.md1, the seed's Mish → LeakyReLU case).
 
 Rows compare total device and API time, every operator type, every operator (matched by name,
 then — for renamed or fused operators — by type in execution order) and every API.  Each row's

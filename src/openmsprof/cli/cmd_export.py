@@ -137,7 +137,7 @@ def _summary_and_tool_facing(job: Path, args: argparse.Namespace) -> list[Path]:
 
 
 def _tool_facing(job: Path, args: argparse.Namespace, part: str) -> list[Path]:
-    """The verb's half of mindstudio_profiler_output/ + msprof_{ts}.db (FORMATS §2), unless
+    """The verb's half of mindstudio_profiler_output/ + msprof_{ts}.db (docs/formats.md §2), unless
     --no-tool-facing; reported on its own line, so the verb's file count stays its own."""
     if not getattr(args, "no_tool_facing", False):
         _print_tool_facing(job, export_tool_facing(job, (part,)))

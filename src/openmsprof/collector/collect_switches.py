@@ -100,7 +100,7 @@ def _onoff(flag: bool) -> str:
 
 
 def acl_json(config: ProfileConfig) -> dict[str, Any]:
-    """The acl.json document (``{"profiler": {...}}``, FORMATS §7.2 keys) for ``config``."""
+    """The acl.json document (``{"profiler": {...}}``, docs/formats.md §7.2 keys) for ``config``."""
     try:
         from openmsprof.config.acl_json import to_acl_json
     except ImportError:

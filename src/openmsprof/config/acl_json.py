@@ -1,4 +1,4 @@
-"""acl.json ``"profiler"`` section → :class:`ProfileConfig` (FORMATS §7.2, S2 spellings included).
+"""acl.json ``"profiler"`` section → :class:`ProfileConfig` (docs/formats.md §7.2, S2 spellings included).
 
 ``load_acl_json(path)`` returns None when the file has no ``"profiler"`` section or its switch is
 not ``"on"`` (seed 002: any other value means off; the other keys' mistakes are then warnings,

@@ -1,5 +1,5 @@
 """pyACL ``create_config(device_list, aicore_metrics, aicore_events, data_type_config)`` →
-:class:`ProfileConfig` (FORMATS §7.1).
+:class:`ProfileConfig` (docs/formats.md §7.1).
 
 The ``ACL_PROF_*`` data-type bits and ``ACL_AICORE_*`` metric values are defined here; the acl
 facade re-exports them.  Rules: the metrics argument counts only with ``ACL_PROF_AICORE_METRICS``;

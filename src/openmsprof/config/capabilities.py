@@ -1,5 +1,5 @@
 """What this machine can honour: ``check(cfg)`` lists, one line each, the switches asked for
-that need hardware or software that is not here (SPEC §4.1) — never faked, never silent.
+that need hardware or software that is not here (docs/internals.md) — never faked, never silent.
 
 Detection is cheap and import-free: NVIDIA GPUs from ``/proc/driver/nvidia/gpus`` and
 ``/dev/nvidia*``, Ascend NPUs from ``/dev/davinci*``.  openmsprof reads no Ascend PMU itself, so

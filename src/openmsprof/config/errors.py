@@ -6,7 +6,7 @@ names what was wrong and where.  ``code`` is the pyACL error code the facades re
 
 from __future__ import annotations
 
-# pyACL error codes (FORMATS.md §7.1).
+# pyACL error codes (docs/formats.md §7.1).
 ACL_SUCCESS = 0
 ACL_ERROR_INVALID_PARAM = 100000
 ACL_ERROR_UNINITIALIZE = 100001

@@ -1,4 +1,4 @@
-"""The one profiling configuration model every entry point maps onto (SPEC §4.1)."""
+"""The one profiling configuration model every entry point maps onto (docs/internals.md)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-#: AI Core metric names (FORMATS.md §7.1) accepted by acl.json / torch / CLI.
+#: AI Core metric names (docs/formats.md §7.1) accepted by acl.json / torch / CLI.
 AICORE_METRICS: tuple[str, ...] = (
     "ArithmeticUtilization",
     "PipeUtilization",
@@ -91,7 +91,7 @@ class ProfileConfig:
 
     @property
     def aic_metrics_active(self) -> bool:
-        """AI Core metrics count only with task_time on/l1/l2/l3 (FORMATS §7.2)."""
+        """AI Core metrics count only with task_time on/l1/l2/l3 (docs/formats.md §7.2)."""
         return self.aic_metrics != "AiCoreNone" and self.task_time not in ("off", "l0")
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Path rules for anything openmsprof writes or reads (FORMATS.md §8).
+"""Path rules for anything openmsprof writes or reads (docs/formats.md §8).
 
 A path is accepted when every character is ASCII alphanumeric, one of ``. _ - / ~``, a space or
 a CJK ideograph (U+4E00–U+9FA5); control characters and the acl.json blacklist are always

@@ -1,4 +1,4 @@
-"""The ``"profiler"`` option keys shared by acl.json (FORMATS §7.2) and PROFILING_OPTIONS / TF
+"""The ``"profiler"`` option keys shared by acl.json (docs/formats.md §7.2) and PROFILING_OPTIONS / TF
 ``profiling_options`` (§7.3): one table-driven parser and its inverse.
 
 Values are the documents' strings (``"on"``/``"off"``, ``"cpu,mem"``, ``"{N}MB"``); numbers may be

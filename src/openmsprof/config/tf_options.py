@@ -1,4 +1,4 @@
-"""PROFILING_OPTIONS / TensorFlow ``profiling_options`` JSON → :class:`ProfileConfig` (FORMATS §7.3).
+"""PROFILING_OPTIONS / TensorFlow ``profiling_options`` JSON → :class:`ProfileConfig` (docs/formats.md §7.3).
 
 Enabled through env ``PROFILING_MODE=true|dynamic`` + ``PROFILING_OPTIONS='<json>'``, TF1
 ``ProfilingConfig(enable_profiling, profiling_options)``, session ``parameter_map`` or TF2

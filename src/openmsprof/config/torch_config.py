@@ -1,5 +1,5 @@
 """torch_npu ``_ExperimentalConfig`` values and ``profiler_config.json`` → :class:`ProfileConfig`
-(FORMATS §7.4).
+(docs/formats.md §7.4).
 
 Inside a training loop profiling must never kill the job, so — as torch_npu does — an invalid
 value is never raised: it is reset to its default and one warning line says which key, the value
@@ -165,7 +165,7 @@ def from_experimental(experimental: Mapping[str, Any] | object | None,
 
 @dataclass
 class DynamicProfilerConfig:
-    """profiler_config.json of ``dynamic_profile`` (FORMATS §7.4 defaults); ``config`` holds the
+    """profiler_config.json of ``dynamic_profile`` (docs/formats.md §7.4 defaults); ``config`` holds the
     switches (experimental_config, prof_dir as output)."""
 
     activities: list[str] = field(default_factory=lambda: ["CPU", "NPU"])

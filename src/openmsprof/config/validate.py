@@ -33,7 +33,7 @@ _FIELDS = {f.name for f in dataclasses.fields(ProfileConfig)}
 _BOOLS = ("switch", "acl_api", "runtime_api", "aicpu", "l2", "hccl", "msproftx", "training_trace",
           "op_attr", "task_memory", "aicore_shape", "api_stats", "data_simplification",
           "record_op_args")
-#: Optional frequencies (None = off) and their ranges in Hz (FORMATS §7.2).
+#: Optional frequencies (None = off) and their ranges in Hz (docs/formats.md §7.2).
 FREQ_RANGES: dict[str, tuple[int, int]] = {
     "sys_hardware_mem_freq": (1, 100),
     "sys_io_sampling_freq": (1, 100),
@@ -149,7 +149,7 @@ def need_output(where: str, key: str, value: Any) -> str | None:
 
 def validate(cfg: ProfileConfig, where: str = "profiling config", *,
              min_storage_mb: int = 1) -> ProfileConfig:
-    """Check every field of ``cfg`` (types, enums, ranges of FORMATS §7.2); return a normalised copy.
+    """Check every field of ``cfg`` (types, enums, ranges of docs/formats.md §7.2); return a normalised copy.
 
     ``min_storage_mb`` is 1 for the Python API (small limits are handy on small disks) and 200 in
     the file/CLI loaders, which parse ``storage_limit`` themselves.

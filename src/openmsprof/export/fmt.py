@@ -1,12 +1,12 @@
 """Number formatting shared by every export: integer ns → µs text with exactly three decimals.
 
-FORMATS §1: made by integer string formatting ``f"{ns//1000}.{ns%1000:03d}"``, never via float.
+docs/formats.md §1: made by integer string formatting ``f"{ns//1000}.{ns%1000:03d}"``, never via float.
 """
 
 from __future__ import annotations
 
 NA = "N/A"
-#: The invalid-value sentinel of the msprof schema (FORMATS §6).
+#: The invalid-value sentinel of the msprof schema (docs/formats.md §6).
 INVALID = 4294967295
 
 

@@ -1,4 +1,4 @@
-"""msprof's HCCL enum tables (id, name), FORMATS §6: created in every db we write, even without
+"""msprof's HCCL enum tables (id, name), docs/formats.md §6: created in every db we write, even without
 communication, because several msprof-analyze recipes and advisor queries join them."""
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""Facts about the machine a run used, for the rows that state them: host name / uid (HOST_INFO)
-and the CPU's nominal clock in MHz (a host fact: it is never written as an AI Core frequency,
-docs/formats.md decision 13).
+"""Facts about the machine a run used, for the rows that state them: host name / uid (HOST_INFO).
+The CPU's clock is never written as an AI Core frequency (docs/formats.md decision 13).
 
-Values recorded at collection (info.json ``hostname``/``hostUid``/``CPU[0].Frequency``) win;
+Values recorded at collection (info.json ``hostname``/``hostUid``) win;
 otherwise the exporting machine is asked (the usual case: export runs where collection ran).
 """
 
@@ -13,9 +12,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-import psutil
-
-__all__ = ["host_name", "host_uid", "nominal_mhz"]
+__all__ = ["host_name", "host_uid"]
 
 _GHZ = re.compile(r"@\s*([0-9.]+)\s*GHz", re.I)
 
@@ -35,37 +32,3 @@ def host_uid(info: dict[str, Any] | None = None) -> str:
         return host_name(info)
 
 
-def _recorded(info: dict[str, Any] | None) -> int:
-    cpus = (info or {}).get("CPU")
-    if isinstance(cpus, list) and cpus and isinstance(cpus[0], dict):
-        try:
-            return int(float(cpus[0].get("Frequency") or 0))
-        except (TypeError, ValueError):
-            return 0
-    return 0
-
-
-def _cpuinfo() -> int:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return 0
-    m = _GHZ.search(text)
-    if m:
-        return int(float(m.group(1)) * 1000)
-    m = re.search(r"^cpu MHz\s*:\s*([0-9.]+)", text, re.M)
-    return int(float(m.group(1))) if m else 0
-
-
-def nominal_mhz(info: dict[str, Any] | None = None) -> int:
-    """The CPU's nominal (rated) frequency in MHz; 0 when nothing states it."""
-    mhz = _recorded(info)
-    if mhz > 0:
-        return mhz
-    try:
-        f = psutil.cpu_freq()
-    except (OSError, NotImplementedError, AttributeError):
-        f = None
-    if f is not None and f.max > 0:
-        return int(f.max)
-    return _cpuinfo() or (int(f.current) if f is not None and f.current > 0 else 0)

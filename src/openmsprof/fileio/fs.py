@@ -1,6 +1,6 @@
 """File-system primitives: private modes whatever the umask, no symlink following, atomic writes.
 
-Directories are 0750 and files 0640 (FORMATS.md §8).  New files are opened with
+Directories are 0750 and files 0640 (docs/formats.md §8).  New files are opened with
 ``O_CREAT | O_EXCL | O_NOFOLLOW`` so a planted symlink is never written through.
 """
 
@@ -28,7 +28,7 @@ MAX_TABLE_BYTES = 256 * 1024 * 1024
 
 DIR_MODE = 0o750
 FILE_MODE = 0o640
-#: Below this many free bytes nothing is written (FORMATS.md §7.2: 20 MB).
+#: Below this many free bytes nothing is written (docs/formats.md §7.2: 20 MB).
 FREE_SPACE_FLOOR = 20 * 1024 * 1024
 #: Collection halts this far above the floor (checked at least every SPACE_CHECK_BYTES written),
 #: so a burst between two checks cannot cross the floor.

@@ -1,4 +1,4 @@
-"""A trigger's dump: the kept history written as a normal PROF job (FORMATS.md §2).
+"""A trigger's dump: the kept history written as a normal PROF job (docs/formats.md §2).
 
 Markers go to ``host/data/Mstx.records.host.slice_0``, step spans to ``Step`` (STEP_RANGE), host
 samples to ``HostSampler`` (COUNTER), thread names to ``Thread``; ``info.json`` carries

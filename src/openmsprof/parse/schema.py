@@ -1,4 +1,4 @@
-"""The msprof-style database schema (docs/internals.md "Database", FORMATS §6).
+"""The msprof-style database schema (docs/internals.md "Database", docs/formats.md §6).
 
 Tables are created without indexes; :data:`INDEXES` are built after the load.  INSERT
 statements bind only the columns that vary; constant columns are SQL literals.

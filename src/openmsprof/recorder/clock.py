@@ -22,7 +22,7 @@ class ClockPair:
 
 
 def read_pair() -> ClockPair:
-    """Read wall time between two monotonic reads and use the midpoint (FORMATS.md §1)."""
+    """Read wall time between two monotonic reads and use the midpoint (docs/formats.md §1)."""
     best: ClockPair | None = None
     best_gap = 1 << 62
     for _ in range(5):

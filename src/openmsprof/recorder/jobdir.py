@@ -1,4 +1,4 @@
-"""Job directory ``PROF_{seq}_{stamp}_{pid}{letters}``: layout, info files, locks (FORMATS.md §2)."""
+"""Job directory ``PROF_{seq}_{stamp}_{pid}{letters}``: layout, info files, locks (docs/formats.md §2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The process-wide profiling session (SPEC §4.2).
+"""The process-wide profiling session (docs/internals.md, "Session").
 
 One active session per process; ``start``/``stop`` are thread-safe; any thread's records are
 captured once started.  Sources hook in with :func:`add_listener` (their ``on_start`` /

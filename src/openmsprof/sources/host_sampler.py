@@ -1,4 +1,4 @@
-"""Host CPU and memory sampling in a sidecar process (SPEC §4.5).
+"""Host CPU and memory sampling in a sidecar process (docs/guide.md §1).
 
 The sampler is a separate process (``sampler_proc.py``, run by path so it starts in a few tens
 of milliseconds without importing the package) so that a busy GIL in the profiled application

@@ -1,4 +1,4 @@
-"""pyACL subscription records (FORMATS §7.1 "Subscription record") and the pipe writer.
+"""pyACL subscription records (docs/formats.md §7.1 "Subscription record") and the pipe writer.
 
 One fixed-size 80-byte little-endian record per executed operator::
 

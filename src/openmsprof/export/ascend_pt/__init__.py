@@ -1,1 +1,1 @@
-"""Tool-facing outputs of the PyTorch path: ``…_ascend_pt/ASCEND_PROFILER_OUTPUT`` (FORMATS.md §3–§6)."""
+"""Tool-facing outputs of the PyTorch path: ``…_ascend_pt/ASCEND_PROFILER_OUTPUT`` (docs/formats.md §3–§6)."""

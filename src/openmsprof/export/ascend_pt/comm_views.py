@@ -1,4 +1,4 @@
-"""``communication.json`` / ``communication_matrix.json`` (FORMATS.md §4, clients/msprof-analyze.md
+"""``communication.json`` / ``communication_matrix.json`` (docs/formats.md §4, clients/msprof-analyze.md
 §7.3), the trace_view ``Communication`` process and the analysis.db CommAnalyzer* rows, from the
 operations of ``communication.collect``.
 

@@ -1,4 +1,4 @@
-"""profile_memory outputs: ``memory_record.csv`` and ``operator_memory.csv`` (FORMATS.md §4) and the
+"""profile_memory outputs: ``memory_record.csv`` and ``operator_memory.csv`` (docs/formats.md §4) and the
 MEMORY_RECORD / OP_MEMORY rows of the DB export (bytes, ns), from Kineto's ``[memory]`` events.
 
 Each allocator event is a row of memory_record (component ``PTA``, as torch_npu names the framework

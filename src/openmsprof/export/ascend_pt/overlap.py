@@ -1,5 +1,5 @@
 """Overlap Analysis intervals (Computing / Communication / Communication(Not Overlapped) / Free)
-and step_trace_time rows (FORMATS.md §4), vectorised with numpy."""
+and step_trace_time rows (docs/formats.md §4), vectorised with numpy."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Summary CSVs of ASCEND_PROFILER_OUTPUT: kernel_details, operator_details, op_statistic,
-api_statistic, step_trace_time (FORMATS.md §4 headers, decisions 1, 4 and 9).
+api_statistic, step_trace_time (docs/formats.md §4 headers, decisions 1, 4 and 9).
 
 Large tables are streamed in chunks; each row is one ``%`` template over numpy-prepared columns
 with texts pre-encoded the way ``csv.writer`` encodes them, so the bytes match ``csv.writer``.

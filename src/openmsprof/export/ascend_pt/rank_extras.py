@@ -13,7 +13,7 @@ __all__ = ["Extras"]
 
 class Extras:
     """What the optional outputs need: the communication operations (with their group; the JSON
-    views only at Level1+, FORMATS §3) and the memory view (profile_memory only)."""
+    views only at Level1+, docs/formats.md §3) and the memory view (profile_memory only)."""
 
     def __init__(self, rank_dir: Path, fw: framework.Framework, rank: int | None, level: int,
                  profile_memory: bool) -> None:

@@ -2,7 +2,7 @@
 vocabulary entries, and a chunked atomic file writer (temp file + rename, 0640).
 
 Numbers are formatted with ``%`` templates over columns prepared by numpy, so each output row costs
-one formatting call: ``"%d.%03d" % divmod(ns, 1000)`` is FORMATS.md §1's µs text, and
+one formatting call: ``"%d.%03d" % divmod(ns, 1000)`` is docs/formats.md §1's µs text, and
 ``"%d.%b" % (q, FRAC[r])`` equals orjson's shortest form of ``ns / 1000`` for 0 ≤ ns < 10**12.
 """
 
@@ -26,7 +26,7 @@ CHUNK = 32768
 
 
 def ts_text(ns: int) -> str:
-    """µs with exactly 3 decimals by integer formatting (FORMATS.md §1)."""
+    """µs with exactly 3 decimals by integer formatting (docs/formats.md §1)."""
     return f"{ns // 1000}.{ns % 1000:03d}"
 
 

@@ -1,4 +1,4 @@
-"""``trace_view.json`` in the Ascend spelling (FORMATS.md §5, decision 2): a bare array, string
+"""``trace_view.json`` in the Ascend spelling (docs/formats.md §5, decision 2): a bare array, string
 epoch-µs ``ts``, bit-packed pids, processes Python / CANN / Ascend Hardware / Overlap Analysis,
 ``async_npu`` flows whose ``f`` lands exactly on the kernel's pid/tid/ts.
 
@@ -157,7 +157,7 @@ def _python(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
 
 
 def _cross_thread(cols: Any) -> np.ndarray:
-    """Indices of the fwdbwd flow events whose pair spans two threads (FORMATS §5: a flow only
+    """Indices of the fwdbwd flow events whose pair spans two threads (docs/formats.md §5: a flow only
     when backward runs on another thread; msprof-analyze takes any ``f`` thread as the backward
     thread, so a same-thread pair would mark forward operators as backward)."""
     n = len(cols.flow_ts)

@@ -1,4 +1,4 @@
-"""Summary column lists, exactly as FORMATS.md §4 (code order).  Golden-tested."""
+"""Summary column lists, exactly as docs/formats.md §4 (code order).  Golden-tested."""
 
 from __future__ import annotations
 
@@ -45,8 +45,8 @@ ALL = {
     "step_trace": STEP_TRACE, "msprof_tx": MSPROF_TX, "host_cpu_usage": HOST_CPU_USAGE,
     "host_mem_usage": HOST_MEM_USAGE,
 }
-#: Every summary this package writes: ALL (FORMATS.md §4), the TensorFlow-only fusion_op, which
-#: FORMATS.md does not list (its columns are msprof's, docs/tensorflow.md), and the per-process
+#: Every summary this package writes: ALL (docs/formats.md §4), the TensorFlow-only fusion_op, which
+#: docs/formats.md §4 does not list (its columns are msprof's, docs/tensorflow.md), and the per-process
 #: host usage (docs/formats.md).
 WRITTEN = {**ALL, "fusion_op": FUSION_OP, "host_process_cpu_usage": HOST_PROCESS_CPU_USAGE,
            "host_process_mem_usage": HOST_PROCESS_MEM_USAGE}

@@ -1,4 +1,4 @@
-"""``msprof_{YYYYmmddHHMMSS}.db`` in a PROF_ job root (FORMATS §2 "modern" layout, §6): the job
+"""``msprof_{YYYYmmddHHMMSS}.db`` in a PROF_ job root (docs/formats.md §2 "modern" layout, §6): the job
 database as msprof-analyze reads it.
 
 It is a copy of ``sqlite/msprof.db`` (works from the job's sqlite db alone, whatever framework

@@ -1,4 +1,4 @@
-"""The tool-facing layout of a PROF_ job (FORMATS §2, seed 003): what ``export`` writes beside the
+"""The tool-facing layout of a PROF_ job (docs/formats.md §2, seed 003): what ``export`` writes beside the
 per-device ``summary/`` and ``timeline/`` so msprof-analyze's ``advisor`` and ``cluster`` (and
 MindStudio Insight) read pyACL and TensorFlow jobs:
 
@@ -108,7 +108,7 @@ def _copy(source: Path, target: Path) -> Path:
 
 
 def _rename_slices(paths: list[Path], stamp: str) -> list[Path]:
-    """``{name}_{ts}_slice_{k}.csv`` → ``{name}_slice_{k}_{ts}.csv`` (FORMATS §2)."""
+    """``{name}_{ts}_slice_{k}.csv`` → ``{name}_slice_{k}_{ts}.csv`` (docs/formats.md §2)."""
     out = []
     for p in paths:
         stem = p.stem

@@ -1,4 +1,4 @@
-"""Output names (FORMATS §2 naming rule, job-level variant; see docs/formats.md).
+"""Output names (docs/formats.md §2 naming rule, job-level variant; see docs/formats.md).
 
 Exports go to job-level folders ``JOB/summary/`` and ``JOB/timeline/``:
 ``summary/{name}_{dev}[_slice_{k}].csv|json`` and ``timeline/msprof_{dev}[_slice_{k}].json``,

@@ -1,4 +1,4 @@
-"""FP/BP points of step_trace (``training_trace`` with ``fp_point`` / ``bp_point``, FORMATS §7.3).
+"""FP/BP points of step_trace (``training_trace`` with ``fp_point`` / ``bp_point``, docs/formats.md §7.3).
 
 Per iteration: FP Start = start of the first task named ``fp_point`` (as the whole name or the
 tail of a scoped name, ``.../dense/MatMul``), BP End = end of the last task named ``bp_point``.

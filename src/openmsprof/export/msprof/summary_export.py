@@ -1,4 +1,4 @@
-"""``export summary``: the job database → ``JOB/summary/{name}_{dev}.csv|json`` (FORMATS §4).
+"""``export summary``: the job database → ``JOB/summary/{name}_{dev}.csv|json`` (docs/formats.md §4).
 
 Each file is written only when its data exists; CSVs split above 1,000,000 data rows.
 """

@@ -1,5 +1,5 @@
 """Host-side summaries: api_statistic, acl_statistic (S2), msprof_tx, step_trace,
-host_cpu_usage, host_mem_usage — FORMATS §4 and decisions 7, 12."""
+host_cpu_usage, host_mem_usage — docs/formats.md §4 and decisions 7, 12."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Task-derived summaries: op_summary, task_time, op_statistic (+ S2 form) — FORMATS §4.
+"""Task-derived summaries: op_summary, task_time, op_statistic (+ S2 form) — docs/formats.md §4.
 
 Statistics are SQL ``GROUP BY`` queries; per-row files stream from one ordered query.
 """
@@ -64,7 +64,7 @@ def _op_summary_rows(db: JobDB, dev: int, tensor: bool) -> Iterator[list[Any]]:
          ishape, idt, ifmt, oshape, odt, ofmt, ctx_id) = row
         e = max(e, s)
         wait = 0 if prev_end is None else max(0, s - prev_end)
-        prev_end = e  # FORMATS §4: start_i - start_{i-1} - dur_{i-1}
+        prev_end = e  # docs/formats.md §4: start_i - start_{i-1} - dur_{i-1}
         key = (name, op_type, state, tt, block, mix, hf32, ishape, idt, ifmt, oshape, odt,
                ofmt, ctx_id)
         parts = named.get(key)

@@ -1,4 +1,4 @@
-"""``export timeline``: the job database → Chrome trace JSON (FORMATS §5, decisions 2 and 3).
+"""``export timeline``: the job database → Chrome trace JSON (docs/formats.md §5, decisions 2 and 3).
 
 One file per device, ``timeline/msprof_{dev}.json`` (``msprof_host.json`` when the job has no
 device data), each holding the host layers too so API→task flows stay in one file (the iteration

@@ -1,4 +1,4 @@
-"""Timeline layout: process tracks, pid/tid encoding, metadata events, overlap lanes (FORMATS §5).
+"""Timeline layout: process tracks, pid/tid encoding, metadata events, overlap lanes (docs/formats.md §5).
 
 Perfetto-safe mode (default): small pids (the track's sort index), numeric ts, and compact tids
 ``k * 100 + sort_index`` (k-th thread of the track, 0 for process-level events; the real tid

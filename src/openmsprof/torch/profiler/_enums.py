@@ -1,6 +1,6 @@
 """torch_npu.profiler enums and the ``supported_*`` queries, answered for this machine.
 
-Values follow FORMATS.md §7.4: ``ProfilerLevel`` values are their names, ``AiCMetrics`` values the
+Values follow docs/formats.md §7.4: ``ProfilerLevel`` values are their names, ``AiCMetrics`` values the
 ``ACL_AICORE_*`` strings, ``ExportType`` ``text``/``db``.
 """
 

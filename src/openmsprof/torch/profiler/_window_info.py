@@ -1,4 +1,4 @@
-"""What a window's ``profiler_info_{rank}.json`` says about its collection (FORMATS.md §3).
+"""What a window's ``profiler_info_{rank}.json`` says about its collection (docs/formats.md §3).
 
 The requested activities mapped onto torch's, the backend text, the ``config`` block (common and
 experimental settings) and the ``start_info`` / ``end_info`` clock pairs.  The live profiler builds

@@ -1,4 +1,4 @@
-"""``_ExperimentalConfig``: torch_npu's extra switches, validated with warnings (FORMATS.md §7.4)."""
+"""``_ExperimentalConfig``: torch_npu's extra switches, validated with warnings (docs/formats.md §7.4)."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ class _ExperimentalConfig:
         return self._data_simplification
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``experimental_config`` block of profiler_info.json (FORMATS.md §3)."""
+        """The ``experimental_config`` block of profiler_info.json (docs/formats.md §3)."""
         return {
             "_profiler_level": self._profiler_level, "_aic_metrics": self._aic_metrics,
             "_l2_cache": self._l2_cache, "_msprof_tx": self._msprof_tx, "_mstx": self._msprof_tx,

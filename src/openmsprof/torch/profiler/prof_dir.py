@@ -1,5 +1,5 @@
 """The ``…_ascend_pt`` directory: its collision-proof name, the rank, profiler_info_{rank}.json
-and profiler_metadata.json (FORMATS.md §3)."""
+and profiler_metadata.json (docs/formats.md §3)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from openmsprof.recorder.clock import local_stamp
 log = logging.getLogger("openmsprof")
 _ALPHABET = string.ascii_lowercase + string.digits
 MAX_WORKER = 225
-#: Ascend environment variables copied into profiler_metadata.json (FORMATS.md §3).
+#: Ascend environment variables copied into profiler_metadata.json (docs/formats.md §3).
 _ready_roots: set[Path] = set()  # roots made and found writable (by the writer thread)
 ENV_VARS = ("ASCEND_GLOBAL_LOG_LEVEL", "HCCL_RDMA_TC", "HCCL_RDMA_SL", "ACLNN_CACHE_LIMIT",
             "HCCL_ALGO", "HCCL_BUFFSIZE", "PYTORCH_NPU_ALLOC_CONF", "ASCEND_LAUNCH_BLOCKING",

@@ -1,4 +1,4 @@
-"""``profile``: torch_npu's scheduled profiler (FORMATS.md §7.4 transitions) and
+"""``profile``: torch_npu's scheduled profiler (docs/formats.md §7.4 transitions) and
 ``tensorboard_trace_handler``.  Nothing here raises into the training loop."""
 
 from __future__ import annotations

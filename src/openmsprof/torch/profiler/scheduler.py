@@ -1,5 +1,5 @@
 """``schedule(wait, active, warmup, repeat, skip_first, skip_first_wait)`` with the exact action
-sequence of FORMATS.md §7.4; bad numbers are reset with a warning, never raised."""
+sequence of docs/formats.md §7.4; bad numbers are reset with a warning, never raised."""
 
 from __future__ import annotations
 
