@@ -113,25 +113,11 @@ class FlightRecorder:
         """A forked child (a DataLoader worker) has no sampler or dump thread: it runs disarmed."""
         if self.armed:
             self.armed = False
-            self.tap.remove()
-            step_hooks.remove(self.step)
-            if self._signum is not None:
-                try:
-                    _signal.signal(self._signum, self._prev_handler if self._prev_handler is not None
-                                   else _signal.SIG_DFL)
-                except (OSError, ValueError):
-                    pass
-            if sys.excepthook == self._excepthook:
-                sys.excepthook = self._prev_hook
-            atexit.unregister(self.stop)
+            self._unhook()
 
-    def stop(self, timeout: float = 30.0) -> list[Path]:
-        """Disarm; waits (at most ``timeout`` s) for dumps under way.  Returns the jobs written."""
-        if not self.armed:
-            return self.dumps
-        self.armed = False
-        atexit.unregister(self.stop)
-        self.sampler.stop()
+    def _unhook(self) -> None:
+        """Undo what arming hooked: the mstx taps, the step hook, the signal handler, the
+        excepthook and the exit handler."""
         self.tap.remove()
         step_hooks.remove(self.step)
         if self._signum is not None:
@@ -142,6 +128,15 @@ class FlightRecorder:
                 pass
         if sys.excepthook == self._excepthook:
             sys.excepthook = self._prev_hook
+        atexit.unregister(self.stop)
+
+    def stop(self, timeout: float = 30.0) -> list[Path]:
+        """Disarm; waits (at most ``timeout`` s) for dumps under way.  Returns the jobs written."""
+        if not self.armed:
+            return self.dumps
+        self.armed = False
+        self.sampler.stop()
+        self._unhook()
         if self.capture.session is not None:
             self._queue.put(("end_capture", None))
         self._queue.put(None)

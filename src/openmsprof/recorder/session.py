@@ -266,12 +266,7 @@ class Session:
                     off(self)
                 except Exception as exc:
                     self.note(f"a source failed to stop: {exc}", warn=True)
-        pymarkers.end()
-        buffers.HELPER = None
-        self.flusher.stop()
-        native = core.ring.stop() if self._native and core.ring is not None else None
-        if native is not None:
-            self._poll_native_stats(native)
+        native = self._end_streams()
         if self.flusher.error is not None and not self.stop_reason:
             self.stop_reason = str(self.flusher.error)
             self.note(f"collection stopped early: {self.flusher.error}", warn=True)
@@ -326,15 +321,21 @@ class Session:
             core.ring.set_enabled(on)
         self.note(f"forked process {self.pid} (parent {self.parent_pid}) follows the session")
 
-    def _end_child(self) -> None:
-        """A forked child's stream ends: write what it buffered and its counts
-        (``host/openmsprof_overhead.pid{pid}.json``); the job stays its parent's."""
+    def _end_streams(self) -> dict[str, Any] | None:
+        """Stop producing and write out what the buffers hold: the markers, the flusher, the
+        native rings; returns the rings' final counts (None on the Python backend)."""
         pymarkers.end()
         buffers.HELPER = None
         self.flusher.stop()
         native = core.ring.stop() if self._native and core.ring is not None else None
         if native is not None:
             self._poll_native_stats(native)
+        return native
+
+    def _end_child(self) -> None:
+        """A forked child's stream ends: write what it buffered and its counts
+        (``host/openmsprof_overhead.pid{pid}.json``); the job stays its parent's."""
+        native = self._end_streams()
         try:
             for d in [self.host_dir, *self._device_dirs.values()]:
                 d.close()
