@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from tests.torch.conftest import Trainer, rank_dirs
-from tests.torch.test_msprof_analyze import _train  # its 2-rank gloo run
+from tests.torch.ma_jobs import _train  # the msprof-analyze suite's 2-rank gloo run
 
 pytest.importorskip("torch_tb_profiler", reason="torch-tb-profiler-ascend not installed (dev extra)")
 tp = pytest.importorskip("openmsprof.torch.profiler")
