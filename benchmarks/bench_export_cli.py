@@ -21,6 +21,20 @@ Cases, interleaved round by round (the order rotates each round), each on its ow
 Printed per case: wall median (min–max), CPU (the process and its forked children) median, peak
 RSS, and the load average over the case's runs.  ``--base DIR`` (a checkout of another commit, e.g.
 ``git worktree add /tmp/base <commit>``) adds that tree's run of every case, interleaved with ours.
+
+Size sweep (issue 26, "export at every size")::
+
+    .venv/bin/python benchmarks/bench_export_cli.py --sizes 1,2,10 [--rounds 2] [--corunner both]
+
+For each size (million records, a job synthesized like ``bench_import.py``'s, once, outside the
+timers), each round: a fresh copy of the raw job, ``openmsprof import -dir`` in its own process (as
+users do), then ``openmsprof export summary -dir`` and ``openmsprof export timeline -dir`` each in a
+fresh process, on that imported copy.  Each child reports its own process-tree CPU (its own plus
+its waited-for children's, ``RUSAGE_CHILDREN``: the forked export workers) and peak RSS (the
+largest ``ru_maxrss`` of it and its children).  Printed per size and co-runner condition: export
+summary CPU ÷ import CPU (goal ≤ 1.5), export timeline peak RSS (goal ≤ 150 MB at 10 M, flat in
+size), each median (min–max) over rounds, with the load average.  Conditions interleave round by
+round.
 """
 
 from __future__ import annotations
@@ -37,6 +51,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "benchmarks")]
 
+VERB = ("import resource, sys, time; t0 = time.perf_counter(); c0 = time.process_time(); "
+        "from openmsprof.cli.main import main\n"
+        "rc = main(sys.argv[1:])\n"
+        "k = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print('RESULT', rc, time.perf_counter() - t0, time.process_time() - c0 + k.ru_utime + k.ru_stime, "
+        "max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, k.ru_maxrss) / 1024)")
 RUN = ("import resource, sys, time; t0 = time.perf_counter(); c0 = time.process_time(); "
        "from openmsprof.cli.main import main; rc = 0\n"
        "for verb in sys.argv[2:]:\n"
@@ -101,6 +121,79 @@ def run_case(source: Path, verbs: list[str], work: Path, src: Path) -> tuple[flo
     return float(wall), float(cpu), float(rss)
 
 
+def run_verb(argv: list[str], src: Path) -> tuple[float, float, float]:
+    """``openmsprof ARGV`` (the tree at ``src``) in a fresh process: its wall, process-tree CPU
+    and peak RSS (MB)."""
+    r = subprocess.run([sys.executable, "-c", VERB, *argv], capture_output=True, text=True, env=_env(src),
+                       timeout=3600)
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT")]
+    if r.returncode != 0 or not line or line[-1].split()[1] != "0":
+        raise SystemExit(f"openmsprof {argv} failed:\n{r.stdout[-1000:]}\n{r.stderr[-2000:]}")
+    _, _, wall, cpu, rss = line[-1].split()
+    return float(wall), float(cpu), float(rss)
+
+
+def sweep(sizes: list[float], rounds: int, corunner: str, sides: dict[str, Path]) -> None:
+    """The size sweep (module docstring): summary CPU ÷ import CPU and timeline peak RSS."""
+    import signal
+
+    from corunner import CoRunner, corunner_modes, loadavg, summary
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed run stops its co-runner too
+    conds = [(side, on) for on in corunner_modes(corunner) for side in sides]
+    with tempfile.TemporaryDirectory(prefix="bench_export_sizes_") as tmp_s:
+        tmp = Path(tmp_s)
+        # bytecode cached as in an install (PYTHONDONTWRITEBYTECODE would make every process compile
+        # the modules it imports, ~0.3 s of CPU on each side of the ratio): compiled once, up front
+        pycache = tmp / "pycache"
+        ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+        ENV["PYTHONPYCACHEPREFIX"] = str(pycache)
+        warm = make_acl(tmp / "warm", 10_000)  # and the dependencies' bytecode: one small run a side
+        for src in sides.values():
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], env=_env(src), check=True,
+                           capture_output=True)
+            for argv in (["import"], ["export", "summary"], ["export", "timeline"]):
+                run_verb([*argv, "-dir", str(warm)], src)
+        shutil.rmtree(warm.parent)
+        res: dict[tuple[float, str, bool], list[dict[str, float]]] = {
+            (m, side, on): [] for m in sizes for side, on in conds}
+        for m in sizes:
+            raw = make_acl(tmp / f"{m:g}M", int(m * 1e6))
+            print(f"{m:g} M records synthesized", flush=True)
+            for r in range(rounds):
+                for side, on in (conds if r % 2 == 0 else conds[::-1]):
+                    job = tmp / "work" / raw.name
+                    shutil.rmtree(tmp / "work", ignore_errors=True)
+                    shutil.copytree(raw, job)
+                    row: dict[str, float] = {}
+                    with CoRunner(enabled=on):
+                        l0 = loadavg()
+                        for verb, argv in (("import", ["import", "-dir", str(job)]),
+                                           ("summary", ["export", "summary", "-dir", str(job)]),
+                                           ("timeline", ["export", "timeline", "-dir", str(job)])):
+                            wall, cpu, rss = run_verb(argv, sides[side])
+                            row |= {f"{verb}_wall": wall, f"{verb}_cpu": cpu, f"{verb}_rss": rss}
+                        row["load0"], row["load1"] = l0, loadavg()
+                    shutil.rmtree(tmp / "work", ignore_errors=True)
+                    res[(m, side, on)].append(row)
+                    print(f"  {m:g} M round {r + 1} [{side}] co-runner {'on' if on else 'off'}: "
+                          + ", ".join(f"{v} {row[v + '_cpu']:.1f} s CPU / {row[v + '_wall']:.1f} s wall / "
+                                      f"{row[v + '_rss']:.0f} MB" for v in ("import", "summary", "timeline"))
+                          + f"; load {row['load0']:.1f}-{row['load1']:.1f}", flush=True)
+    print(f"\nexport at every size, {rounds} round(s), median (min-max); goals: summary/import CPU <= 1.5, "
+          "timeline peak RSS <= 150 MB at 10 M")
+    for (m, side, on), rows in res.items():
+        def med(key: str, rows: list[dict[str, float]] = rows) -> str:
+            v = [x[key] for x in rows]
+            return f"{statistics.median(v):.1f} ({min(v):.1f}-{max(v):.1f})"
+        loads = [x[k] for x in rows for k in ("load0", "load1")]
+        print(f"  {m:>4g} M [{side}] co-runner {'on ' if on else 'off'}: summary/import CPU "
+              f"{summary([x['summary_cpu'] / x['import_cpu'] for x in rows])}; import CPU {med('import_cpu')} s, "
+              f"summary CPU {med('summary_cpu')} s, timeline CPU {med('timeline_cpu')} s; timeline peak RSS "
+              f"{med('timeline_rss')} MB (import {med('import_rss')}, summary {med('summary_rss')}); "
+              f"load {min(loads):.1f}-{max(loads):.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
@@ -108,8 +201,14 @@ def main() -> None:
     ap.add_argument("--ops", type=int, default=1_000_000)
     ap.add_argument("--only", choices=["acl", "tf"], help="one job only")
     ap.add_argument("--base", type=Path, help="a checkout of another commit: its runs interleaved with ours")
+    ap.add_argument("--sizes", help="size sweep instead: comma-separated million records, e.g. 1,2,10")
+    ap.add_argument("--corunner", choices=["off", "on", "both"], default="both",
+                    help="size sweep: without / with one busy process per core (default both)")
     a = ap.parse_args()
     sides = {"ours": ROOT / "src", **({"base": a.base.resolve() / "src"} if a.base else {})}
+    if a.sizes:
+        sweep([float(x) for x in a.sizes.split(",")], a.rounds, a.corunner, sides)
+        return
     with tempfile.TemporaryDirectory(prefix="bench_export_cli_") as tmp_s:
         tmp = Path(tmp_s)
         jobs: dict[str, Path] = {}

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import orjson
 
-from openmsprof.cluster import flight_ranks
 from openmsprof.config.errors import ConfigError
 from openmsprof.config.paths import resolve_output
 from openmsprof.fileio import fs
@@ -55,7 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
+    try:  # here, not at the top: the package pulls in pandas/DuckDB/pyarrow (~120 MB, ~1 s) that
+        # every other verb would pay for when main() builds the parsers (issue 26)
+        from openmsprof.cluster import flight_ranks
         from openmsprof.cluster.analyse import run_cluster
     except ImportError as exc:
         raise ConfigError(f"openmsprof cluster needs {exc.name}: pip install 'openmsprof[cluster]'") from None

@@ -146,14 +146,14 @@ def flow_starts(ctx: PassContext, chunks: Any, overflow: Overflow) -> None:
     if not ctx.style.safe:
         s_fmt = ('{"name":"HostToDevice%d","pid":%d,"tid":%d,"ph":"s","cat":"HostToDevice",'
                  '"id":"%d","ts":' + ctx.style.ts_fmt + "}")
-        seen: dict[int, int] = {}
+        flow_id = FlowIds()
         for rows in chunks:
             out = []
             for rel, a_g, a_e, conn in rows:
                 big = conn << 32
                 aq, ar = divmod(rel, 1000)
                 tid = overflow.get((a_g, rel, a_e), a_g & _MASK32)
-                out.append(s_fmt % (big, api_pid, tid, flow_id(seen, conn), aq, ar))
+                out.append(s_fmt % (big, api_pid, tid, flow_id(conn), aq, ar))
             w.write_events(out)
         return
     heads: dict[int, str] = {}  # API globalTid (or overflow tid) → the text up to "id":
@@ -176,13 +176,36 @@ def flow_starts(ctx: PassContext, chunks: Any, overflow: Overflow) -> None:
         w.write_events(out)
 
 
-def flow_id(seen: dict[int, int], conn: int) -> int:
-    """Ascend-mode flow id: MP's ``connectionId << 32`` plus the task's ordinal among the tasks of
+class FlowIds:
+    """Ascend-mode flow ids: MP's ``connectionId << 32`` plus the task's ordinal among the tasks of
     the same connection (one API launching many tasks), so every id in a file is unique.  The
-    ``s`` and ``f`` loops walk the tasks in the same order, so both ends get the same id."""
-    n = seen.get(conn, 0)
-    seen[conn] = n + 1
-    return (conn << 32) | n
+    ``s`` and ``f`` loops walk the tasks in the same order, so both ends get the same id.
+
+    The ordinals are kept in one byte per connection id (ids are dense from 1: about 1 MB per
+    million tasks, where a dict of every connection cost ~80 B each and grew the timeline's peak
+    RSS with the job, issue 26); an ordinal that reaches 255, and an id outside ``[0, LIMIT)``,
+    is counted in a dict."""
+
+    LIMIT = 1 << 26  # the byte table's largest size (64 MB); ids beyond go to the dict
+
+    __slots__ = ("_counts", "_more")
+
+    def __init__(self) -> None:
+        self._counts = bytearray()
+        self._more: dict[int, int] = {}
+
+    def __call__(self, conn: int) -> int:
+        counts = self._counts
+        if 0 <= conn < self.LIMIT:
+            if conn >= len(counts):
+                counts.extend(bytes(min(max(conn + 1, 2 * len(counts)), self.LIMIT) - len(counts)))
+            n = counts[conn]
+            if n < 255:
+                counts[conn] = n + 1
+                return (conn << 32) | n
+        n = self._more.get(conn, 255 if 0 <= conn < self.LIMIT else 0)
+        self._more[conn] = n + 1
+        return (conn << 32) | n
 
 
 def _s_head(api_pid: int, key: int, atids: dict[int, int]) -> str:
@@ -199,7 +222,7 @@ def tasks_ascend(ctx: PassContext, chunks: Any, pid: int, lanes: Lanes) -> None:
     task_fmt = x_fmt + ',"args":{"Model Id":%d,"Task Type":%s,"Physic Stream Id":%d,"Task Id":%d}}'
     f_fmt = ('{"name":"HostToDevice%d","pid":%d,"tid":%d,"ph":"f","cat":"HostToDevice",'
              '"id":"%d","ts":' + ts + ',"bp":"e"}')
-    seen: dict[int, int] = {}
+    flow_id = FlowIds()
     for rows in chunks:
         out = []
         for rel, d, stream, nm, task_id, model, tt, conn in rows:
@@ -211,5 +234,5 @@ def tasks_ascend(ctx: PassContext, chunks: Any, pid: int, lanes: Lanes) -> None:
                                    task_id))
             if conn is not None:
                 big = conn << 32
-                out.append(f_fmt % (big, pid, lt, flow_id(seen, conn), q, r))
+                out.append(f_fmt % (big, pid, lt, flow_id(conn), q, r))
         ctx.w.write_events(out)
