@@ -21,7 +21,7 @@ from openmsprof.config.model import ProfileConfig
 from openmsprof.config.paths import check_path_text, find_symlink
 from openmsprof.config.profiler_options import parse_options, to_options
 from openmsprof.config.validate import bad, show
-from openmsprof.fileio.read_guard import read_regular
+from openmsprof.fileio.read_guard import MAX_JSON_DEPTH, JSONTooDeep, parse_bounded, read_regular
 
 log = logging.getLogger("openmsprof.config")
 
@@ -39,7 +39,9 @@ def parse_acl_json_bytes(data: bytes, where: str = "acl.json") -> ProfileConfig 
     if not data.strip():
         return None
     try:
-        doc = orjson.loads(data)
+        doc = parse_bounded(data, MAX_JSON_DEPTH)  # the read guard's depth bound, as every reader
+    except JSONTooDeep:
+        raise ConfigError(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels; refused") from None
     except orjson.JSONDecodeError as exc:
         raise ConfigError(
             f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
