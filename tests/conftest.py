@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -110,3 +111,22 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     reasons = [_reason(rep) for rep in terminalreporter.stats.get("skipped", [])
                if getattr(rep, "when", "") in ("setup", "call", "teardown")]
     terminalreporter.write_line(skip_summary(reasons), yellow=bool(reasons), green=not reasons)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``fork_policy`` run first, while this process has no other thread: the
+    exporters fork only then (export/fork_worker.py), and many tests leave idle daemon threads
+    behind (the torch facade's writer and analysis reader, ONNX Runtime's harvester, Dask's
+    offload executor)."""
+    first = [i for i in items if i.get_closest_marker("fork_policy")]
+    if first:
+        items[:] = first + [i for i in items if not i.get_closest_marker("fork_policy")]
+
+
+@pytest.fixture(autouse=True)
+def _fork_policy_precondition(request: pytest.FixtureRequest) -> None:
+    """A ``fork_policy`` test states its precondition: no thread but this one."""
+    if request.node.get_closest_marker("fork_policy"):
+        others = [t.name for t in threading.enumerate() if t is not threading.current_thread()]
+        assert not others, f"a fork_policy test needs a single-threaded process; running: {others}"
+

@@ -32,7 +32,8 @@ COMPARED = ("cluster_step_trace_time.csv", "cluster_communication.json", "cluste
 @pytest.fixture(scope="module", autouse=True)
 def _no_thread_left() -> Iterator[None]:
     """distributed's offload thread outlives its clients; a thread left in the test process makes
-    every later fork-based export refuse to fork (export/fork_worker.py): end it here."""
+    every later fork-based export refuse to fork (export/fork_worker.py): end it here (the tests
+    that need a fork run first anyway: tests/conftest.py, ``fork_policy``)."""
     yield
     from concurrent.futures import ThreadPoolExecutor
 
@@ -40,7 +41,7 @@ def _no_thread_left() -> Iterator[None]:
 
     old, du._offload_executor = du._offload_executor, ThreadPoolExecutor(1, thread_name_prefix="Dask-Offload")
     old.shutdown(wait=True)
-    left = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    left = [t.name for t in threading.enumerate() if "dask" in t.name.lower()]
     assert not left, f"threads left by the dask tests: {left}"
 
 

@@ -14,7 +14,8 @@ import pytest
 from openmsprof.export.ascend_pt import split_read
 from openmsprof.export.fork_worker import ForkWorker, fork_allowed
 
-pytestmark = pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the policy needs two CPUs")
+pytestmark = [pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the policy needs two CPUs"),
+              pytest.mark.fork_policy]
 
 
 def _running_thread() -> tuple[threading.Thread, threading.Event]:

@@ -38,6 +38,7 @@ def _slow(db: JobDB) -> Iterator[Table]:
     yield Table("task_time", 0, ["a"], rows())
 
 
+@pytest.mark.fork_policy
 def test_killed_child_leaves_no_files_and_reports_failure(tmp_path: Path) -> None:
     job = make_job(tmp_path)
     out = tmp_path / "out"

@@ -137,6 +137,7 @@ def test_big_job_parallel_counts_and_size(big: Path, tmp_path: Path) -> None:
     assert size / 80_000 <= 110  # bytes per event (issue 3)
 
 
+@pytest.mark.fork_policy
 def test_killed_child_is_reported_and_cleaned_up(big: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
@@ -152,6 +153,7 @@ def test_killed_child_is_reported_and_cleaned_up(big: Path, tmp_path: Path) -> N
     assert list(out.iterdir()) == []
 
 
+@pytest.mark.fork_policy
 @pytest.mark.parametrize("size", ["1m", "9m"])
 def test_disk_full_in_parallel_export(big: Path, tmp_path: Path, size: str) -> None:
     """1 MiB: the parent's or the child's own writes fail; 9 MiB: both parts fit (≈ 2 + 6.5 MB)
