@@ -221,3 +221,26 @@ def test_short_session_still_gets_a_host_sample(out_dir: Path) -> None:
     recs = rawfile.read_all_records(prof.job / "host" / "data").view(rawfile.COUNTER_DTYPE)
     series = set(recs[recs["kind"] == Kind.COUNTER]["a"].tolist())
     assert {Series.SYS_CPU_PERCENT, Series.SYS_MEM_USED_KB} <= series, "the stop sample covers the session"
+
+
+def test_host_sampler_skips_a_zombie_child(out_dir: Path) -> None:
+    """An exited, not yet reaped child has no memory and no CPU: no per-process sample of it
+    (psutil reads a zombie's RSS as 0)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child exits at once and stays a zombie until reaped
+        os._exit(0)
+    try:
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        with openmsprof.profile(output=out_dir, host_sys_usage=["cpu", "mem"], host_sys_usage_freq=20) as prof:
+            time.sleep(1.0)
+        assert prof.job is not None
+        recs = rawfile.read_all_records(prof.job / "host" / "data").view(rawfile.COUNTER_DTYPE)
+        rss = recs[(recs["kind"] == Kind.COUNTER) & (recs["a"] == Series.PROC_RSS_KB)]
+        assert len(rss) >= 2 and os.getpid() in set(rss["b"].tolist())
+        assert pid not in set(rss["b"].tolist()), "a zombie child was sampled"
+        assert float(rss["value"].min()) > 1000
+    finally:
+        os.waitpid(pid, 0)

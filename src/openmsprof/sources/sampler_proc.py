@@ -143,6 +143,8 @@ class TreeReader:
             p = old if old is not None else p
             try:
                 with p.oneshot():
+                    if p.status() == ps.STATUS_ZOMBIE:  # exited, not yet reaped: no memory, no CPU
+                        continue
                     pct = p.cpu_percent(None)
                     rss = p.memory_info().rss // 1024
             except ps.Error:
