@@ -65,6 +65,8 @@ def test_pyacl_timelines_have_no_perfetto_error(pyacl_job: Path, tmp_path: Path)
         _check(path)
 
 
+@pytest.mark.xfail(strict=False, reason="known, issue 25 open: now and then one "
+                   "slice_drop_overlapping_complete_event in the TF job's tool-facing msprof JSON")
 def test_tensorflow_timelines_have_no_perfetto_error(tmp_path: Path) -> None:
     trace_processor()
     pytest.importorskip("tensorflow")
