@@ -19,7 +19,8 @@ from openmsprof.config.errors import ProfilingError
 VERBS = ("collect", "import", "export", "show", "compare", "analyze", "demo", "peaks", "cluster")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(verbs: tuple[str, ...] = VERBS) -> argparse.ArgumentParser:
+    """The parser offering ``verbs`` (each verb's module is imported to register it)."""
     parser = argparse.ArgumentParser(
         prog="openmsprof",
         description="Profile AI inference and training; msprof-style collect/import/export/show.",
@@ -27,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"openmsprof {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
-    for verb in VERBS:
+    for verb in verbs:
         try:
             module = importlib.import_module(f"openmsprof.cli.cmd_{verb}")
         except ImportError:
@@ -36,8 +37,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _chosen(argv: list[str]) -> tuple[str, ...]:
+    """The verb named on the command line (its module alone is imported: a verb's start-up does
+    not pay for the others' imports), or every verb (help, a typo, no verb)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return (first,) if first in VERBS else VERBS
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(_chosen(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(message)s")

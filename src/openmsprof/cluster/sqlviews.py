@@ -18,6 +18,9 @@ from openmsprof.cluster import memcap
 
 __all__ = ["TABLES", "connect"]
 
+#: the views ``connect`` made, for its latest connection
+_MADE: dict[int, tuple[duckdb.DuckDBPyConnection, set[str]]] = {}
+
 TABLES = ("kernels", "step_trace", "comm", "comm_bw", "matrix", "op_by_type", "op_by_name", "gaps")
 
 
@@ -33,17 +36,24 @@ def connect(store_root: Path, ranks: list[int] | None = None, threads: int | Non
     con.execute("SET preserve_insertion_order=false")
     if threads:
         con.execute(f"SET threads={int(threads)}")
+    made = set()
     for table in TABLES:
         files = sorted(str(p) for p in store_root.glob(f"rank*/{table}.parquet")
                        if ranks is None or int(p.parent.name[4:]) in ranks)
         if files:
             listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
             con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listing}], union_by_name=true)")
+            made.add(table)
+    _MADE.clear()  # one connection at a time: no growth over a long-lived process
+    _MADE[id(con)] = (con, made)
     return con
 
 
 def has(con: duckdb.DuckDBPyConnection, view: str) -> bool:
     """Whether a view or table of that name exists."""
+    made = _MADE.get(id(con))
+    if made is not None and made[0] is con and view in made[1]:  # views are never dropped
+        return True
     row = con.execute("SELECT (SELECT count(*) FROM duckdb_views() WHERE view_name = $n) + "
                       "(SELECT count(*) FROM duckdb_tables() WHERE table_name = $n)", {"n": view}).fetchone()
     return bool(row and row[0])

@@ -6,7 +6,6 @@ ops grouped by the tuple of ranks of their group, per step, per op, per rank, pl
 
 from __future__ import annotations
 
-import copy
 from collections import defaultdict
 from typing import Any
 
@@ -25,15 +24,25 @@ def _ratio(a: float, b: float) -> float:
     return 0 if abs(b) < 1e-15 else round(a / b, 4)
 
 
+#: communication_groups per connection (the three files share one answer; the views are read-only)
+_GROUPS: dict[int, tuple[duckdb.DuckDBPyConnection, dict[str, dict[str, set[int]]]]] = {}
+
+
 def communication_groups(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, set[int]]]:
     """{'collective'|'p2p': {group_name: ranks}} from every op of every rank (comm and matrix)."""
+    hit = _GROUPS.get(id(con))
+    if hit is not None and hit[0] is con:
+        return hit[1]
     groups: dict[str, dict[str, set[int]]] = {"collective": defaultdict(set), "p2p": defaultdict(set)}
-    for view in ("comm", "matrix"):
-        if has(con, view):
-            sql = f"SELECT DISTINCT type, split_part(op_key, '@', -1), rank FROM {view} WHERE op_key NOT LIKE 'Total%'"
-            for kind, group, rank in con.execute(sql).fetchall():
-                if kind in groups:
-                    groups[kind][group].add(int(rank))
+    views = [v for v in ("comm", "matrix") if has(con, v)]
+    if views:
+        sql = " UNION ".join(f"SELECT DISTINCT type, split_part(op_key, '@', -1), rank FROM {v} "
+                             "WHERE op_key NOT LIKE 'Total%'" for v in views) + " ORDER BY 1, 2, 3"
+        for kind, group, rank in con.execute(sql).fetchall():
+            if kind in groups:
+                groups[kind][group].add(int(rank))
+    _GROUPS.clear()  # one connection at a time: no growth over a long-lived process
+    _GROUPS[id(con)] = (con, groups)
     return groups
 
 
@@ -150,7 +159,7 @@ def matrix_json(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         for ops in steps.values():
             _merge_links(ops)
             _matrix_total(ops)
-    return copy.deepcopy(out)
+    return out
 
 
 def group_json(con: duckdb.DuckDBPyConnection, parallel_group_info: dict[str, Any] | None = None) -> dict[str, Any]:
