@@ -2,6 +2,7 @@
 
     python benchmarks/bench_cluster.py [--ranks 64] [--events 1000000] [--data DIR] [--rounds 2]
     python benchmarks/bench_cluster.py --sweep 1,8,16,64 --events 20000 [--corunner both] [--memory-limit 64MB]
+    python benchmarks/bench_cluster.py --sweep 16,64 --events 1000000 --same-work [--inputs DIR]
 
 Generates the ranks with ``gen_cluster.py`` (our torch formats, planted slow rank; kept in
 ``--data`` for reuse), then interleaves: ours cold (fresh output: every rank parsed into its
@@ -107,26 +108,32 @@ def store_formats(rank_dir: Path, tmp: Path) -> None:
           f"query {q_db * 1000:.0f} ms  ({load()})")
 
 
-def sweep(sizes: list[int], events: int, conditions: list[bool], rounds: int, memory_limit: str | None) -> None:
-    """Every size of the sweep, ours cold ``-m all`` (every rank parsed) and msprof-analyze's
+def sweep(sizes: list[int], events: int, conditions: list[bool], rounds: int, memory_limit: str | None,
+          same_work: bool = False, inputs: Path | None = None) -> None:
+    """Every size of the sweep, ours cold ``-m all`` (every rank parsed; ``same_work``: ``-m
+    step_trace communication``, what msprof-analyze's text-mode ``all`` computes) and msprof-analyze's
     ``cluster -m all``, without and with the co-runner (interleaved): wall, process-tree CPU and
-    RSS, and whether the run completed (the issue-26 question: no size may fail)."""
+    RSS, and whether the run completed (the issue-26 question: no size may fail).  ``inputs``:
+    ``{inputs}/in{n}`` made by gen_cluster.py are kept there and reused (1 M kernels a rank take minutes)."""
     work = Path(tempfile.mkdtemp(prefix="bench_cluster_sweep_"))
     extra = ["--memory-limit", memory_limit] if memory_limit else []
-    print(f"sweep: ranks {sizes} x {events} kernels, memory limit {memory_limit or 'default (machine)'}")
+    modes = ["step_trace", "communication"] if same_work else ["all"]
+    print(f"sweep: ranks {sizes} x {events} kernels, ours -m {' '.join(modes)}, memory limit "
+          f"{memory_limit or 'default (machine)'}")
     try:
         for n in sizes:
-            data = work / f"in{n}"
-            subprocess.run([sys.executable, str(HERE / "gen_cluster.py"), str(data), "--ranks", str(n),
-                            "--events", str(events), "--segments", "10", "--slow-rank", str(n // 3)],
-                           check=True, stdout=subprocess.DEVNULL)
+            data = (inputs or work) / f"in{n}"
+            if not (inputs and data.is_dir()):
+                subprocess.run([sys.executable, str(HERE / "gen_cluster.py"), str(data), "--ranks", str(n),
+                                "--events", str(events), "--segments", "10", "--slow-rank", str(n // 3)],
+                               check=True, stdout=subprocess.DEVNULL)
             res: dict[tuple[bool, str], list[tuple[float, float, float, float]]] = {}
             fails = 0
             for r in range(rounds):
                 for cond in (conditions if r % 2 == 0 else conditions[::-1]):
                     with CoRunner(cond):
                         for name, cmd in (("ours", [str(BIN / "openmsprof"), "cluster", "-d", str(data), "-o",
-                                                    str(work / f"o{n}_{r}_{cond:d}"), "-m", "all", *extra]),
+                                                    str(work / f"o{n}_{r}_{cond:d}"), "-m", *modes, *extra]),
                                           ("msprof-analyze", [str(BIN / "msprof-analyze"), "cluster", "-d", str(data),
                                                               "-o", str(work / f"m{n}_{r}_{cond:d}"), "-m", "all"])):
                             wall, rss, cpu = tree_run(cmd, work)
@@ -143,7 +150,8 @@ def sweep(sizes: list[int], events: int, conditions: list[bool], rounds: int, me
                       f"ours/theirs CPU {summary([a[2] / b[2] for a, b in zip(o, m, strict=True)])}, wall "
                       f"{summary([a[0] / b[0] for a, b in zip(o, m, strict=True)])}", flush=True)
             print(f"  {n:3d} ranks: {fails} failed run(s) of ours")
-            shutil.rmtree(data, ignore_errors=True)
+            if not inputs:
+                shutil.rmtree(data, ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -157,9 +165,14 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--data", type=Path, default=None)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--same-work", action="store_true",
+                    help="(the sweep) ours -m step_trace communication: what msprof-analyze's text-mode all computes")
+    ap.add_argument("--inputs", type=Path, default=None,
+                    help="(the sweep) keep and reuse the generated inputs as DIR/in{ranks}")
     a = ap.parse_args()
     if a.sweep:
-        sweep([int(x) for x in a.sweep.split(",")], a.events, corunner_modes(a.corunner), a.rounds, a.memory_limit)
+        sweep([int(x) for x in a.sweep.split(",")], a.events, corunner_modes(a.corunner), a.rounds, a.memory_limit,
+              a.same_work, a.inputs)
         return
     data = a.data or Path(tempfile.gettempdir()) / f"bench_cluster_{a.ranks}x{a.events}"
     marker = data / ".complete"
