@@ -459,10 +459,15 @@ static int load_sqlite(void) {
 }
 
 PyMODINIT_FUNC PyInit__bulk_insert(void) {
+    /* The sqlite3 module loads the libsqlite3 this module binds to: import it first. */
+    PyObject *sqlite3_mod = PyImport_ImportModule("sqlite3");
+    if (sqlite3_mod == NULL)
+        return NULL;
+    Py_DECREF(sqlite3_mod);
     if (load_sqlite() < 0) {
         PyErr_SetString(PyExc_ImportError,
-                        "libsqlite3.so.0 is not loaded in this process (import sqlite3 first; "
-                        "a statically linked sqlite3 module cannot be shared)");
+                        "libsqlite3.so.0 is not loaded in this process after import sqlite3 "
+                        "(a statically linked sqlite3 module cannot be shared)");
         return NULL;
     }
     if (PyType_Ready(&ConnType) < 0)
