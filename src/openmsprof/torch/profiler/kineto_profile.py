@@ -27,8 +27,8 @@ from openmsprof.config.model import ProfileConfig
 from openmsprof.recorder import jobdir, session
 from openmsprof.recorder.clock import read_pair
 from openmsprof.sources import emit, host_sampler, markers  # noqa: F401  (register listeners)
+from openmsprof.sources import gc_watch as _gc_watch
 from openmsprof.torch.profiler import (
-    _gc_watch,
     _window_exports,
     _window_files,
     _window_info,
