@@ -1,10 +1,13 @@
-"""experimental_config's ``mstx_domain_include`` / ``mstx_domain_exclude`` do what they say in
-the torch facade (issue 23): a marker of a filtered domain is in neither trace_view.json nor the
-window's PROF_ job; the others are in both."""
+"""experimental_config switches that act in the torch facade do what they say (issue 23;
+tests/config/test_switch_spellings.py names these tests): ``mstx_domain_include`` /
+``mstx_domain_exclude`` (a marker of a filtered domain is in neither trace_view.json nor the
+window's PROF_ job; the others are in both) and ``host_sys`` cpu/mem (host usage counters in the
+window's PROF_ job)."""
 
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import orjson
@@ -12,6 +15,8 @@ import pytest
 
 import openmsprof.torch.profiler as tp
 from openmsprof.parse.importer import import_job
+from openmsprof.recorder import rawfile
+from openmsprof.recorder.records import Kind
 from tests.torch.conftest import Trainer, rank_dirs
 
 
@@ -52,3 +57,18 @@ def test_filtered_domains_are_not_recorded(trainer: Trainer, tmp_path: Path, dom
     names, msgs = _run(trainer, tmp_path / "p", **domains)
     assert msgs == kept, msgs
     assert {n for n in names if n.startswith(("mark in", "range in", "cross in"))} == kept, names
+
+
+def test_host_sys_cpu_mem_sample_the_host(trainer: Trainer, tmp_path: Path) -> None:
+    exp = tp._ExperimentalConfig(host_sys=["cpu", "mem"], data_simplification=False)
+    root = tmp_path / "p"
+    with tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=0, active=1, repeat=1),
+                    on_trace_ready=tp.tensorboard_trace_handler(str(root)), experimental_config=exp) as prof:
+        trainer.step()
+        time.sleep(0.5)  # a sampling period or two
+        prof.step()
+    (rd,) = rank_dirs(root)
+    (job,) = sorted(rd.glob("PROF_*"))
+    recs = rawfile.read_all_records(job / "host" / "data").view(rawfile.COUNTER_DTYPE)
+    series = set(recs[recs["kind"] == Kind.COUNTER]["a"].tolist())
+    assert series, "no host counters"
