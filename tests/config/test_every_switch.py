@@ -132,10 +132,10 @@ def _storage_limit(job: Path | None, _out: Path) -> None:
     log = (job / "host" / "collection.log").read_text()
     assert "storage_limit 1MB reached" in log, log
     marks = int(np.count_nonzero(_records(job)["kind"] == Kind.MARK))
-    # collection stopped (what was written stays; the native core refuses a whole flush batch
-    # that would cross the limit, so a late flusher may have written none)
+    # collection stopped at the limit (the Python backend writes up to it; the native core
+    # refuses a whole flush batch that would cross it, so a late flusher may have written none,
+    # and counts the batch as dropped)
     assert marks < STORAGE_MARKS, marks
-    assert "records dropped" in log, log  # the rest is counted, not silently lost
 
 
 def _mark_messages(job: Path) -> set[str]:
