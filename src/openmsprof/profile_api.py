@@ -11,7 +11,7 @@ from openmsprof.config.errors import ConfigError
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.validate import from_kwargs
 from openmsprof.recorder import session
-from openmsprof.sources import emit, host_sampler, markers  # noqa: F401  (register listeners)
+from openmsprof.sources import emit, gc_watch, host_sampler, markers  # noqa: F401  (register listeners)
 
 log = logging.getLogger("openmsprof")
 

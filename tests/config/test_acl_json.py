@@ -49,7 +49,7 @@ def test_golden_full_file_and_round_trip() -> None:
     heads = [r.split(":")[0] for r in cfg.unsupported]
     assert heads == ["aic_metrics=MemoryUB", "l2=on", "aicpu=on", "sys_hardware_mem_freq=100",
                      "sys_io_sampling_freq=1", "sys_interconnection_freq=50", "dvpp_freq=20",
-                     "instr_profiling_freq=300", "ge_api=l0", "host_sys=disk"]
+                     "instr_profiling_freq=300", "ge_api=l0", "host_sys=disk", "llc_profiling=write"]
     written = to_acl_json(cfg)
     assert written == {"profiler": orjson.loads((GOLDEN / "acl_full.json").read_bytes())["profiler"]}
     again = parse_profiler_section(written["profiler"], "round trip")

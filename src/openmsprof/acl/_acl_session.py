@@ -22,7 +22,7 @@ from openmsprof.config.errors import ProfilingError
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.validate import validate
 from openmsprof.recorder import session
-from openmsprof.sources import emit, host_sampler, markers  # noqa: F401  (register listeners)
+from openmsprof.sources import emit, gc_watch, host_sampler, markers  # noqa: F401  (register listeners)
 
 ACL_JSON_ENV = "OPENMSPROF_ACL_JSON"
 

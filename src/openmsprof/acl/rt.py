@@ -22,6 +22,7 @@ from openmsprof.acl._codes import (
 )
 from openmsprof.acl._guard import guard_module
 from openmsprof.acl._state import fail, new_handle, traced
+from openmsprof.config.capabilities import DEVICE_COUNT  # the CPU, device 0
 from openmsprof.recorder.records import ApiLevel
 
 __all__ = [
@@ -32,7 +33,6 @@ __all__ = [
 ]
 
 RT = ApiLevel.RUNTIME
-DEVICE_COUNT = 1
 _tls = threading.local()
 _contexts: dict[int, int] = {}  # context → device
 _streams: dict[int, Stream] = {}

@@ -17,6 +17,13 @@ from openmsprof.config.model import ProfileConfig
 
 #: host_sys items the host sampler implements.
 SAMPLED_HOST_SYS = ("cpu", "mem")
+#: Compute devices of this product: the CPU, device 0 (acl.rt's device count).
+DEVICE_COUNT = 1
+#: Switches only torch_npu.profiler applies (its experimental_config).
+TORCH_ONLY = ("profiler_level", "export_type", "data_simplification", "record_op_args")
+#: Config sources whose sessions apply ``interval`` (acl.json, and msprof collect / the command
+#: line, which hand it to the program in an acl.json).
+_INTERVAL_SOURCES = ("acl.json", "collect", "command line")
 
 
 @dataclass(frozen=True)
@@ -85,9 +92,41 @@ def reasons(cfg: ProfileConfig, here: Machine | None = None) -> list[str]:
     if missing:
         out.append(f"host_sys={','.join(missing)}: only {' and '.join(SAMPLED_HOST_SYS)} host "
                    "sampling is implemented; nothing is collected for the rest")
-    if cfg.gc_detect_threshold is not None:
-        out.append(f"gc_detect_threshold={cfg.gc_detect_threshold}: Python GC events are recorded by the "
-                   "torch_npu profiler (trace_view.json's Python GC track), not by this session")
+    return out + _cpu_product(cfg, where)
+
+
+def _cpu_product(cfg: ProfileConfig, where: str) -> list[str]:
+    """The switches of Ascend task data, and of other entry points, that a session here cannot
+    apply (each asked for with a non-default value or named explicitly)."""
+    out: list[str] = []
+    others = [d for d in cfg.devices if d >= DEVICE_COUNT]
+    if others:
+        out.append(f"devices={','.join(map(str, others))}: the only compute device here is the CPU "
+                   f"(device 0); nothing is collected for the others")
+    if cfg.llc_profiling != "read":  # "read", the default, is said with sys_hardware_mem_freq
+        out.append(f"llc_profiling={cfg.llc_profiling}: LLC write bandwidth is sampled from "
+                   f"Ascend NPU counters and {where}; nothing is collected for it")
+    ascend = (("op_attr", "operator attributes are those of aclnn operators on an Ascend NPU; "
+               "COMPUTE_TASK_INFO.attrInfo stays N/A"),
+              ("task_memory", "operator memory of Ascend tasks is reported by the NPU runtime; "
+               "no task memory rows are written"),
+              ("aicore_shape", "AI Core shape data comes from the NPU's task descriptors; "
+               "nothing is collected for it"),
+              ("api_stats", "online API statistics are the Ascend driver's counters; every "
+               "other switch is off with it, so this session collects nothing"))
+    for name, why in ascend:
+        if getattr(cfg, name) and not (name == "op_attr" and cfg.source == "torch"):  # torch says it
+            out.append(f"{name}=True: {why}")
+    if cfg.interval and not any(s in cfg.source for s in _INTERVAL_SOURCES):
+        out.append(f"interval={cfg.interval}: it paces pyACL model executions of an acl.json or "
+                   "msprof collect session; this session records every execution")
+    if cfg.source != "torch":
+        defaults = ProfileConfig()
+        for name in TORCH_ONLY:
+            value = getattr(cfg, name)
+            if value != getattr(defaults, name):
+                out.append(f"{name}={value}: a torch_npu.profiler experimental_config switch; this "
+                           "session (not torch_npu.profiler.profile) does not apply it")
     return out
 
 

@@ -81,6 +81,11 @@ def allowed_keys(dialect: Dialect) -> list[str]:
     return sorted(_keys(dialect))
 
 
+def option_table(dialect: Dialect) -> dict[str, tuple[str, str]]:
+    """Every key ``dialect`` accepts → (the ProfileConfig field it sets, its value kind)."""
+    return dict(_keys(dialect))
+
+
 def _int(where: str, key: str, value: Any, lo: int, hi: int) -> int:
     n: int | None = None
     if isinstance(value, int) and not isinstance(value, bool):

@@ -38,25 +38,40 @@ _AUX_MAX[[1, 9, 8]] = [3, 1, len(EXECUTOR_NAMES) - 1]
 _SERIES_MAX = max(Series)
 
 
-def valid_records(chunk: np.ndarray) -> np.ndarray:
-    """Mask of the records whose values are possible: times in 0..2^61, spans ordered and under
-    10 days, counters finite with a known series, enum-like ``aux`` in range.  A flipped bit
-    that makes a value impossible drops the record (counted by the caller)."""
+#: Largest counter sub-index: a CPU id + 1 or a PID (Linux's PID_MAX_LIMIT is 2^22).
+MAX_SUB_INDEX = 1 << 22
+
+
+def impossible(chunk: np.ndarray) -> dict[str, np.ndarray]:
+    """What makes records impossible, per check: reason → mask of the records failing it
+    (times outside 0..2^61, spans reversed or over 10 days, counters not finite or with an
+    unknown series or sub-index, enum-like ``aux`` out of range, negative range ids)."""
     kind = chunk["kind"]
     t0, t1 = chunk["t0"], chunk["t1"]
-    ok = _UNTIMED[kind] | ((t0 >= 0) & (t0 < MAX_MONO))
+    out: dict[str, np.ndarray] = {"time out of range": ~_UNTIMED[kind] & ((t0 < 0) | (t0 >= MAX_MONO))}
     span = _SPAN_KINDS[kind]
     if span.any():
-        ok &= ~span | ((t1 >= t0) & (t1 - t0 <= MAX_SPAN))
-    ok &= chunk["aux"].astype(np.int64) <= _AUX_MAX[kind]
+        out["end before start"] = span & (t1 < t0)
+        out["span over 10 days"] = span & (t1 >= t0) & (t1 - t0 > MAX_SPAN)
+    out["enum value out of range"] = chunk["aux"].astype(np.int64) > _AUX_MAX[kind]
     ctr = kind == 10
     if ctr.any():
         c = chunk.view(COUNTER_DTYPE)
-        good = np.isfinite(c["value"]) & (np.abs(c["value"]) < 1e18) & (c["a"] >= 1) & (c["a"] <= _SERIES_MAX)
-        ok &= ~ctr | good
+        out["counter value not finite or over 1e18"] = ctr & ~(np.isfinite(c["value"]) & (np.abs(c["value"]) < 1e18))
+        out["unknown counter series"] = ctr & ((c["a"] < 1) | (c["a"] > _SERIES_MAX))
+        out["counter sub-index over 2^22"] = ctr & (c["b"] > MAX_SUB_INDEX)
     ranged = (kind == 4) | (kind == 5)
     if ranged.any():
-        ok &= ~ranged | (t1 >= 0)
+        out["negative range id"] = ranged & (t1 < 0)
+    return out
+
+
+def valid_records(chunk: np.ndarray) -> np.ndarray:
+    """Mask of the records whose values are possible (see :func:`impossible`).  A flipped bit
+    that makes a value impossible drops the record (counted by the caller)."""
+    ok = np.ones(len(chunk), dtype=bool)
+    for bad in impossible(chunk).values():
+        ok &= ~bad
     return ok
 
 
@@ -68,10 +83,29 @@ class JobCounters:
     next_connection: int = schema.FRESH_CONNECTION_BASE
     last_mono: int = -(1 << 62)
     counts: dict[str, int] = field(default_factory=dict)
+    #: raw file name → reason → records dropped for an impossible value (:func:`impossible`)
+    dropped: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def add(self, key: str, n: int) -> None:
         if n:
             self.counts[key] = self.counts.get(key, 0) + n
+
+    def add_impossible(self, where: str, chunk: np.ndarray) -> np.ndarray:
+        """Count ``chunk``'s impossible records by file and reason; returns the valid mask."""
+        ok = np.ones(len(chunk), dtype=bool)
+        per = self.dropped.setdefault(where, {})
+        for reason, bad in impossible(chunk).items():
+            n = int(np.count_nonzero(bad & ok))  # each record counted once, under its first reason
+            if n:
+                per[reason] = per.get(reason, 0) + n
+            ok &= ~bad
+        return ok
+
+    def impossible_lines(self) -> list[str]:
+        """One line per raw file with dropped records: how many, where, and why."""
+        return [f"{sum(per.values())} × record with an impossible value (dropped) in {where}: "
+                + ", ".join(f"{why} {n}" for why, n in sorted(per.items()))
+                for where, per in sorted(self.dropped.items()) if per]
 
 
 def _objmat(*cols: np.ndarray) -> np.ndarray:
@@ -96,6 +130,8 @@ class DirConverter:
     def __init__(self, device_id: int, pid: int, offset_ns: int, strings: StringIds,
                  smap: LocalMap, job: JobCounters, api_groups: ApiGroups | None = None) -> None:
         self.dev, self.pid, self.off = device_id, pid, offset_ns
+        #: the raw file being fed (named in the impossible-value warning)
+        self.where = f"device {device_id}" if device_id >= 0 else "host"
         #: acl_statistic's groups, gathered from the API rows written (:mod:`api_groups`)
         self.api_groups = api_groups
         self.gpid = pid << 32
@@ -129,8 +165,7 @@ class DirConverter:
             self.task_carry = None
         ok = valid_records(chunk)
         if not ok.all():
-            self.job.add("record with an impossible value (dropped)", int(np.count_nonzero(~ok)))
-            chunk = chunk[ok]
+            chunk = chunk[self.job.add_impossible(self.where, chunk)]
             if not len(chunk):
                 return []
         kind = chunk["kind"]

@@ -173,6 +173,7 @@ def _produce(plan: list[tuple[DataDirInfo, LocalMap, list[Any], int]], job: JobI
             conv = DirConverter(d.device_id, pid, off, strings, local, counters, groups)
             convs.append(conv)
             for _src, _dev, _n, path in slices:
+                conv.where = escape(f"{path.parent.parent.name}/{path.parent.name}/{path.name}")
                 try:
                     for chunk in iter_record_chunks(path, report, CHUNK_RECORDS):
                         put(writer.prepare(conv.feed(chunk)))
@@ -238,7 +239,7 @@ def _import_locked(job_dir: Path, sqlite_dir: Path, progress: bool | None, t_sta
             bar.stop()  # type: ignore[attr-defined]
     for table, n in writer.duplicates.items():
         counters.add(f"{table} row with a duplicate key (dropped)", n)
-    warnings = job.warnings + _summarise(counters.counts, report)
+    warnings = job.warnings + _summarise(counters.counts, report) + counters.impossible_lines()
     linked = _linked_raw(job)
     if linked:  # refused like a FIFO, but said: one line with the count
         warnings.append(f"{len(linked)} raw file(s) or folder(s) are symbolic links; not read: "

@@ -152,6 +152,13 @@ class Session:
             self.job.devices[dev] = path
         return d
 
+    def write_host_file(self, name: str, data: bytes) -> None:
+        """Write ``host/{name}`` of the job through the host dir fd opened at start (a source's
+        file, e.g. the GC events; refused when ``host/`` was replaced)."""
+        if not fs.same_dir(self.job.host, self._host_fd):
+            raise PathError(f"'{fs.escape(self.job.host)}' was replaced after the start (symbolic link?)")
+        fs.write_file_at(self._host_fd, name, data)
+
     def note(self, message: str, warn: bool = False) -> None:
         """Append a line to the job's collection.log (and the logger)."""
         (log.warning if warn else log.info)("openmsprof: %s", message)

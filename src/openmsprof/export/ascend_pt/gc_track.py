@@ -1,6 +1,7 @@
 """The ``Python GC`` track of trace_view.json (``gc_detect_threshold``, as torch_npu's GC
 detection): the collections longer than the threshold the window recorded
-(``FRAMEWORK/gc_events.json``: [start ns, end ns, generation] in the trace's epoch clock), one
+(``FRAMEWORK/gc_events.json``; a PROF_ job's ``host/gc_events.json`` is read by the msprof
+timeline's GC pass: [start ns, end ns, generation] in the trace's epoch clock), one
 ``GC`` complete event each; a file that is unreadable or malformed is one warning, no track."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from openmsprof.config.errors import ProfilingError
 from openmsprof.export.ascend_pt.text import ts_text
 from openmsprof.fileio.read_guard import read_json
 
-__all__ = ["FILE", "PROCESS", "read", "trace_events"]
+__all__ = ["FILE", "PROCESS", "read", "read_file", "trace_events"]
 
 FILE = "gc_events.json"
 PROCESS = "Python GC"
@@ -24,7 +25,12 @@ log = logging.getLogger("openmsprof")
 
 def read(rank_dir: Path) -> list[tuple[int, int, int]]:
     """The window's long collections (empty without the file)."""
-    path = rank_dir / "FRAMEWORK" / FILE
+    return read_file(rank_dir / "FRAMEWORK" / FILE)
+
+
+def read_file(path: Path) -> list[tuple[int, int, int]]:
+    """The long collections of a ``gc_events.json`` (a torch window's or a PROF_ job's
+    ``host/`` one); empty without the file."""
     try:
         doc: Any = read_json(path, "GC events") if path.exists() or path.is_symlink() else None
     except ProfilingError as exc:

@@ -132,6 +132,7 @@ def _write_device_file(db: JobDB, out_dir: Path, dev: int | str, style: Style, l
                 device.write_device(ctx, dev, w if fused else None)
         passes.write_counters(ctx)
         passes.write_overhead(ctx)
+        passes.write_gc(ctx)
         if w.events == 0:  # no data, no file (the seed's rule)
             w.abort()
             if lo == -(1 << 63) and hi == (1 << 63) - 1:  # an empty window keeps earlier files

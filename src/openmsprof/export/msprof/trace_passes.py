@@ -10,6 +10,7 @@ from __future__ import annotations
 import orjson
 
 from openmsprof.export import overhead
+from openmsprof.export.ascend_pt import gc_track
 from openmsprof.export.msprof import trace_loops as loops
 from openmsprof.export.msprof.trace_context import PassContext, ThreadTids
 from openmsprof.export.msprof.trace_layout import (
@@ -181,3 +182,21 @@ def write_overhead(ctx: PassContext) -> None:
     c_fmt = '{"name":%s,"pid":%d,"tid":%d,"ts":' + style.ts_fmt + ',"ph":"C","args":{%s:%s}}'
     w.write_events([c_fmt % (orjson.dumps(k).decode(), pid, tid, q, r, orjson.dumps(k).decode(),
                              orjson.dumps(v).decode()) for k, v in sorted(figures.items())])
+
+
+SORT_GC = 11
+
+
+def write_gc(ctx: PassContext) -> None:
+    """The ``Python GC`` process: one ``GC`` complete event per long collection of the job's
+    ``host/gc_events.json`` (``gc_detect_threshold``) inside the window."""
+    db, w, style = ctx.db, ctx.w, ctx.style
+    events = [e for e in gc_track.read_file(db.job / "host" / gc_track.FILE) if ctx.lo <= e[0] < ctx.hi]
+    if not events:
+        return
+    pid = process_meta(w, style, SORT_GC, gc_track.PROCESS, "CPU")
+    tid = style.tid(SORT_GC, 0, 0)
+    x_fmt = ('{"name":"GC","pid":%d,"tid":%d,"ts":' + style.ts_fmt + ',"dur":%d.%03d,"ph":"X",'
+             '"args":{"generation":%d}}')
+    w.write_events([x_fmt % (pid, tid, *divmod(t0 - style.ts_base, 1000), *divmod(t1 - t0, 1000), gen)
+                    for t0, t1, gen in events])

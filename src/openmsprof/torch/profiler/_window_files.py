@@ -24,7 +24,8 @@ from typing import Any
 
 from openmsprof.config.errors import PathError
 from openmsprof.fileio import fs
-from openmsprof.torch.profiler import _gc_watch, prof_dir
+from openmsprof.sources import gc_watch as _gc_watch
+from openmsprof.torch.profiler import prof_dir
 
 __all__ = ["FRAMEWORK_TRACE", "OVERHEAD_KEY", "RECOVERED_KEY", "TEMP_SUFFIX", "WORKER_MODULE", "save", "temp_trace_name"]
 

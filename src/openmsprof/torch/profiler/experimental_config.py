@@ -99,6 +99,15 @@ class _ExperimentalConfig:
             "mstx_domain_exclude", mstx_domain_exclude)
         self._sys_io = _bool("sys_io", sys_io, False)
         self._sys_interconnection = _bool("sys_interconnection", sys_interconnection, False)
+        others = [h for h in self._host_sys if h not in ("cpu", "mem")]
+        if others:
+            self.unsupported.append(f"host_sys {','.join(others)}: only cpu and mem host sampling is "
+                                    "implemented; nothing is collected for the rest")
+        for on, name, what in ((self._sys_io, "sys_io", "NIC/RoCE"),
+                               (self._sys_interconnection, "sys_interconnection", "PCIe/HCCS/HCCL link")):
+            if on:
+                self.unsupported.append(f"{name}: {what} sampling reads Ascend NPU counters; nothing "
+                                        "is collected for it on this machine")
 
     @staticmethod
     def _strs(key: str, value: Any) -> list[str]:

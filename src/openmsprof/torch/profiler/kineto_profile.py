@@ -27,8 +27,8 @@ from openmsprof.config.model import ProfileConfig
 from openmsprof.recorder import jobdir, session
 from openmsprof.recorder.clock import read_pair
 from openmsprof.sources import emit, host_sampler, markers  # noqa: F401  (register listeners)
+from openmsprof.sources import gc_watch as _gc_watch
 from openmsprof.torch.profiler import (
-    _gc_watch,
     _window_exports,
     _window_files,
     _window_info,
@@ -175,8 +175,11 @@ class _KinetoProfile:
             self._init()
         self._start_mono = time.perf_counter_ns()
         self._kineto.start_trace()
-        _mstx.set_recording(True)
         exp = self.experimental_config
+        domains = exp.to_dict()
+        include = list(domains.get("_mstx_domain_include") or [])
+        exclude = list(domains.get("_mstx_domain_exclude") or [])
+        _mstx.set_recording(True, include, exclude)
         threshold = exp.to_dict().get("_gc_detect_threshold")
         if threshold is not None:  # torch_npu's GC detection: long collections as trace events
             self._gc = _gc_watch.GcWatch(float(threshold))
@@ -185,7 +188,8 @@ class _KinetoProfile:
         win = self._ready_window() if (exp.msprof_tx or usage) and session.current() is None else None
         if win is not None:
             cfg = ProfileConfig(acl_api=False, runtime_api=False, task_time="off", msproftx=exp.msprof_tx,
-                                host_sys_usage=usage, source="torch")
+                                host_sys_usage=usage, mstx_domain_include=include,
+                                mstx_domain_exclude=[] if include else exclude, source="torch")
             try:
                 pair = read_pair()
                 self._session = session.start(cfg, output=win.path, exclusive_output=False,

@@ -19,10 +19,26 @@ _tls = threading.local()
 _open: dict[int, tuple[Any, int]] = {}
 
 
-def set_recording(on: bool) -> None:
-    """Called by the profiler when Kineto starts/stops recording."""
-    global _recording
+_include: frozenset[str] = frozenset()
+_exclude: frozenset[str] = frozenset()
+
+
+def set_recording(on: bool, include: Any = (), exclude: Any = ()) -> None:
+    """Called by the profiler when Kineto starts/stops recording; ``include`` / ``exclude``:
+    experimental_config's mstx domain filters (include wins), applied to the trace's ranges as
+    the recorder applies them to the PROF_ job's markers."""
+    global _recording, _include, _exclude
     _recording = on
+    _include, _exclude = frozenset(include or ()), frozenset(() if include else exclude or ())
+
+
+def _traced(domain: str) -> bool:
+    """Whether a marker of ``domain`` goes into the trace (recording, and not filtered out)."""
+    if not _recording:
+        return False
+    if _include:
+        return domain in _include
+    return domain not in _exclude
 
 
 def _rf(message: str) -> Any:
@@ -40,7 +56,7 @@ class mstx:
     @staticmethod
     def mark(message: str, stream: Any = None, domain: str = "default") -> None:
         markers.mark(message, domain)
-        if _recording:
+        if _traced(domain):
             _rf(message).__exit__(None, None, None)
 
     @staticmethod
@@ -50,7 +66,7 @@ class mstx:
             stack = getattr(_tls, "stack", None)
             if stack is None:
                 stack = _tls.stack = []
-            stack.append(_rf(message))
+            stack.append(_rf(message) if _traced(domain) else None)  # None: a filtered domain
         return 0
 
     @staticmethod
@@ -58,15 +74,18 @@ class mstx:
         markers.pop()
         stack = getattr(_tls, "stack", None)
         if stack:
-            stack.pop().__exit__(None, None, None)
+            rf = stack.pop()
+            if rf is not None:
+                rf.__exit__(None, None, None)
         return 0
 
     @staticmethod
     def range_start(message: str, stream: Any = None, domain: str = "default") -> int:
         rid = next(_ids)
         mid = markers.range_start(message, domain)
-        if _recording or mid:
-            _open[rid] = (_rf(message) if _recording else None, mid)
+        traced = _traced(domain)
+        if traced or mid:
+            _open[rid] = (_rf(message) if traced else None, mid)
         return rid
 
     @staticmethod
