@@ -71,9 +71,11 @@ def _run(tmp_path: Path, mode: str) -> tuple[str, list[Path], float, float]:
     wall, cpu = (float(x) for x in proc.stdout.split("stop wall ")[1].split()[0:3:2])
     dirs = rank_dirs(root)
     assert len(dirs) == 3
+    said = (proc.stdout + proc.stderr)[-3000:]
     for d in dirs:  # a sync handler: every window analysed when stop() returned
-        assert (d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file()
-        assert not _analysis_claim.claim_path(d).exists()  # its holder removed the claim
+        assert (d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file(), (d.name, sorted(
+            p.name for p in (d / "ASCEND_PROFILER_OUTPUT").glob("*")), said)
+        assert not _analysis_claim.claim_path(d).exists(), said  # its holder removed the claim
     return proc.stdout + proc.stderr, dirs, wall, cpu
 
 
