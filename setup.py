@@ -1,6 +1,7 @@
 """Build of the optional native code: the recorder core (``openmsprof.recorder._ring``), the
-export task loop (``openmsprof.export.msprof._task_lines``) and the import writer
-(``openmsprof.parse._bulk_insert``).
+export task loop (``openmsprof.export.msprof._task_lines``), the import writer
+(``openmsprof.parse._bulk_insert``) and the ONNX Runtime profile scan
+(``openmsprof.sources._ort_scan``).
 
 ``pip install`` compiles them with the system C compiler.  Without a compiler (or with
 ``OPENMSPROF_NO_NATIVE=1``) the build is skipped with a warning and openmsprof runs on the
@@ -31,7 +32,7 @@ class OptionalBuildExt(build_ext):
             super().build_extension(ext)
         except Exception as exc:
             what = {"_ring": "recorder", "_task_lines": "export task loop",
-                    "_bulk_insert": "import writer"}.get(ext.name.rsplit(".", 1)[-1], ext.name)
+                    "_bulk_insert": "import writer", "_ort_scan": "ONNX Runtime profile scan"}.get(ext.name.rsplit(".", 1)[-1], ext.name)
             print(f"openmsprof: native {what} not built ({exc}); using its pure-Python fallback",
                   file=sys.stderr)
 
@@ -48,6 +49,9 @@ ext_modules = [] if os.environ.get("OPENMSPROF_NO_NATIVE") else [
     Extension("openmsprof.parse._bulk_insert", ["src/openmsprof/parse/_bulk_insert.c"],
               extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"],
               libraries=["dl"], optional=True),
+    # the ONNX Runtime profile scan of the acl harvest; ort_profile.py's regex is its fallback
+    Extension("openmsprof.sources._ort_scan", ["src/openmsprof/sources/_ort_scan.c"],
+              extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
 ]
 
 setup(ext_modules=ext_modules, cmdclass={"build_ext": OptionalBuildExt})

@@ -1,7 +1,7 @@
-"""``make sanitize``: the three C extensions (recorder/_ring.c, export/msprof/_task_lines.c,
-parse/_bulk_insert.c) built with AddressSanitizer and UndefinedBehaviorSanitizer into a copy of
-the package under build/sanitize (the venv's in-place build is untouched), then the recorder
-tests, the C extensions' tests and a slice of the fuzz corpus (tests/hostile) run against them.
+"""``make sanitize``: the four C extensions (recorder/_ring.c, export/msprof/_task_lines.c,
+parse/_bulk_insert.c, sources/_ort_scan.c) built with AddressSanitizer and
+UndefinedBehaviorSanitizer into a copy of the package under build/sanitize (the venv's in-place
+build is untouched), then the recorder tests, the C extensions' tests and a slice of the fuzz corpus (tests/hostile) run against them.
 Any sanitizer report aborts the process that made it, which fails its test (or this run).
 
     python -m tests.sanitize [--fuzz-jobs N] [--fuzz-configs N] [pytest args...]
@@ -23,12 +23,13 @@ FLAGS = "-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-
 #: the tests that reach the C code: the recorder core, the task loop, the import writer
 TESTS = ["tests/recorder", "tests/parse/test_bulk_insert.py", "tests/parse/test_bulk_insert_threads.py",
          "tests/export/test_task_lines_native.py", "tests/export/test_task_lines_safety.py",
-         "tests/export/test_summary_task_pass.py", "tests/hostile/test_regressions.py"]
+         "tests/export/test_summary_task_pass.py", "tests/hostile/test_regressions.py",
+         "tests/acl/test_ort_scan.py", "tests/acl/test_ort_profile.py"]
 #: not run here: the pure-Python backend's runs (no C code), and the bounds of memory (ASan's shadow
 #: and quarantine) and time (a 2-5x slow-down) that hold for the normal build, not the instrumented one
 DESELECT = ("not python and not memory_stays_under_the_ceiling and not lose_at_most_one_second"
             " and not still_gets_a_host_sample")
-EXTENSIONS = ("recorder/_ring", "export/msprof/_task_lines", "parse/_bulk_insert")
+EXTENSIONS = ("recorder/_ring", "export/msprof/_task_lines", "parse/_bulk_insert", "sources/_ort_scan")
 
 
 def _runtime(lib: str) -> str:

@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from openmsprof.recorder import session
-from openmsprof.sources import emit, subscription
+from openmsprof.sources import emit, ort_profile, subscription
 from openmsprof.sources import onnxruntime_tasks as ortt
 from openmsprof.sources.ort_profile import NodeTable, Profile
 from tests.acl.helpers import read_job
@@ -53,8 +53,20 @@ def _expected(data: bytes, start: int) -> tuple[list[tuple[int, int, int]], int]
     return runs, kernels
 
 
+@pytest.fixture(params=["native", "regex"])
+def scan(request, monkeypatch) -> str:
+    """Each test below runs on the native scan (``_ort_scan.c``) and on the regex pass."""
+    if request.param == "native":
+        if ort_profile._native is None:
+            pytest.skip("the native scan is not built here (no C compiler at install)")
+        monkeypatch.delenv(ort_profile.PY_SCAN_ENV, raising=False)
+    else:
+        monkeypatch.setenv(ort_profile.PY_SCAN_ENV, "1")
+    return str(request.param)
+
+
 @pytest.mark.parametrize("name", ["resnet_leakyrelu", "tiny_mlp"])
-def test_fast_parse_equals_full_json_parse(models, tmp_path, name):
+def test_fast_parse_equals_full_json_parse(models, tmp_path, name, scan):
     x = np.random.default_rng(0).random((1, 3, 32, 32) if name != "tiny_mlp" else (1, 16), dtype=np.float32)
     data, start = _profile(models[name], tmp_path, [{"input": x}] * 3)
     runs, kernels = _expected(data, start)
@@ -66,7 +78,7 @@ def test_fast_parse_equals_full_json_parse(models, tmp_path, name):
     assert _runs(fast) == _runs(slow) == _runs(chunked) == runs and len(runs) == 3
     assert len(fast.node_ts) == kernels > 0
     assert _rows(fast, fast_table) == _rows(slow, slow_table) == _rows(chunked, pause_table)
-    assert paused  # the background variant yields between chunks
+    assert bool(paused) == (scan == "regex")  # the regex pass yields between chunks; the native scan releases the GIL
     assert set(fast.node_run.tolist()) == {0, 1, 2}  # every node inside its own run
     per_run = np.bincount(fast.node_run)
     assert len(set(per_run.tolist())) == 1
@@ -75,7 +87,7 @@ def test_fast_parse_equals_full_json_parse(models, tmp_path, name):
         assert conv.in_shapes.startswith("1,3,32,32;") and conv.in_dtypes.startswith("FLOAT;")
 
 
-def test_other_json_layout_falls_back_to_full_parse(models, tmp_path):
+def test_other_json_layout_falls_back_to_full_parse(models, tmp_path, scan):
     x = np.ones((1, 16), np.float32)
     data, start = _profile(models["tiny_mlp"], tmp_path, [{"input": x}] * 2)
     compact = orjson.dumps(orjson.loads(data))  # same events, no spaces: the fast regex sees nothing
@@ -96,7 +108,7 @@ def _escaped_model(path: Path) -> Path:
     return path
 
 
-def test_node_names_with_quotes_and_backslashes(tmp_path):
+def test_node_names_with_quotes_and_backslashes(tmp_path, scan):
     model = _escaped_model(tmp_path / "odd.onnx")
     data, start = _profile(model, tmp_path, [{"input": np.ones((1, 4), np.float32)}] * 2)
     t = NodeTable()
@@ -164,7 +176,7 @@ def test_subscription_column_encoding_matches_struct_encoding():
     assert subscription.decode(cols[80:160])[5] == 0  # negative duration clamps to 0
 
 
-def test_an_event_in_another_layout_switches_to_full_parses(models, tmp_path):
+def test_an_event_in_another_layout_switches_to_full_parses(models, tmp_path, scan):
     x = np.ones((1, 16), np.float32)
     data, start = _profile(models["tiny_mlp"], tmp_path, [{"input": x}] * 3)
     i = data.index(b'"cat" : "Node"')

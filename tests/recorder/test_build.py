@@ -26,6 +26,7 @@ def test_builds_the_native_core_with_a_compiler(tmp_path: Path) -> None:
     assert list((tmp_path / "lib").rglob("_ring*.so")), r.stderr[-2000:]
     assert list((tmp_path / "lib").rglob("_task_lines*.so")), r.stderr[-2000:]
     assert list((tmp_path / "lib").rglob("_bulk_insert*.so")), r.stderr[-2000:]
+    assert list((tmp_path / "lib").rglob("_ort_scan*.so")), r.stderr[-2000:]
 
 
 def test_without_a_compiler_the_install_goes_on_with_the_fallback(tmp_path: Path) -> None:
@@ -33,6 +34,7 @@ def test_without_a_compiler_the_install_goes_on_with_the_fallback(tmp_path: Path
     assert r.returncode == 0, r.stderr[-2000:]
     assert "native recorder not built" in r.stderr and "native export task loop not built" in r.stderr
     assert "native import writer not built" in r.stderr
+    assert "native ONNX Runtime profile scan not built" in r.stderr
     assert not list((tmp_path / "lib").rglob("*.so"))
     # and the package then records through the pure-Python path
     code = ("import openmsprof.recorder.core as c, openmsprof.sources.markers as m; "

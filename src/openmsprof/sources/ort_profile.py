@@ -4,18 +4,22 @@ ORT writes one event per line in a fixed layout::
 
     {"cat" : "Node","pid" :1,"tid" :2,"dur" :3,"ts" :4,"ph" : "X","name" :"n_kernel_time","args" : {...}},
 
-One C-level regex pass pulls (category, tid, dur, ts, name) out of every line and skips the
-args (memory and thread-pool statistics, most of the bytes).  A node's metadata (op type,
-shapes, dtypes, provider) is parsed once, from its first line, and cached in the
-:class:`NodeTable` of its model, so per event only three integers and a dict lookup remain.
-Models with dynamic input shapes key the metadata by (node, shapes) of every event instead.
-A file in any other layout is parsed in full with orjson (same result, slower).
+One pass pulls (tid, dur, ts, name) out of every line and skips the args (memory and
+thread-pool statistics, most of the bytes): the native scan (``_ort_scan.c``: no object per
+event, the GIL released) where it is built, else one C-level regex pass (``_EVENT``, the same
+events).  A node's metadata (op type, shapes, dtypes, provider) is parsed once, from its first
+line, and cached in the :class:`NodeTable` of its model, so per event only three integers and a
+name code remain.  Models with dynamic input shapes key the metadata by (node, shapes) of every
+event instead (regex path).  A file in any other layout is parsed in full with orjson (same
+result, slower).
 """
 
 from __future__ import annotations
 
 import gc
+import importlib
 import mmap
+import os
 import re
 from collections.abc import Callable, Iterator
 from typing import Any, Union
@@ -34,8 +38,20 @@ _EVENT = re.compile(rb'\n\{"cat" : "(Node|Session)","pid" :\d+,"tid" :(\d+),"dur
                     rb'"ph" : "X","name" :"([^"\\]*(?:\\.[^"\\]*)*)"')
 _CATS = re.compile(rb'\{"cat" : "(?:Node|Session)"')
 _SHAPES = {key: re.compile(rb'"' + key + rb'" : (\[\]|\[.*?\}\])') for key in (b"input_type_shape", b"output_type_shape")}
+#: set to 1 to parse with the regex even where the native scan is built
+PY_SCAN_ENV = "OPENMSPROF_ORT_SCAN_PYTHON"
 _DTYPES = {"float": "FLOAT", "float16": "FLOAT16", "double": "DOUBLE", "int64": "INT64",
            "int32": "INT32", "int8": "INT8", "uint8": "UINT8", "bool": "BOOL", "bfloat16": "BF16"}
+
+
+def _load_native() -> Any:
+    try:
+        return importlib.import_module("openmsprof.sources._ort_scan")
+    except ImportError:  # not built (no compiler at install): the regex pass
+        return None
+
+
+_native = _load_native()
 
 
 class NodeMeta:
@@ -171,6 +187,8 @@ class NodeTable:
                 return self.parse_slow(data, start_ns)
         if self.dynamic:
             return self._parse_dynamic(data, start_ns)
+        if _native is not None and not os.environ.get(PY_SCAN_ENV):
+            return self._parse_native(data, start_ns)
         cols = []
         self._data = data
         try:
@@ -186,6 +204,24 @@ class NodeTable:
         if len(cols) == 1:
             return _columns_profile(cols[0], start_ns)
         return _columns_profile(tuple(np.concatenate(c) for c in zip(*cols, strict=True)), start_ns)
+
+    def _parse_native(self, data: Buffer, start_ns: int) -> Profile:
+        """The same columns as the regex pass, from ``_ort_scan.scan`` (one row per event)."""
+        names, raw, bad = _native.scan(data)
+        if bad:  # a line in another layout: never miss an event
+            return self.parse_slow(data, start_ns)
+        if not raw:
+            return self.parse_slow(data, start_ns) if data.find(b'"cat"') >= 0 else _columns_profile(_EMPTY, start_ns)
+        rows = np.frombuffer(raw, np.int64).reshape(-1, 4)  # name index, tid, dur, ts
+        self._data = data
+        try:
+            codes = np.array([self._code(nm) for nm in names], np.int64)
+        finally:
+            self._data = b""
+        code = codes[rows[:, 0]]
+        keep = code != OTHER
+        kept = rows[keep]
+        return _columns_profile((code[keep], kept[:, 3], kept[:, 2], kept[:, 1]), start_ns)
 
     def _columns(self, found: list[tuple[bytes, ...]]) -> tuple[np.ndarray, ...]:
         """(code, ts µs, dur µs, tid) of the events that matter (runs and kernels)."""
