@@ -92,3 +92,34 @@ def test_harvester_and_flusher_threads_do_not_preempt_executes(models, out_dir):
     assert acl.prof.stop(cfg) == 0
     assert acl.prof.finalize() == 0
     assert acl.mdl.unload(mid) == 0
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2 or not os.path.isdir("/proc/self/task"),
+                    reason="needs an ONNX Runtime thread pool (2+ cores) and /proc")
+def test_a_sessions_fixed_cost_counts_its_thread_pool(models, out_dir, monkeypatch):
+    """The next session's thread pool starts while it is built and its workers spin for work on
+    their own threads: the harvest's fixed cost includes their CPU, not only the building thread's
+    (that alone undercounted it ~30x: harvests came ~30x too often)."""
+    monkeypatch.setattr(_model.HARVESTER, "period", 1e9)  # the shared thread leaves this model alone
+    monkeypatch.setattr(_model.HARVESTER, "MIN_AGE_S", 1e9)
+    assert acl.init() == 0
+    mid, ret = acl.mdl.load_from_file(str(models["resnet_mish"]))
+    assert ret == 0
+    inp, _iptr = _dataset(3 * 32 * 32 * 4)
+    out, _optr = _dataset(10 * 4)
+    assert acl.prof.init(str(out_dir)) == 0
+    cfg = acl.prof.create_config([0], acl.ACL_AICORE_NONE, 0, acl.ACL_PROF_TASK_TIME)
+    assert acl.prof.start(cfg) == 0
+    model = acl.mdl.models()[mid]
+    r = model.runner
+    assert acl.mdl.execute(mid, inp, out) == 0
+    r.prepare_spare()
+    spare = r._spare
+    assert spare is not None and spare.born  # the pool's worker threads, born during the build
+    time.sleep(0.3)
+    model.harvest(keep_running=True)  # swaps the spare in: its fixed cost is measured now
+    assert r._gen is spare
+    assert r.build_cpu_s > spare.build_s > 0
+    assert acl.prof.stop(cfg) == 0
+    assert acl.prof.finalize() == 0
+    assert acl.mdl.unload(mid) == 0

@@ -4,7 +4,8 @@ Profiling off ⇒ executes run on the plain session through a cached IOBinding b
 user's buffers (no per-operator cost).  Task profiling or a subscription ⇒ executes run on a
 :class:`~openmsprof.sources.onnxruntime_tasks.ProfiledRunner` (IOBindings to the same buffers on
 each profiling session); a background harvester thread turns its events into task records when
-that is cheapest (idle gaps, a size threshold, about once a second at the latest, and at stop), builds the next profiling session ahead of time
+that is cheapest (once the executes carry a harvest's fixed cost: then idle gaps or a period; a
+size threshold; at stop), builds the next profiling session ahead of time
 and frees ended ones, while a subscribed model is harvested right after each execute so its op
 records are in the pipe before execute returns.  ORT writes its profiles to a RAM disk when one
 with room is there.
@@ -231,7 +232,9 @@ class Harvester:
     about the same per event whenever it runs, but competes with the executes when they run;
     it also builds the next session, a fixed cost.  So harvests scale with the executes, not
     with the clock: one is due only once the executes it would harvest took ``1 / FIXED_SHARE``
-    times that fixed cost (``FIXED_FACTOR`` × the last build's CPU; execute time = executes ×
+    times that fixed cost (``FIXED_FACTOR`` × the last build's CPU, the start of the session's
+    thread pool included: its workers spin for work when they start, ~35 ms of CPU each against
+    ~1 ms for the build; execute time = executes ×
     their mean CPU time on the calling thread, sampled, learnt at each harvest: CPU, so a loaded
     machine, which stretches the wall time of executes, does not make harvests more frequent), then in an idle gap of the application (no
     execute for ``IDLE_S``, at least ``MIN_AGE_S`` after the last harvest) or after ``period``;

@@ -5,9 +5,11 @@ stay in memory until ``end_profiling()`` writes them as JSON and switches profil
 session for good (run-level profiling exists in ORT's C API but not in its Python binding).
 :class:`ProfiledRunner` therefore keeps *generations*: a profiling session that executes run on,
 swapped for a fresh one (built and bound ahead of time in the background) whenever the events
-are harvested — after every execute of a subscribed model; otherwise in idle gaps of the
-application, when a generation holds about ``EVENT_BUDGET`` events (ORT stops recording a session
-at 1 M), about once a second at the latest, and at stop (see ``acl._model.Harvester``).  Harvesting parses ORT's JSON into columns (:mod:`ort_profile`), aligns ORT's epoch µs
+are harvested — after every execute of a subscribed model; otherwise once the executes carry a
+harvest's fixed cost (a session build, its thread pool's start included), then in idle gaps of
+the application or after a period, when a generation holds about ``EVENT_BUDGET`` events (ORT
+stops recording a session at 1 M), and at stop (see ``acl._model.Harvester``).  Harvesting
+parses ORT's JSON into columns (:mod:`ort_profile`), aligns ORT's epoch µs
 to our monotonic clock and emits the tasks as one batch.  Models that are not profiled never
 touch this module.
 """
@@ -94,10 +96,14 @@ def emit_tasks(profile: Profile, launches: list[tuple[int, int, int]], metas: li
 
 
 class _Gen:
-    __slots__ = ("active", "cpu", "io", "launches", "sess")
+    __slots__ = ("active", "born", "build_s", "cpu", "io", "launches", "sess")
 
     def __init__(self, sess: Any) -> None:
         self.sess = sess
+        #: threads that appeared while the session was built (its thread pool) and the building
+        #: thread's CPU seconds (see :meth:`ProfiledRunner.prepare_spare`)
+        self.born: list[str] = []
+        self.build_s = 0.0
         self.launches: list[tuple[int, int, int]] = []
         #: the calling thread's CPU seconds of every ``CPU_SAMPLE``-th execute
         self.cpu: list[float] = []
@@ -144,7 +150,8 @@ class ProfiledRunner:
         self.harvests = 0
         #: ORT events per execute, learnt at each harvest (0: not yet known)
         self.events_per_run = 0.0
-        #: CPU seconds the last build of a generation took (a harvest's fixed cost)
+        #: CPU seconds the last build of a generation took, its thread pool's start included
+        #: (a harvest's fixed cost; see :meth:`_measure_build`)
         self.build_cpu_s = 0.0
         #: mean CPU seconds of one execute on its calling thread (every ``CPU_SAMPLE``-th
         #: execute timed), learnt at each harvest (0: not yet known)
@@ -213,13 +220,24 @@ class ProfiledRunner:
             return
         with self._spare_lock:
             if self._spare is None:
+                before = _tids()
                 c0 = time.thread_time()
                 g = _Gen(self.factory())
                 for key, (feeds, io, _) in list(self._gen.io.items())[-MAX_BINDINGS:]:
                     if io is not None:  # feeds still bound to the caller's buffers
                         g.io[key] = _entry(g.sess, feeds, self._bind(g.sess, feeds))
-                self.build_cpu_s = time.thread_time() - c0
+                g.build_s = time.thread_time() - c0
+                g.born = sorted(_tids() - before) if before else []
+                self.build_cpu_s = max(self.build_cpu_s, g.build_s)
                 self._spare = g
+
+    def _measure_build(self, g: _Gen) -> None:
+        """A session's whole fixed cost, learnt when it is swapped in before its first execute:
+        the building thread's CPU plus what its new thread pool burnt meanwhile (ONNX Runtime's
+        workers spin for work once they start: ~35 ms of CPU each here against ~1 ms for the
+        build itself, and a session has one worker per core but one)."""
+        if g.born:  # the largest seen: a swap that came before the spin ended must not lower it
+            self.build_cpu_s = max(self.build_cpu_s, g.build_s + _threads_cpu_s(g.born))
 
     def harvest(self, keep_running: bool = True, pause: Callable[[], None] | None = None
                 ) -> tuple[Profile | None, list[tuple[int, int, int]]]:
@@ -229,6 +247,8 @@ class ProfiledRunner:
             old = self._gen
             spare, self._spare = self._spare, None
             if keep_running:
+                if spare is not None and not spare.launches:
+                    self._measure_build(spare)
                 self._gen = spare if spare is not None else _Gen(self.factory())
             elif spare is not None:
                 _remove(spare.sess.end_profiling())
@@ -276,6 +296,29 @@ class ProfiledRunner:
                         pass
                     _graveyard.append(g)
             self._spare = None
+
+
+_TASKS = "/proc/self/task"
+
+
+def _tids() -> set[str]:
+    """The ids of this process's threads (empty where /proc is not there)."""
+    try:
+        return set(os.listdir(_TASKS))
+    except OSError:
+        return set()
+
+
+def _threads_cpu_s(tids: list[str]) -> float:
+    """CPU seconds the threads ``tids`` have run so far (schedstat: ns; ended threads count 0)."""
+    total = 0
+    for tid in tids:
+        try:
+            with open(f"{_TASKS}/{tid}/schedstat", "rb") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total / 1e9
 
 
 #: Keep ONNX Runtime's own profile files in this directory instead of deleting them
