@@ -337,7 +337,11 @@ def steady_round(path: str, x: np.ndarray, mid: int, inp: int, out: int, n: int,
     return res
 
 
-def bench_steady(paths: dict[str, Path], rounds: int, block_s: float, conditions: list[bool]) -> None:
+STEADY_MODELS = ("tiny", "small", "10ms")
+
+
+def bench_steady(paths: dict[str, Path], rounds: int, block_s: float, conditions: list[bool],
+                 which: tuple[str, ...] = STEADY_MODELS) -> None:
     print("4. steady state as users run it, µs per execute: ORT = session.run with enable_profiling + its")
     print("   end_profiling + freeing the session; ours = executes with the background harvester on (its")
     print("   real policy) + the final harvest, next session and flush on this thread.  Sides interleaved,")
@@ -349,8 +353,9 @@ def bench_steady(paths: dict[str, Path], rounds: int, block_s: float, conditions
     from openmsprof.demo.models import resnet_like
 
     onnx.save(resnet_like("mish", channels=32, blocks=3, size=64), big)
-    for name, path in (("tiny_mlp", paths["tiny_mlp"]), ("small CNN (resnet_mish)", paths["resnet_mish"]),
-                       ("~10 ms CNN (resnet 32ch x3, 64x64)", big)):
+    chosen = {"tiny": ("tiny_mlp", paths["tiny_mlp"]), "small": ("small CNN (resnet_mish)", paths["resnet_mish"]),
+              "10ms": ("~10 ms CNN (resnet 32ch x3, 64x64)", big)}
+    for name, path in (chosen[w] for w in STEADY_MODELS if w in which):
         mid, inp, out, x = load(str(path))
         probe = _profiling_session(str(path), os.path.join(tempfile.mkdtemp(), "probe"))
         per = best_per_call(lambda p=probe, f={"input": x}: p.run(None, f), 20, rounds=3)
@@ -453,6 +458,8 @@ def main() -> None:
     ap.add_argument("--only", default="1234", help="sections to run, e.g. 23")
     ap.add_argument("--steady-rounds", type=int, default=5, help="interleaved rounds, steady state")
     ap.add_argument("--steady-block", type=float, default=2.0, help="seconds of executes per steady-state block")
+    ap.add_argument("--steady-models", default=",".join(STEADY_MODELS),
+                    help=f"section 4's models, comma-separated among {','.join(STEADY_MODELS)}")
     ap.add_argument("--corunner", choices=("off", "on", "both"), default="both",
                     help="section 4 without / with one busy process per core (both: interleaved)")
     ap.add_argument("--quick", action="store_true",
@@ -471,7 +478,8 @@ def main() -> None:
     if "3" in args.only:
         bench_subscription(paths, args.n_sub)
     if "4" in args.only:
-        bench_steady(paths, args.steady_rounds, args.steady_block, corunner_modes(args.corunner))
+        bench_steady(paths, args.steady_rounds, args.steady_block, corunner_modes(args.corunner),
+                     tuple(args.steady_models.split(",")))
     acl.finalize()
     print(f"(onnxruntime {ort.__version__}, {os.cpu_count()} cpus, {time.perf_counter() - t:.1f} s; "
           f"load avg {' '.join(f'{v:.2f}' for v in os.getloadavg())} at the end)")
