@@ -10,7 +10,7 @@
    profile (``--events``, default 200 000 framework events; ``--events 1000000`` for the issue's
    1 M figure, about 90 s in all).
 
-    .venv/bin/python benchmarks/bench_torch.py [--quick] [--only 0123] [--corunner both] [--events N] [--steps N] [--rounds N]
+    .venv/bin/python benchmarks/bench_torch.py [--quick] [--only 0123] [--corunner both] [--events N] [--steps N] [--rounds N] [--threads N]
 """
 
 from __future__ import annotations
@@ -242,12 +242,17 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2, help="analyse runs per mode")
     ap.add_argument("--import-repeats", type=int, default=7, help="fresh processes for the import figure")
     ap.add_argument("--only", default="0123", help="sections to run, e.g. 1 (per-step) or 01")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch intra-op threads (1: the MLP's steps stay 1-2 ms of CPU on a busy machine, where "
+                         "OpenMP's spinning threads would make each cost tens of ms; 0: torch's default)")
     ap.add_argument("--quick", action="store_true",
                     help="about 2 minutes: 5 import processes, 9 rounds, 50 k events, 1 analyse per mode")
     args = ap.parse_args()
     if args.quick:
         args.import_repeats, args.events, args.repeats = 5, 50_000, 1
     logging.disable(logging.WARNING)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     if "0" in args.only:
         import_cost(args.import_repeats)
