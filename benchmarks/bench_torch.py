@@ -30,6 +30,7 @@ from corunner import CoRunner, corunner_modes, measured, summary
 
 import openmsprof.torch.profiler as tp
 import torch
+from openmsprof.torch.profiler import _analysis_worker
 
 
 def _train_step(model: torch.nn.Module, opt: torch.optim.Optimizer) -> None:
@@ -113,9 +114,15 @@ def per_step(steps: int, rounds: int, tmp: Path, conditions: list[bool]) -> None
                                           schedule=torch.profiler.schedule(**sched),
                                           on_trace_ready=torch.profiler.tensorboard_trace_handler(str(tmp / "bare"))))
 
+    pids: set[int] = set()
+
     def ours() -> dict[str, float]:
-        return run(tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(**sched),
-                              on_trace_ready=tp.tensorboard_trace_handler(str(tmp / "ours"))))
+        m = run(tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(**sched),
+                           on_trace_ready=tp.tensorboard_trace_handler(str(tmp / "ours"))))
+        c = _analysis_worker._client
+        if c is not None:  # a worker that stop() ended (it held a window) is restarted next run
+            pids.add(c.proc.pid)
+        return m
 
     sides = [("none", lambda: run(None)), ("torch.profiler", bare), ("openmsprof", ours)]
     for _n, fn in sides:
@@ -149,7 +156,8 @@ def per_step(steps: int, rounds: int, tmp: Path, conditions: list[bool]) -> None
     cpu = [i["analysis_cpu_s"] for i in info if "analysis_cpu_s" in i]
     here = sum(str(i.get("analysis_where", "")).startswith("training process") for i in info)
     print(f"    analysis CPU per window ms {_mm(cpu)}; {here} of {len(info)} windows analysed by stop()'s thread "
-          f"(worker starved), the rest by the worker")
+          f"(worker starved), the rest by the worker; {len(pids)} analysis worker processes over "
+          f"{rounds * len(conditions) + 1} runs (each new one: a Python start and imports)")
 
 
 def step_outside_window(n: int) -> None:
