@@ -10,7 +10,7 @@
    profile (``--events``, default 200 000 framework events; ``--events 1000000`` for the issue's
    1 M figure, about 90 s in all).
 
-    .venv/bin/python benchmarks/bench_torch.py [--quick] [--only 0123] [--corunner both] [--events N] [--steps N] [--rounds N]
+    .venv/bin/python benchmarks/bench_torch.py [--quick] [--only 0123] [--corunner both] [--events N] [--steps N] [--rounds N] [--threads N]
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from corunner import CoRunner, corunner_modes, measured, summary
 
 import openmsprof.torch.profiler as tp
 import torch
+from openmsprof.torch.profiler import _analysis_worker
 
 
 def _train_step(model: torch.nn.Module, opt: torch.optim.Optimizer) -> None:
@@ -113,9 +114,15 @@ def per_step(steps: int, rounds: int, tmp: Path, conditions: list[bool]) -> None
                                           schedule=torch.profiler.schedule(**sched),
                                           on_trace_ready=torch.profiler.tensorboard_trace_handler(str(tmp / "bare"))))
 
+    pids: set[int] = set()
+
     def ours() -> dict[str, float]:
-        return run(tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(**sched),
-                              on_trace_ready=tp.tensorboard_trace_handler(str(tmp / "ours"))))
+        m = run(tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(**sched),
+                           on_trace_ready=tp.tensorboard_trace_handler(str(tmp / "ours"))))
+        c = _analysis_worker._client
+        if c is not None:  # a worker that stop() ended (it held a window) is restarted next run
+            pids.add(c.proc.pid)
+        return m
 
     sides = [("none", lambda: run(None)), ("torch.profiler", bare), ("openmsprof", ours)]
     for _n, fn in sides:
@@ -149,7 +156,8 @@ def per_step(steps: int, rounds: int, tmp: Path, conditions: list[bool]) -> None
     cpu = [i["analysis_cpu_s"] for i in info if "analysis_cpu_s" in i]
     here = sum(str(i.get("analysis_where", "")).startswith("training process") for i in info)
     print(f"    analysis CPU per window ms {_mm(cpu)}; {here} of {len(info)} windows analysed by stop()'s thread "
-          f"(worker starved), the rest by the worker")
+          f"(worker starved), the rest by the worker; {len(pids)} analysis worker processes over "
+          f"{rounds * len(conditions) + 1} runs (each new one: a Python start and imports)")
 
 
 def step_outside_window(n: int) -> None:
@@ -242,12 +250,17 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2, help="analyse runs per mode")
     ap.add_argument("--import-repeats", type=int, default=7, help="fresh processes for the import figure")
     ap.add_argument("--only", default="0123", help="sections to run, e.g. 1 (per-step) or 01")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch intra-op threads (1: the MLP's steps stay 1-2 ms of CPU on a busy machine, where "
+                         "OpenMP's spinning threads would make each cost tens of ms; 0: torch's default)")
     ap.add_argument("--quick", action="store_true",
                     help="about 2 minutes: 5 import processes, 9 rounds, 50 k events, 1 analyse per mode")
     args = ap.parse_args()
     if args.quick:
         args.import_repeats, args.events, args.repeats = 5, 50_000, 1
     logging.disable(logging.WARNING)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     if "0" in args.only:
         import_cost(args.import_repeats)

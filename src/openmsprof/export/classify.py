@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from enum import IntEnum
+from functools import lru_cache
 
 __all__ = ["COMM_PREFIXES", "Kind", "classify", "core_name", "core_names", "is_communication", "op_type"]
 
@@ -55,6 +56,12 @@ def is_communication(name: str) -> bool:
     return name.startswith(COMM_PREFIXES)
 
 
+#: Distinct names remembered by ``classify`` / ``op_type`` (the analysis worker meets the same
+#: operator names window after window; a bounded cache, so a trace of unique names costs no more).
+CACHE_NAMES = 1 << 16
+
+
+@lru_cache(maxsize=CACHE_NAMES)
 def classify(name: str) -> Kind:
     """The kind of the task named ``name`` (see the module docstring)."""
     if name.startswith(COMM_PREFIXES):
@@ -71,6 +78,7 @@ def core_name(name: str, executor: str = "CPU") -> str:
     return core_names(executor)[classify(name)]
 
 
+@lru_cache(maxsize=CACHE_NAMES)
 def op_type(name: str) -> str:
     """The ``OP Type`` / ``Type`` text: a CANN-style type for matrix-engine work (``MatMul``,
     ``BatchMatMul``, ``Conv2D``, ``Conv2DBackward``, ``FlashAttention`` …; msprof-analyze finds

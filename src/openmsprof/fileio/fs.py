@@ -36,6 +36,8 @@ SPACE_MARGIN = 4 * 1024 * 1024
 SPACE_CHECK_BYTES = 2 * 1024 * 1024
 #: Space held back during a session for its end records (end_info, overhead, .done markers).
 RESERVE_BYTES = 1024 * 1024
+#: ``write_stream_atomic`` gathers parts up to this many bytes per write.
+WRITE_BYTES = 1 << 20
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
@@ -130,8 +132,11 @@ def _replace_atomic(path: Path, fill: Callable[[int], None]) -> None:
     if path.is_symlink():
         raise PathError(f"file {str(path)!r} is a symbolic link; refused")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
-    fd = open_new(tmp, append=False)
+    try:
+        fd = open_new(tmp, append=False)
+    except PathError:  # a leftover of a killed writer of this pid (or a link planted there)
+        tmp.unlink(missing_ok=True)
+        fd = open_new(tmp, append=False)
     try:
         fill(fd)
     except BaseException:
@@ -143,12 +148,21 @@ def _replace_atomic(path: Path, fill: Callable[[int], None]) -> None:
 
 
 def write_stream_atomic(path: Path, parts: Iterable[bytes | bytearray | memoryview]) -> None:
-    """Write ``parts`` to ``path`` atomically (see :func:`_replace_atomic`)."""
+    """Write ``parts`` to ``path`` atomically (see :func:`_replace_atomic`); small parts are
+    gathered into writes of up to ``WRITE_BYTES`` (one write for a small file)."""
 
     def fill(fd: int) -> None:
+        buf: list[bytes | bytearray | memoryview] = []
+        size = 0
         for part in parts:
             if part:
-                write_all(fd, part)
+                buf.append(part)
+                size += len(part)
+                if size >= WRITE_BYTES:
+                    write_all(fd, buf[0] if len(buf) == 1 else b"".join(buf))
+                    buf, size = [], 0
+        if buf:
+            write_all(fd, buf[0] if len(buf) == 1 else b"".join(buf))
 
     _replace_atomic(path, fill)
 

@@ -46,6 +46,14 @@ class Vocab(Generic[T]):
             self.items.append(v)
         return c
 
+    def codes(self, values: list[T]) -> list[int]:
+        """``code`` of each value, in one pass (the dict assigns the new codes in order)."""
+        index = self.index
+        out = [index.setdefault(v, len(index)) for v in values]
+        if len(index) > len(self.items):
+            self.items += list(index)[len(self.items):]
+        return out
+
     def __len__(self) -> int:
         return len(self.items)
 
@@ -105,11 +113,7 @@ class Columns:
                 if isinstance(e.get("pid"), int):
                     self.pid, self._pid_set = e["pid"], True
                     break
-        names_get, names_code = self.names.index.get, self.names.code
-        names = [e.get("name", "") for e in ops]
-        codes = [names_get(n) for n in names]
-        if None in codes:
-            codes = [names_code(n) for n in names]
+        codes = self.names.codes([e.get("name", "") for e in ops])
         tid = [t if isinstance(t := e.get("tid", 0), int) else 0 for e in ops]
         args = [e.get("args") or _EMPTY for e in ops]
         ext = [x if isinstance(x := a.get("External id"), int) else NO_EXT for a in args]
@@ -120,9 +124,9 @@ class Columns:
         fwd = [x if isinstance(x := a.get("Fwd thread id", 0), int) else 0 for a in args]
         arg = None if any("Input Dims" in a or "Input type" in a for a in args) else self._seq_codes(args)
         if arg is None:
-            shapes_code, dumps, args_code = self.shapes.code, orjson.dumps, self.args.code
-            shape = [shapes_code(_shapes(a)) if "Input Dims" in a or "Input type" in a else 0 for a in args]
-            arg = [args_code(dumps({k: a[k] for k in ARG_KEYS if k in a})) for a in args]
+            dumps, none = orjson.dumps, ("", "")
+            shape = self.shapes.codes([_shapes(a) if "Input Dims" in a or "Input type" in a else none for a in args])
+            arg = self.args.codes([dumps({k: a[k] for k in ARG_KEYS if k in a}) for a in args])
         else:
             shape = [0] * len(ops)
         for col, vals, dt in zip(self._op, ([e["ts"] for e in ops], [e.get("dur", 0) for e in ops], tid, codes,
@@ -149,11 +153,10 @@ class Columns:
         return [keyed[k] for k in keys]
 
     def _add_python(self, py: list[dict[str, Any]]) -> None:
-        code = self.py_names.code
         self._py[0].append(np.asarray([e["ts"] for e in py], np.float64))
         self._py[1].append(np.asarray([e.get("dur", 0) for e in py], np.float64))
         self._py[2].append(np.asarray([t if isinstance(t := e.get("tid", 0), int) else 0 for e in py], np.int64))
-        self._py[3].append(np.asarray([code(e.get("name", "")) for e in py], np.int32))
+        self._py[3].append(np.asarray(self.py_names.codes([e.get("name", "") for e in py]), np.int32))
 
     def _add_flows(self, flows: list[dict[str, Any]]) -> None:
         self._fl[0].append(np.asarray([e["ts"] for e in flows], np.float64))

@@ -54,14 +54,14 @@ def parents(ts: np.ndarray, dur: np.ndarray, tid: np.ndarray, sel: np.ndarray) -
     need[start_of[nested]] = True
     need |= nested
     pos = np.flatnonzero(need).tolist()
-    tsl, endl, tidl = o_ts.tolist(), o_end.tolist(), o_tid.tolist()
+    tsl, endl, tidl, nestl = o_ts.tolist(), o_end.tolist(), o_tid.tolist(), nested.tolist()
     par = [-1] * len(order)
     dep = [0] * len(order)
     stack: list[int] = []
     cur = None
     for p in pos:
         t = tsl[p]
-        if tidl[p] != cur or not nested[p]:
+        if tidl[p] != cur or not nestl[p]:
             stack = []
             cur = tidl[p]
         while stack and endl[stack[-1]] <= t:

@@ -49,7 +49,7 @@ _OPD = b"%b,%b,%b,%d.%03d,%d.%03d,%d.%03d,%d.%03d,0.000,0.000\n"
 
 
 def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
-    text.write_stream(path, [csv_line(header), *(csv_line(r) for r in rows)])
+    text.write_stream(path, [text.csv_lines([header, *rows])])
 
 
 def _shape_texts(fw: Framework) -> tuple[list[bytes], list[bytes]]:

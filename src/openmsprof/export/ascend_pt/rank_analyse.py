@@ -90,7 +90,10 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
                                 f"(FRAMEWORK/) was removed by data_simplification; {OUTPUT}/ kept as it is",
                                 rank_dir / OUTPUT)
     fw = framework.load(rank_dir, info, parallel=parallel)
-    npu_records.write(rank_dir, fw, info)  # torch_npu's raw records beside the Kineto trace
+    simplifying = exp.get("_data_simplification", True)
+    keep_framework = common.get("with_stack") is True
+    if not simplifying or keep_framework:  # else FRAMEWORK/ goes at the end: no records to write
+        npu_records.write(rank_dir, fw, info)  # torch_npu's raw records beside the Kineto trace
     ov = Overlap(fw)
     extra = Extras(rank_dir, fw, rank if rank is not None else _rank_id(info), level,
                    common.get("profile_memory") is True)
@@ -121,8 +124,8 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
 
         names = write_db(out, fw, ov, info, rank, device_id, rank_dir, extra=extra)
         files += names
-    if exp.get("_data_simplification", True):
-        simplify(rank_dir, keep_framework=common.get("with_stack") is True)
+    if simplifying:
+        simplify(rank_dir, keep_framework=keep_framework)
     fs.write_file_atomic(out / "analyse.done", b"")
     return Result(out, files, len(fw.kernels), fw.n_ops)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,7 @@ def json_texts(items: Sequence[str]) -> list[bytes]:
     return [orjson.dumps(s) for s in items]
 
 
+@lru_cache(maxsize=1 << 16)  # the same names and shapes window after window (the analysis worker)
 def csv_field(value: str) -> str:
     """The CSV writer's encoding of one field (quoted when it holds a comma, quote or newline)."""
     buf = io.StringIO()
@@ -90,6 +92,13 @@ def csv_texts(items: Sequence[str]) -> list[bytes]:
 def csv_line(fields: Sequence[object]) -> bytes:
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(fields)
+    return buf.getvalue().encode()
+
+
+def csv_lines(rows: Iterable[Sequence[object]]) -> bytes:
+    """``csv_line`` of each row, joined (one writer for the table)."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
     return buf.getvalue().encode()
 
 

@@ -23,12 +23,25 @@ from openmsprof.fileio import fs
 MIN_OPS = 50_000
 
 
+#: Groups are gathered up to this many bytes per write (a small window: one write in all).
+WRITE_BYTES = 1 << 20
+
+
 def _groups(fd: int, groups: Iterable[list[bytes]], first: bool) -> bool:
     """Write each non-empty group comma-joined; returns whether nothing was written yet."""
+    buf: list[bytes] = []
+    size = 0
     for g in groups:
         if g:
-            fs.write_all(fd, (b"" if first else b",") + b",".join(g))
+            part = b",".join(g)
+            buf += [b"" if first else b",", part]
+            size += len(part) + 1
             first = False
+            if size >= WRITE_BYTES:
+                fs.write_all(fd, b"".join(buf))
+                buf, size = [], 0
+    if buf:
+        fs.write_all(fd, b"".join(buf))
     return first
 
 
