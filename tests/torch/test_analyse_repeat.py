@@ -61,3 +61,35 @@ def test_analyse_twice_without_simplification_writes_the_same_files(trainer: Tra
     twice = _files(rd / OUT)
     assert set(once) == set(twice) and {"trace_view.json", "kernel_details.csv", "analyse.done"} <= set(once)
     assert [n for n in once if once[n] != twice[n]] == []
+
+
+_KILLED_IN_SIMPLIFY = """
+import os, signal, sys
+from openmsprof.export.ascend_pt import rank_analyse
+from openmsprof.torch.profiler.analysis import main
+real = rank_analyse.simplify
+def simplify(rank_dir, keep_framework=False):
+    real(rank_dir, keep_framework=keep_framework)  # FRAMEWORK/ is gone now
+    os.kill(os.getpid(), signal.SIGKILL)  # a worker ended by stop() at this instant
+rank_analyse.simplify = simplify
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_an_analysis_killed_while_simplifying_leaves_a_finished_window(trainer: Trainer, tmp_path: Path) -> None:
+    """A worker killed by stop() (or any SIGKILL) right after data_simplification removed FRAMEWORK/:
+    the window reads as analysed (analyse.done is written before the simplification), so whoever
+    takes it over finds it done, instead of a window whose raw data is gone and that reads as unfinished
+    (seen under load: trace_view.json there, analyse.done missing, FRAMEWORK/ gone)."""
+    rd = _profile(trainer, tmp_path / "p", simplify=False)  # saved and analysed, FRAMEWORK/ kept
+    exp = rd / "profiler_info_0.json"
+    info = exp.read_text().replace('"_data_simplification": false', '"_data_simplification": true')
+    assert '"_data_simplification": true' in info
+    exp.write_text(info)  # the window as data_simplification=True would have saved it
+    r = subprocess.run([sys.executable, "-c", _KILLED_IN_SIMPLIFY, str(rd)], capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "PYTHONPATH": SRC})
+    assert r.returncode == -9, r.stderr
+    assert not (rd / "FRAMEWORK").exists()
+    assert (rd / OUT / "analyse.done").is_file()  # written before the raw data went
+    again = _analyse(rd)  # what a take-over or offline analyse then does: one line, exit 0
+    assert again.returncode == 0 and "removed by data_simplification" in again.stderr, again.stderr

@@ -1,4 +1,5 @@
-"""Analyse one ``…_ascend_pt`` rank dir into ``ASCEND_PROFILER_OUTPUT/`` (``analyse.done`` last)."""
+"""Analyse one ``…_ascend_pt`` rank dir into ``ASCEND_PROFILER_OUTPUT/`` (``analyse.done`` once every
+output file is written, before data_simplification removes the raw data)."""
 
 from __future__ import annotations
 
@@ -124,9 +125,11 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
 
         names = write_db(out, fw, ov, info, rank, device_id, rank_dir, extra=extra)
         files += names
+    # analyse.done before the simplification: a process killed between the two leaves a finished
+    # analysis with its FRAMEWORK/ (kept), never one whose raw data is gone and that reads as unfinished
+    fs.write_file_atomic(out / "analyse.done", b"")
     if simplifying:
         simplify(rank_dir, keep_framework=keep_framework)
-    fs.write_file_atomic(out / "analyse.done", b"")
     return Result(out, files, len(fw.kernels), fw.n_ops)
 
 
