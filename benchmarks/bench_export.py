@@ -2,7 +2,7 @@
 against a naive ``json.dumps(list_of_dicts)`` export measured in the same run.
 
     .venv/bin/python benchmarks/bench_export.py [--tasks 1000000] [--naive-tasks 250000]
-        [--summary-records 1750000] [--only-summary]
+        [--summary-records 1750000] [--only-summary] [--repeat 2] [--corunner {off,on,both}]
 
 First ``export summary`` as users run it (``openmsprof export summary -dir JOB`` in a fresh process,
 cold and on the imported job) of a 1.75 M-record job synthesized like bench_import's.
@@ -13,7 +13,9 @@ three modes: the device pass forked onto the second core (the default on this ma
 one process, and one process walking rows with the stdlib ``sqlite3`` instead of ``apsw``.
 Each export runs in a child process so its peak RSS is its own (the larger of the exporter and
 its fork).  CPU seconds (exporter + fork) are reported besides wall seconds because the CI
-machine is shared; each figure is the best of ``--repeat`` runs.
+machine is shared.  ``--corunner both`` runs every figure without and with one busy process per
+core (benchmarks/corunner.py), conditions interleaved round by round; each figure is the median
+(min-max) of ``--repeat`` rounds, with the load average.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -143,54 +146,69 @@ def _spawn(*args: str) -> dict[str, float]:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def summary_job(records: int, repeat: int) -> None:
+def summary_job(records: int, repeat: int, modes: list[bool]) -> None:
     """``openmsprof export summary -dir JOB`` as users run it, in a fresh process on a fresh copy of
     a raw job of ``records`` records (bench_import's mix): cold (the import into sqlite/msprof.db
-    included) and again on the imported job; wall, CPU (with the forked child's) and peak RSS."""
+    included) and again on the imported job; wall, CPU (with the forked child's) and peak RSS,
+    per co-runner condition (``modes``, interleaved round by round)."""
     import os
     import shutil
-    import statistics
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import bench_import
+    from corunner import CoRunner, loadavg
 
     code = ("import resource, sys, time; t0 = time.perf_counter(); c0 = time.process_time(); "
             "from openmsprof.cli.main import main; rc = main(['export', 'summary', '-dir', sys.argv[1]]); "
             "k = resource.getrusage(resource.RUSAGE_CHILDREN); "
             "print(rc, time.perf_counter() - t0, time.process_time() - c0 + k.ru_utime + k.ru_stime, "
             "max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, k.ru_maxrss) / 1024)")
-    res: dict[str, list[tuple[float, float, float]]] = {"cold": [], "imported": []}
+    res: dict[tuple[bool, str], list[tuple[float, float, float]]] = {
+        (on, kind): [] for on in modes for kind in ("cold", "imported")}
+    loads: dict[bool, list[float]] = {on: [] for on in modes}
     with tempfile.TemporaryDirectory(prefix="bench_summary_") as tmp:
         pristine = bench_import.synthesize(Path(tmp) / "raw", records)
-        load0 = os.getloadavg()
         for i in range(repeat):
-            job = Path(tmp) / f"run{i}"
-            shutil.copytree(pristine, job)
-            for kind in ("cold", "imported"):
-                r = subprocess.run([sys.executable, "-c", code, str(job)], capture_output=True, text=True,
-                                   check=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
-                rc, wall, cpu, rss = r.stdout.split()[-4:]
-                assert rc == "0", r.stderr
-                res[kind].append((float(wall), float(cpu), float(rss)))
-            shutil.rmtree(job)
-    print(f"export summary of a {records:,}-record job, {repeat} fresh copies; load avg "
-          f"{load0[0]:.2f} before, {os.getloadavg()[0]:.2f} after (goal <= 2 s):")
-    for kind, v in res.items():
+            for on in (modes if i % 2 == 0 else modes[::-1]):
+                job = Path(tmp) / f"run{i}"
+                shutil.copytree(pristine, job)
+                with CoRunner(enabled=on):
+                    loads[on].append(loadavg())
+                    for kind in ("cold", "imported"):
+                        r = subprocess.run([sys.executable, "-c", code, str(job)], capture_output=True, text=True,
+                                           check=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+                        rc, wall, cpu, rss = r.stdout.split()[-4:]
+                        assert rc == "0", r.stderr
+                        res[(on, kind)].append((float(wall), float(cpu), float(rss)))
+                    loads[on].append(loadavg())
+                shutil.rmtree(job)
+    print(f"export summary of a {records:,}-record job, {repeat} fresh copies per condition, median (min-max) "
+          "(goal <= 2 s):")
+    for (on, kind), v in res.items():
         w, c, m = ([x[k] for x in v] for k in range(3))
-        print(f"  {kind:<9} wall median {statistics.median(w):6.2f} s (min-max {min(w):.2f}-{max(w):.2f})  "
-              f"cpu median {statistics.median(c):6.2f} s  peak RSS {max(m):.0f} MB")
+        print(f"  co-runner {'on ' if on else 'off'} {kind:<9} wall {_med(w)} s  CPU {_med(c)} s  "
+              f"peak RSS {max(m):.0f} MB  load {min(loads[on]):.1f}-{max(loads[on]):.1f}")
+
+
+def _med(v: list[float], fmt: str = ".2f") -> str:
+    return f"{statistics.median(v):{fmt}} ({min(v):{fmt}}-{max(v):{fmt}})"
 
 
 def main() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from corunner import CoRunner, corunner_modes, loadavg
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=int, default=1_000_000)
     ap.add_argument("--naive-tasks", type=int, default=250_000,
                     help="tasks the naive export handles (it holds every event in memory)")
-    ap.add_argument("--repeat", type=int, default=2, help="runs of each export; best is shown")
+    ap.add_argument("--repeat", type=int, default=2, help="rounds of each export per condition")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     ap.add_argument("--summary-records", type=int, default=1_750_000,
                     help="records of the job for the export summary figure (0: skip)")
     ap.add_argument("--only-summary", action="store_true", help="only the export summary figure")
+    ap.add_argument("--corunner", choices=["off", "on", "both"], default="both",
+                    help="without / with one busy process per core (default both)")
     a = ap.parse_args()
     if a.child:
         kind, db = a.child[0], Path(a.child[1])
@@ -199,12 +217,14 @@ def main() -> None:
                child_stats(db))
         print(json.dumps(res))
         return
+    modes = corunner_modes(a.corunner)
     if a.summary_records:
-        summary_job(a.summary_records, max(a.repeat, 3))
+        summary_job(a.summary_records, max(a.repeat, 3), modes)
     if a.only_summary:
         return
     from tests.export.dbfactory import make_big_db
 
+    runs: dict[tuple[bool, str], list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench_export_") as tmp:
         db = Path(tmp) / "sqlite" / "msprof.db"
         t0 = time.perf_counter()
@@ -213,33 +233,44 @@ def main() -> None:
               f"{time.perf_counter() - t0:.1f} s ({db.stat().st_size / 1e6:.0f} MB)")
         out = Path(tmp) / "out"
         out.mkdir()
-        best: dict[str, dict[str, float]] = {}
-        for _ in range(a.repeat):  # best of N (the machine is shared): by CPU, then by wall
-            for mode in ("2", "1", "s"):
-                r = _spawn("ours", str(db), str(out), mode)
-                b = best.setdefault(mode, r)
-                b["cpu"], b["wall"] = min(b["cpu"], r["cpu"]), min(b["wall"], r["wall"])
-        ours, single, stdlib = best["2"], best["1"], best["s"]
-        naive = _spawn("naive", str(db), str(out), str(a.naive_tasks))
-        stats = _spawn("stats", str(db))
-    print(f"{'timeline export':<28}{'events':>11}{'ev/s wall':>12}{'ev/s cpu':>12}"
-          f"{'B/event':>9}{'peak RSS':>10}")
-    for label, r in (("openmsprof (2 processes)", ours), ("openmsprof (1 process)", single),
-                     ("openmsprof (1, sqlite3)", stdlib), ("naive json.dumps(list)", naive)):
-        print(f"{label:<28}{int(r['events']):>11,}{r['events'] / r['wall']:>12,.0f}"
-              f"{r['events'] / r['cpu']:>12,.0f}{r['bytes'] / r['events']:>9.1f}"
-              f"{r['rss_mb']:>8.0f}MB")
-    speed = (ours["events"] / ours["cpu"]) / (naive["events"] / naive["cpu"])
-    print(f"ratio openmsprof/naive: {speed:.2f}x events per cpu-second; RSS per million events "
-          f"{ours['rss_mb'] / ours['events'] * 1e6:.0f} MB vs "
-          f"{naive['rss_mb'] / naive['events'] * 1e6:.0f} MB")
-    print(f"ratio 2 processes/1 process: {single['wall'] / ours['wall']:.2f}x wall, "
-          f"{single['cpu'] / ours['cpu']:.2f}x cpu; apsw/sqlite3 rows (1 process): "
-          f"{stdlib['cpu'] / single['cpu']:.2f}x cpu")
+        for i in range(a.repeat):  # conditions and sides interleaved round by round
+            for on in (modes if i % 2 == 0 else modes[::-1]):
+                with CoRunner(enabled=on):
+                    for mode in ("2", "1", "s", "naive", "stats"):
+                        l0 = loadavg()
+                        r = (_spawn("naive", str(db), str(out), str(a.naive_tasks)) if mode == "naive" else
+                             _spawn("stats", str(db)) if mode == "stats" else _spawn("ours", str(db), str(out), mode))
+                        r["load"] = max(l0, loadavg())
+                        runs.setdefault((on, mode), []).append(r)
+    for on in modes:
+        _print_condition(on, {m: v for (o, m), v in runs.items() if o == on}, a.tasks)
+
+
+def _print_condition(on: bool, runs: dict[str, list[dict[str, float]]], tasks: int) -> None:
+    """The timeline and statistics figures of one co-runner condition, median (min-max) over rounds."""
+    loads = [r["load"] for v in runs.values() for r in v]
+    print(f"\nco-runner {'on' if on else 'off'} ({len(runs['2'])} round(s), load {min(loads):.1f}-{max(loads):.1f})")
+    print(f"{'timeline export':<28}{'events':>11}{'ev/s wall':>26}{'ev/s CPU':>26}{'B/event':>9}{'peak RSS':>10}")
+    for label, mode in (("openmsprof (2 processes)", "2"), ("openmsprof (1 process)", "1"),
+                        ("openmsprof (1, sqlite3)", "s"), ("naive json.dumps(list)", "naive")):
+        v = runs[mode]
+        ev = v[0]["events"]
+        print(f"{label:<28}{int(ev):>11,}{_med([ev / r['wall'] for r in v], ',.0f'):>26}"
+              f"{_med([ev / r['cpu'] for r in v], ',.0f'):>26}{v[0]['bytes'] / ev:>9.1f}"
+              f"{max(r['rss_mb'] for r in v):>8.0f}MB")
+    ours, single, stdlib, naive = (runs[m] for m in ("2", "1", "s", "naive"))
+    ratio = [(o["events"] / o["cpu"]) / (n["events"] / n["cpu"]) for o, n in zip(ours, naive, strict=True)]
+    print(f"ratio openmsprof/naive events per CPU-second: {_med(ratio)}; RSS per million events "
+          f"{max(r['rss_mb'] for r in ours) / ours[0]['events'] * 1e6:.0f} MB vs "
+          f"{max(r['rss_mb'] for r in naive) / naive[0]['events'] * 1e6:.0f} MB")
+    print(f"ratio 1 process/2 processes: wall {_med([s['wall'] / o['wall'] for s, o in zip(single, ours, strict=True)])}, "
+          f"CPU {_med([s['cpu'] / o['cpu'] for s, o in zip(single, ours, strict=True)])}; sqlite3/apsw CPU (1 process) "
+          f"{_med([t['cpu'] / s['cpu'] for t, s in zip(stdlib, single, strict=True)])}")
     print("targets: >= 1,000,000 events/s, <= 110 bytes/event")
     for name in ("op_statistic", "api_statistic"):
-        print(f"{name} over {a.tasks:,} rows: {stats[name + '_wall']:.3f} s wall, "
-              f"{stats[name + '_cpu']:.3f} s cpu (target <= 1 s)")
+        st = runs["stats"]
+        print(f"{name} over {tasks:,} rows: wall {_med([r[name + '_wall'] for r in st], '.3f')} s, "
+              f"CPU {_med([r[name + '_cpu'] for r in st], '.3f')} s (target <= 1 s)")
 
 
 if __name__ == "__main__":

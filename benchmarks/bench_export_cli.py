@@ -24,7 +24,7 @@ RSS, and the load average over the case's runs.  ``--base DIR`` (a checkout of a
 
 Size sweep (issue 26, "export at every size")::
 
-    .venv/bin/python benchmarks/bench_export_cli.py --sizes 1,2,10 [--rounds 2] [--corunner both]
+    .venv/bin/python benchmarks/bench_export_cli.py --sizes 1,2,10 [--rounds 2] [--corunner both] [--no-timeline]
 
 For each size (million records, a job synthesized like ``bench_import.py``'s, once, outside the
 timers), each round: a fresh copy of the raw job, ``openmsprof import -dir`` in its own process (as
@@ -133,14 +133,16 @@ def run_verb(argv: list[str], src: Path) -> tuple[float, float, float]:
     return float(wall), float(cpu), float(rss)
 
 
-def sweep(sizes: list[float], rounds: int, corunner: str, sides: dict[str, Path]) -> None:
-    """The size sweep (module docstring): summary CPU ÷ import CPU and timeline peak RSS."""
+def sweep(sizes: list[float], rounds: int, corunner: str, sides: dict[str, Path], timeline: bool = True) -> None:
+    """The size sweep (module docstring): summary CPU ÷ import CPU and timeline peak RSS
+    (``timeline`` False: summary only)."""
     import signal
 
     from corunner import CoRunner, corunner_modes, loadavg, summary
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed run stops its co-runner too
     conds = [(side, on) for on in corunner_modes(corunner) for side in sides]
+    names = ("import", "summary", "timeline") if timeline else ("import", "summary")
     with tempfile.TemporaryDirectory(prefix="bench_export_sizes_") as tmp_s:
         tmp = Path(tmp_s)
         # bytecode cached as in an install (PYTHONDONTWRITEBYTECODE would make every process compile
@@ -163,14 +165,14 @@ def sweep(sizes: list[float], rounds: int, corunner: str, sides: dict[str, Path]
             for r in range(rounds):
                 for side, on in (conds if r % 2 == 0 else conds[::-1]):
                     job = tmp / "work" / raw.name
+                    verbs = [(v, ["import", "-dir", str(job)] if v == "import" else ["export", v, "-dir", str(job)])
+                             for v in names]
                     shutil.rmtree(tmp / "work", ignore_errors=True)
                     shutil.copytree(raw, job)
                     row: dict[str, float] = {}
                     with CoRunner(enabled=on):
                         l0 = loadavg()
-                        for verb, argv in (("import", ["import", "-dir", str(job)]),
-                                           ("summary", ["export", "summary", "-dir", str(job)]),
-                                           ("timeline", ["export", "timeline", "-dir", str(job)])):
+                        for verb, argv in verbs:
                             wall, cpu, rss = run_verb(argv, sides[side])
                             row |= {f"{verb}_wall": wall, f"{verb}_cpu": cpu, f"{verb}_rss": rss}
                         row["load0"], row["load1"] = l0, loadavg()
@@ -178,7 +180,7 @@ def sweep(sizes: list[float], rounds: int, corunner: str, sides: dict[str, Path]
                     res[(m, side, on)].append(row)
                     print(f"  {m:g} M round {r + 1} [{side}] co-runner {'on' if on else 'off'}: "
                           + ", ".join(f"{v} {row[v + '_cpu']:.1f} s CPU / {row[v + '_wall']:.1f} s wall / "
-                                      f"{row[v + '_rss']:.0f} MB" for v in ("import", "summary", "timeline"))
+                                      f"{row[v + '_rss']:.0f} MB" for v in names)
                           + f"; load {row['load0']:.1f}-{row['load1']:.1f}", flush=True)
     print(f"\nexport at every size, {rounds} round(s), median (min-max); goals: summary/import CPU <= 1.5, "
           "timeline peak RSS <= 150 MB at 10 M")
@@ -188,10 +190,12 @@ def sweep(sizes: list[float], rounds: int, corunner: str, sides: dict[str, Path]
             return f"{statistics.median(v):.1f} ({min(v):.1f}-{max(v):.1f})"
         loads = [x[k] for x in rows for k in ("load0", "load1")]
         print(f"  {m:>4g} M [{side}] co-runner {'on ' if on else 'off'}: summary/import CPU "
-              f"{summary([x['summary_cpu'] / x['import_cpu'] for x in rows])}; import CPU {med('import_cpu')} s, "
-              f"summary CPU {med('summary_cpu')} s, timeline CPU {med('timeline_cpu')} s; timeline peak RSS "
-              f"{med('timeline_rss')} MB (import {med('import_rss')}, summary {med('summary_rss')}); "
-              f"load {min(loads):.1f}-{max(loads):.1f}")
+              f"{summary([x['summary_cpu'] / x['import_cpu'] for x in rows])}, wall "
+              f"{summary([x['summary_wall'] / x['import_wall'] for x in rows])}; import CPU {med('import_cpu')} s, "
+              f"summary CPU {med('summary_cpu')} s"
+              + (f", timeline CPU {med('timeline_cpu')} s; timeline peak RSS {med('timeline_rss')} MB"
+                 if timeline else "")
+              + f" (import {med('import_rss')}, summary {med('summary_rss')}); load {min(loads):.1f}-{max(loads):.1f}")
 
 
 def main() -> None:
@@ -204,10 +208,11 @@ def main() -> None:
     ap.add_argument("--sizes", help="size sweep instead: comma-separated million records, e.g. 1,2,10")
     ap.add_argument("--corunner", choices=["off", "on", "both"], default="both",
                     help="size sweep: without / with one busy process per core (default both)")
+    ap.add_argument("--no-timeline", action="store_true", help="size sweep: import and export summary only")
     a = ap.parse_args()
     sides = {"ours": ROOT / "src", **({"base": a.base.resolve() / "src"} if a.base else {})}
     if a.sizes:
-        sweep([float(x) for x in a.sizes.split(",")], a.rounds, a.corunner, sides)
+        sweep([float(x) for x in a.sizes.split(",")], a.rounds, a.corunner, sides, timeline=not a.no_timeline)
         return
     with tempfile.TemporaryDirectory(prefix="bench_export_cli_") as tmp_s:
         tmp = Path(tmp_s)

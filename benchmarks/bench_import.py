@@ -1,10 +1,12 @@
 """Import benchmark: synthesize N raw records into a real job, import, compare with a bare
 ``sqlite3.executemany`` of the very rows the import wrote (measured in the same run).
 
-    .venv/bin/python benchmarks/bench_import.py [--records 2000000]
+    .venv/bin/python benchmarks/bench_import.py [--records 2000000] [--rounds 2] [--corunner {off,on,both}]
 
 Mix: 40 % TASK+TASK_INFO pairs, 30 % API spans, 10 % marks, 10 % PUSH/POP, 10 % counters.
-The import runs in a child process so that its peak RSS is its own.
+The import runs in a child process so that its peak RSS is its own, each round on a fresh copy of
+the raw job; ``--corunner both`` interleaves rounds without and with one busy process per core
+(benchmarks/corunner.py) and prints each condition's median (min-max) with the load average.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -140,35 +143,70 @@ def bare_executemany(db: Path, work: Path) -> tuple[float, float, int]:
     return total, cpu, rows_n
 
 
+def _import_child(job: Path) -> dict[str, Any]:
+    """``import_job`` of ``job`` in a fresh process: wall, CPU, records, rows, peak RSS."""
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(job)], capture_output=True, text=True,
+                          env=env, check=True)
+    res: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return res
+
+
 def main() -> int:
+    import shutil
+    import statistics
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from corunner import CoRunner, corunner_modes, loadavg, summary
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=2_000_000)
+    ap.add_argument("--rounds", type=int, default=2, help="rounds; conditions interleave within each")
+    ap.add_argument("--corunner", choices=["off", "on", "both"], default="both",
+                    help="without / with one busy process per core (default both)")
     ap.add_argument("--dir", type=Path, default=None, help="work directory (default: a temp dir)")
     a = ap.parse_args()
+    modes = corunner_modes(a.corunner)
+    res: dict[bool, list[dict[str, float]]] = {on: [] for on in modes}
+    warnings: object = None
     with tempfile.TemporaryDirectory(dir=a.dir) as tmp:
         work = Path(tmp)
         t0 = time.perf_counter()
-        job = synthesize(work / "out", a.records)
-        print(f"synthesized {a.records:,} records in {time.perf_counter() - t0:.1f} s")
-        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
-        proc = subprocess.run([sys.executable, "-c", _CHILD, str(job)], capture_output=True, text=True,
-                              env=env, check=True)
-        res = json.loads(proc.stdout.strip().splitlines()[-1])
-        rows = sum(res["rows"].values())
-        rate = res["records"] / res["seconds"]
-        bare_s, bare_cpu, bare_rows = bare_executemany(job / "sqlite" / "msprof.db", work)
-        bare_rate = bare_rows / bare_s
-        print(f"load average now:  {os.getloadavg()[0]:.1f} on {os.cpu_count()} cpus (wall times suffer above that)")
-        print(f"import:            {res['records']:,} records -> {rows:,} rows in {res['seconds']:.2f} s "
-              f"(cpu {res['cpu']:.2f} s) = {rate:,.0f} records/s, {rows / res['seconds']:,.0f} rows/s; "
-              f"{res['records'] / res['cpu']:,.0f} records per cpu-second")
-        print(f"bare executemany:  {bare_rows:,} rows in {bare_s:.2f} s (cpu {bare_cpu:.2f} s) = "
-              f"{bare_rate:,.0f} rows/s")
-        print(f"ratio import/bare (rows/s): {rows / res['seconds'] / bare_rate:.2f}  (target >= 0.70)")
-        print(f"import peak RSS:   {res['rss_kb'] / 1024:.0f} MB  (target <= 300 MB at 10 M records)")
-        print(f"records/s target >= 1,000,000: {'met' if rate >= 1e6 else 'NOT met'}")
-        if res["warnings"]:
-            print("warnings:", res["warnings"])
+        raw = synthesize(work / "raw", a.records)
+        print(f"synthesized {a.records:,} records in {time.perf_counter() - t0:.1f} s", flush=True)
+        for r in range(a.rounds):
+            for on in (modes if r % 2 == 0 else modes[::-1]):
+                job = work / "run" / raw.name
+                shutil.rmtree(work / "run", ignore_errors=True)
+                shutil.copytree(raw, job)
+                with CoRunner(enabled=on):
+                    l0 = loadavg()
+                    imp = _import_child(job)
+                    bare_s, bare_cpu, bare_rows = bare_executemany(job / "sqlite" / "msprof.db", work)
+                    l1 = loadavg()
+                row = {"records": float(imp["records"]), "rows": float(sum(imp["rows"].values())),
+                       "wall": float(imp["seconds"]), "cpu": float(imp["cpu"]), "rss": imp["rss_kb"] / 1024,
+                       "bare_wall": bare_s, "bare_cpu": bare_cpu, "bare_rows": float(bare_rows),
+                       "load0": l0, "load1": l1}
+                warnings = imp["warnings"]
+                res[on].append(row)
+                print(f"  round {r + 1} co-runner {'on' if on else 'off'}: import {row['wall']:.2f} s wall / "
+                      f"{row['cpu']:.2f} s CPU, bare {bare_s:.2f} s wall / {bare_cpu:.2f} s CPU; "
+                      f"load {l0:.1f}-{l1:.1f}", flush=True)
+                shutil.rmtree(work / "run", ignore_errors=True)
+    print(f"\nimport of {a.records:,} records, {a.rounds} round(s), median (min-max), {os.cpu_count()} cpus; "
+          "targets: >= 1,000,000 records/s, import/bare rows/s >= 0.70, peak RSS <= 300 MB at 10 M")
+    for on, v in res.items():
+        def med(vals: list[float]) -> str:
+            return f"{statistics.median(vals):,.0f} ({min(vals):,.0f}-{max(vals):,.0f})"
+        loads = [x[k] for x in v for k in ("load0", "load1")]
+        print(f"  co-runner {'on ' if on else 'off'}: records/s wall {med([x['records'] / x['wall'] for x in v])}, "
+              f"per CPU-second {med([x['records'] / x['cpu'] for x in v])}; "
+              f"import/bare rows/s wall {summary([(x['rows'] / x['wall']) / (x['bare_rows'] / x['bare_wall']) for x in v])}, "
+              f"CPU {summary([(x['rows'] / x['cpu']) / (x['bare_rows'] / x['bare_cpu']) for x in v])}; "
+              f"peak RSS {max(x['rss'] for x in v):.0f} MB; load {min(loads):.1f}-{max(loads):.1f}")
+    if warnings:
+        print("warnings:", warnings)
     return 0
 
 

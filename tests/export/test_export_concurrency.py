@@ -50,7 +50,9 @@ def test_concurrent_timeline_and_summary_exports_of_one_job(tmp_path: Path) -> N
 
 def test_an_export_waits_for_the_one_holding_the_job(tmp_path: Path) -> None:
     """While another export holds the job (here: this process), `export summary` waits, says so
-    in one line, and finishes once it is released."""
+    in one line, and finishes once it is released.  The lock is held until the child has said it
+    waits (its start can take many seconds on a loaded machine), not for a fixed time."""
+    import selectors
     import time
 
     from openmsprof.export.exportlock import job_lock
@@ -58,11 +60,20 @@ def test_an_export_waits_for_the_one_holding_the_job(tmp_path: Path) -> None:
     job = _job(tmp_path)
     with job_lock(job):
         p = _export("summary", job)
-        time.sleep(3.0)
+        assert p.stderr is not None
+        sel = selectors.DefaultSelector()
+        sel.register(p.stderr, selectors.EVENT_READ)
+        said = b""
+        deadline = time.monotonic() + 240
+        while b"another export of" not in said and p.poll() is None and time.monotonic() < deadline:
+            if sel.select(timeout=1.0):
+                said += os.read(p.stderr.fileno(), 65536)
+        sel.close()
+        assert b"waiting for it" in said, said[-3000:]
         assert p.poll() is None  # still waiting
         assert not (job / "mindstudio_profiler_output").exists()
     _out, err = p.communicate(timeout=300)
     assert p.returncode == 0, err[-3000:]
-    waits = [ln for ln in err.splitlines() if "another export of" in ln]
+    waits = [ln for ln in (said.decode() + err).splitlines() if "another export of" in ln]
     assert len(waits) == 1 and "waiting for it" in waits[0]
     assert (job / "mindstudio_profiler_output").is_dir()

@@ -91,14 +91,23 @@ def _merged_tables(db: JobDB, stamp: str, names: list[str]) -> list[Table]:
     return out
 
 
-def _ready_source(name: str, ready: Iterable[Path]) -> Path | None:
+def _ready_sources(name: str, ready: Iterable[Path], stamp: str) -> list[tuple[Path, str]] | None:
     """The per-device CSV of ``name`` just written from the same data, when it is the only one
-    (one device or host, not sliced) and ``name`` is one of :data:`SAME_IN_BOTH`."""
+    (one device or host) and ``name`` is one of :data:`SAME_IN_BOTH`, with the merged file's
+    name for each: ``{name}_{ts}.csv``, or for a sliced one (above 1,000,000 rows, the same
+    slicing) each ``{name}_{dev}_slice_{k}.csv`` as ``{name}_slice_{k}_{ts}.csv``."""
     if name not in SAME_IN_BOTH:
         return None
-    pattern = re.compile(rf"{re.escape(name)}_(host|\d+)(_slice_\d+)?\.csv")
-    found = [p for p in ready if p.parent.name == SUMMARY_DIR and pattern.fullmatch(p.name)]
-    return found[0] if len(found) == 1 and "_slice_" not in found[0].name and not found[0].is_symlink() else None
+    pattern = re.compile(rf"{re.escape(name)}_(host|\d+)(?:{_SLICE}(\d+))?\.csv")
+    found = [(p, m) for p in ready if p.parent.name == SUMMARY_DIR and (m := pattern.fullmatch(p.name))]
+    if not found or len({m.group(1) for _, m in found}) != 1 or any(p.is_symlink() for p, _ in found):
+        return None
+    if len(found) == 1 and found[0][1].group(2) is None:
+        return [(found[0][0], summary_file(name, stamp, "csv"))]
+    ks = sorted((int(m.group(2)), p) for p, m in found if m.group(2) is not None)
+    if len(ks) != len(found) or [k for k, _ in ks] != list(range(len(ks))):
+        return None
+    return [(p, f"{name}{_SLICE}{k}_{stamp}.csv") for k, p in ks]
 
 
 def _copy(source: Path, target: Path) -> Path:
@@ -339,9 +348,10 @@ def _export_tool_facing(job: Path, parts: tuple[str, ...], ready: Iterable[Path]
 
     made: list[Path] = []
     early: dict[str, list[Path]] = {}
+    classes: tool_facing_db.TaskClasses | None = None
 
     def write_db() -> None:
-        made.append(tool_facing_db.write_db(job, stamp))
+        made.append(tool_facing_db.write_db(job, stamp, classes))
         tool_facing_db.remember(job, made[0])
 
     if db_path is None:
@@ -366,8 +376,10 @@ def _export_tool_facing(job: Path, parts: tuple[str, ...], ready: Iterable[Path]
         # a fresh db is copied while the summary's forked child renders (the twins' task types
         # are those the copy will hold, read from the job's own db)
         types: dict[tuple[Any, Any], str] | Callable[[JobDB], dict[tuple[Any, Any], str]] | None
-        if fresh:  # read from the job db by whoever renders first (the summary's forked child)
-            types = lambda jdb: tool_facing_db.engine_types(jdb.conn)  # noqa: E731
+        if fresh:  # read once from the job db, for the twins and the copy's classification
+            with JobDB(job / "sqlite" / "msprof.db", job) as jdb:
+                classes = tool_facing_db.read_classes(jdb.conn)
+            types = tool_facing_db.engine_types(classes)
         else:
             with JobDB(db_path, job) as db:
                 types = twin_types(db)
@@ -382,13 +394,13 @@ def _export_tool_facing(job: Path, parts: tuple[str, ...], ready: Iterable[Path]
         written: list[Path] = []
         if "summary" in parts:
             for name in (n for n in PRODUCERS if n != "op_statistic_s2" and H.WRITTEN[n][0] == "Device_id"):
-                source = _ready_source(name, ready)
+                sources = _ready_sources(name, ready, stamp)
                 if twins is not None and name in twins.written:
                     written += _rename_slices(twins.written[name], stamp)
                 elif name in early:
                     written += early[name]
-                elif source is not None:
-                    written.append(_copy(source, out / summary_file(name, stamp, "csv")))
+                elif sources is not None:
+                    written += [_copy(source, out / target) for source, target in sources]
                 else:
                     for table in _merged_tables(db, stamp, [name]):
                         written += _rename_slices(write_table(out, table, "csv"), stamp)
