@@ -23,7 +23,7 @@ import orjson
 import pytest
 
 from tests.torch.conftest import rank_dirs, read_csv
-from tests.torch.ma_jobs import OUT, split
+from tests.torch.ma_jobs import OUT, SLOW_RANK, split
 
 MSPROF_ANALYZE = shutil.which("msprof-analyze") or str(Path(sys.executable).with_name("msprof-analyze"))
 OPENMSPROF = str(Path(sys.executable).with_name("openmsprof"))
@@ -252,3 +252,21 @@ def test_annotate_puts_our_wait_where_msprof_analyze_reads_it(ma_two: dict[str, 
             assert con.execute("SELECT sum(wait_time) FROM CommAnalyzerTime").fetchone()[0] == 0
         finally:
             con.close()
+
+
+def test_slow_rank_names_our_slow_rank_on_four_ranks(ma_four: dict[str, Path], tmp_path: Path) -> None:
+    """4 ranks, rank ``SLOW_RANK`` planted slow (tests/torch/ma_jobs.py ``TRAIN_FOUR``):
+    ``openmsprof cluster --annotate`` names it, and msprof-analyze ``slow_rank`` (Dixon's test over
+    each collective's per-rank durations, read from the db) votes for the same rank."""
+    runs = tmp_path / "runs"
+    shutil.copytree(ma_four["runs"], runs)
+    ours = _our_slow_rank(runs, tmp_path / "o", "--annotate")
+    assert ours == SLOW_RANK
+    assert len(list(runs.glob(f"*/{OUT}/.openmsprof_annotate"))) == 4
+    db = split(runs, tmp_path)["db"]
+    analyze(["cluster", "-d", str(db), "-m", "slow_rank", "-o", str(tmp_path / "c")], tmp_path)
+    with _db(tmp_path / "c") as con:
+        votes = dict(con.execute('SELECT "rankId", "slowAffectCount" FROM SlowRank').fetchall())
+        ops = con.execute('SELECT "SlowRank", "Count" FROM SlowOpStats').fetchall()
+    assert max(votes, key=votes.__getitem__) == ours and votes[ours] >= 2  # one vote per recorded step
+    assert (str(ours), 4) in ops  # the all_reduce its lateness made the other three wait in
