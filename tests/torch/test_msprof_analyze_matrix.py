@@ -49,12 +49,10 @@ BY_DESIGN: dict[tuple[str, str], tuple[str, ...]] = {
     ("pyacl", "all"): NO_COMM, ("tf", "all"): NO_COMM,
     ("pyacl", "operator_mfu"): NO_FRAMEWORK, ("tf", "operator_mfu"): NO_FRAMEWORK,
     ("pyacl", "hccl_sum"): ("Mapper data is None",), ("tf", "hccl_sum"): ("Mapper data is None",),
-    # the recipe's per-step split reads analysis StepTraceTime (a torch_npu table) and, for the
-    # memory phase, at least one memory-copy task: a PROF_ job has neither
-    ("pyacl", "cluster_time_summary"): ("reset_index() got an unexpected keyword argument 'name'",
-                                        "No valid step_time/step_trace_time"),
-    ("tf", "cluster_time_summary"): ("No valid step_time/step_trace_time",
-                                     "reset_index() got an unexpected keyword argument 'name'"),
+    # the recipe reads StepTraceTime (analyze/communication_analyzer.db, written per step) and
+    # then splits each step's collectives into wait and transmit: a PROF_ job has no collectives
+    ("pyacl", "cluster_time_summary"): ("No valid transmit and wait time",),
+    ("tf", "cluster_time_summary"): ("No valid transmit and wait time",),
     ("pyacl", "compare"): ("not collected by PyTorch or Mindspore",),  # compare takes framework dirs only
     ("tf", "compare"): ("not collected by PyTorch or Mindspore",),
 }
@@ -141,6 +139,41 @@ def test_cluster_mode_on_prof_jobs(request: pytest.FixtureRequest, kind: str, mo
         with _db(tmp_path / "c") as con:
             types = {t for (t,) in con.execute("SELECT DISTINCT TaskType FROM ComputeOpAllRankStats")}
         assert types == {"CPU"}  # the real executor (docs/formats.md decision 1)
+
+
+def _union_in(spans: list[tuple[int, int]], lo: int, hi: int) -> int:
+    """ns covered by ``spans`` inside [lo, hi] (a plain sweep, independent of overlap.merge)."""
+    covered, reach = 0, lo
+    for s, e in sorted((max(s, lo), min(e, hi)) for s, e in spans if e > lo and s < hi):
+        if e > reach:
+            covered += e - max(s, reach)
+            reach = e
+    return covered
+
+
+@pytest.mark.parametrize("kind", ["pyacl", "tf"])
+def test_prof_jobs_have_step_trace_time(request: pytest.FixtureRequest, kind: str) -> None:
+    """StepTraceTime in ``analyze/communication_analyzer.db`` (what cluster_time_summary reads):
+    one row per STEP_TIME step (TF iterations), or one row with a NULL step (msprof-analyze's step
+    -1) when the job has none (pyACL); Computing = the union of task time in the step, µs."""
+    job = next(_prof_root(request, kind).glob("PROF_*"))
+    (db,) = job.glob("msprof_*.db")
+    with sqlite3.connect(db) as con:
+        tables = {n for (n,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        steps = con.execute("SELECT id, startNs, endNs FROM STEP_TIME").fetchall() if "STEP_TIME" in tables else []
+        spans = con.execute("SELECT startNs, endNs FROM TASK").fetchall()
+    with sqlite3.connect(job / "analyze" / "communication_analyzer.db") as con:
+        rows = con.execute("SELECT step, computing, communication, free FROM StepTraceTime").fetchall()
+    assert spans and rows
+    if kind == "tf":
+        assert len(steps) >= 3  # examples/tf_sess_run.py's iterations
+        want = {str(i): _union_in(spans, s, e) / 1000 for i, s, e in steps}
+    else:
+        assert steps == [] and "STEP_TIME" not in tables  # an empty one would make every task stepless
+        lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
+        want = {None: _union_in(spans, lo, hi) / 1000}
+    assert {r[0]: r[1] for r in rows} == {k: pytest.approx(v, abs=0.002) for k, v in want.items()}
+    assert all(comm == 0 and comp + free > 0 for _s, comp, comm, free in rows)
 
 
 @pytest.mark.parametrize("kind", ["pyacl", "tf"])
