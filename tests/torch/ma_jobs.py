@@ -3,7 +3,10 @@ and a two-rank torch run (gloo, loopback; rank ``SLOW_RANK`` planted slow: it sl
 step's collectives), each exported as text and as db into separate trees (msprof-analyze takes
 a tree with any db as db-only) beside the combined ``runs/`` tree; a pyACL and a TensorFlow
 ``PROF_`` job exported with both verbs (the tool-facing layout).  mstx is on: the runs carry
-user markers (``train_step`` ranges, ``step N`` marks).
+user markers (``train_step`` ranges, ``step N`` marks).  The torch runs see a peaks cache the
+session measured first (``openmsprof peaks``, ``OPENMSPROF_CACHE``): their db export writes the
+device-info JSON with the measured peak that msprof-analyze ``operator_mfu`` needs, whatever the
+machine's own cache holds (a fresh machine has none), and no rank spawns its own measurement.
 """
 
 from __future__ import annotations
@@ -60,11 +63,27 @@ TRAIN = textwrap.dedent("""
 """)
 
 
-def _train(root: Path, world: int, template: str = TRAIN, planted: float = PLANTED_S) -> Path:
+def measured_peaks(root: Path) -> Path:
+    """A peaks cache folder holding this machine's peaks, measured now by ``openmsprof peaks``."""
+    cache = root / "peaks_cache"
+    res = subprocess.run([OPENMSPROF, "peaks", "--cached", "--format", "json"], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "OPENMSPROF_CACHE": str(cache)})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert len(list(cache.glob("peaks-*.json"))) == 1
+    return cache
+
+
+@pytest.fixture(scope="session")
+def peaks_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return measured_peaks(tmp_path_factory.mktemp("peaks"))
+
+
+def _train(root: Path, world: int, cache: Path, template: str = TRAIN, planted: float = PLANTED_S) -> Path:
     port = str(free_port())
     procs = []
     for rank in range(world):
         env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+        env["OPENMSPROF_CACHE"] = str(cache)
         if world > 1:
             env.update(RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
         code = template.format(repo=str(REPO), world=world, slow=SLOW_RANK, planted=planted)
@@ -132,21 +151,21 @@ def split(runs: Path, dest: Path) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def ma_two(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def ma_two(tmp_path_factory: pytest.TempPathFactory, peaks_cache: Path) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("ma_two")
-    return split(_train(root, 2), root)
+    return {**split(_train(root, 2, peaks_cache), root), "peaks": peaks_cache}
 
 
 @pytest.fixture(scope="session")
-def ma_four(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def ma_four(tmp_path_factory: pytest.TempPathFactory, peaks_cache: Path) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("ma_four")
-    return split(_train(root, 4, TRAIN_FOUR, FOUR_PLANTED_S), root)
+    return split(_train(root, 4, peaks_cache, TRAIN_FOUR, FOUR_PLANTED_S), root)
 
 
 @pytest.fixture(scope="session")
-def ma_one(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def ma_one(tmp_path_factory: pytest.TempPathFactory, peaks_cache: Path) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("ma_one")
-    return split(_train(root, 1), root)
+    return {**split(_train(root, 1, peaks_cache), root), "peaks": peaks_cache}
 
 
 def _export(job: Path) -> Path:

@@ -22,6 +22,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from openmsprof.machine.peaks_doc import gemm_peak
 from tests.torch.conftest import rank_dirs, read_csv
 from tests.torch.ma_jobs import OUT, SLOW_RANK, split
 
@@ -114,13 +115,18 @@ def _rank(rank_dir: Path) -> int:
 
 
 def _check_mfu(ma_two: dict[str, Path], out: Path) -> None:
-    """OperatorMFU's chip peak is our measured one; its MFU = FLOPs / duration / peak."""
+    """OperatorMFU's chip peak is the one ``openmsprof peaks`` measured into the cache the run saw
+    (tests/torch/ma_jobs.py ``peaks_cache``); its MFU = FLOPs / duration / peak."""
     with _db(out) as con:
         rows = con.execute('SELECT rank_id, "kernel_duration(ns)", mfu, chip_peak_tflops, flops FROM OperatorMFU').fetchall()
     assert rows
+    (cache,) = ma_two["peaks"].glob("peaks-*.json")
+    measured = gemm_peak(orjson.loads(cache.read_bytes()))
+    assert measured > 1e8  # a real float32 GEMM rate (≥ 0.1 GFLOP/s even at load 20)
     for d in rank_dirs(ma_two["db"]):
         (info,) = d.glob("device_*/info.json.*")
         peak = orjson.loads(info.read_bytes())["DeviceInfo"][0]["peak_flops"]
+        assert peak == pytest.approx(measured, rel=1e-9)
         rank = _rank(d)
         mine = [r for r in rows if r[0] == rank]
         assert mine
