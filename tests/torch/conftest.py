@@ -97,4 +97,4 @@ def modes_ok(path: Path) -> bool:
 
 
 # the msprof-analyze jobs, made once per session (issue 25's matrix)
-from tests.torch.ma_jobs import ma_one, ma_pyacl, ma_tf, ma_two  # noqa: E402, F401
+from tests.torch.ma_jobs import ma_four, ma_one, ma_pyacl, ma_tf, ma_two, peaks_cache  # noqa: E402, F401

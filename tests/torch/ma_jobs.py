@@ -3,7 +3,10 @@ and a two-rank torch run (gloo, loopback; rank ``SLOW_RANK`` planted slow: it sl
 step's collectives), each exported as text and as db into separate trees (msprof-analyze takes
 a tree with any db as db-only) beside the combined ``runs/`` tree; a pyACL and a TensorFlow
 ``PROF_`` job exported with both verbs (the tool-facing layout).  mstx is on: the runs carry
-user markers (``train_step`` ranges, ``step N`` marks).
+user markers (``train_step`` ranges, ``step N`` marks).  The torch runs see a peaks cache the
+session measured first (``openmsprof peaks``, ``OPENMSPROF_CACHE``): their db export writes the
+device-info JSON with the measured peak that msprof-analyze ``operator_mfu`` needs, whatever the
+machine's own cache holds (a fresh machine has none), and no rank spawns its own measurement.
 """
 
 from __future__ import annotations
@@ -60,20 +63,76 @@ TRAIN = textwrap.dedent("""
 """)
 
 
-def _train(root: Path, world: int) -> Path:
+def measured_peaks(root: Path) -> Path:
+    """A peaks cache folder holding this machine's peaks, measured now by ``openmsprof peaks``."""
+    cache = root / "peaks_cache"
+    res = subprocess.run([OPENMSPROF, "peaks", "--cached", "--format", "json"], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "OPENMSPROF_CACHE": str(cache)})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert len(list(cache.glob("peaks-*.json"))) == 1
+    return cache
+
+
+@pytest.fixture(scope="session")
+def peaks_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return measured_peaks(tmp_path_factory.mktemp("peaks"))
+
+
+def _train(root: Path, world: int, cache: Path, template: str = TRAIN, planted: float = PLANTED_S) -> Path:
     port = str(free_port())
     procs = []
     for rank in range(world):
         env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+        env["OPENMSPROF_CACHE"] = str(cache)
         if world > 1:
             env.update(RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
-        code = TRAIN.format(repo=str(REPO), world=world, slow=SLOW_RANK, planted=PLANTED_S)
+        code = template.format(repo=str(REPO), world=world, slow=SLOW_RANK, planted=planted)
         procs.append(subprocess.Popen([sys.executable, "-c", code], cwd=root, env=env,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
     for p in procs:
         _out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err.decode()[-2000:]
     return root / "runs"
+
+
+#: the 4-rank run for msprof-analyze ``slow_rank``: its Dixon test (n ≤ 7) flags the shortest of
+#: one collective's per-rank durations when (2nd shortest − shortest) ÷ (longest − shortest) >
+#: 0.920, and needs 4 distinct durations.  Each recorded step ends in ONE all_reduce (a flat
+#: tensor); right before it the ranks meet at a store barrier (not a collective: nothing
+#: recorded), then rank ``SLOW_RANK`` sleeps ``FOUR_PLANTED_S``: the other three wait that long ±
+#: their wake-up skew (≪ 8 % of it even at load 20), the slow rank not at all.  Without the
+#: barrier the three waits differ by their step times, seconds apart at load 20 (measured:
+#: 1.66 / 2.63 / 2.70 s for a 1.5 s plant), and Dixon names nobody.
+FOUR_PLANTED_S = 3.0
+TRAIN_FOUR = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {repo!r})
+    import torch
+    import torch.distributed as dist
+    from tests.torch.conftest import Trainer
+    import openmsprof.torch.profiler as tp
+    dist.init_process_group("gloo")
+    store, world = dist.distributed_c10d._get_default_store(), dist.get_world_size()
+    t = Trainer("mlp")
+    exp = tp._ExperimentalConfig(profiler_level=tp.ProfilerLevel.Level1, export_type=["text", "db"])
+    with tp.profile(schedule=tp.schedule(wait=0, warmup=1, active=2, repeat=1),
+                    on_trace_ready=tp.tensorboard_trace_handler("runs"), experimental_config=exp) as prof:
+        for i in range(3):
+            t.step()
+            flat = torch.cat([p.data.reshape(-1) for p in t.model.parameters()])
+            if i:  # the recorded steps
+                if store.add(f"arrived{{i}}", 1) == world:
+                    store.set(f"go{{i}}", "1")
+                store.wait([f"go{{i}}"])
+                if dist.get_rank() == {slow}:
+                    time.sleep({planted})  # the planted slow rank: the others wait for it
+            dist.all_reduce(flat)
+            prof.step()
+    dist.barrier()
+    dist.destroy_process_group()
+    sys.stdout.flush(); sys.stderr.flush()
+    import os; os._exit(0)
+""")
 
 
 def split(runs: Path, dest: Path) -> dict[str, Path]:
@@ -92,15 +151,21 @@ def split(runs: Path, dest: Path) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def ma_two(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def ma_two(tmp_path_factory: pytest.TempPathFactory, peaks_cache: Path) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("ma_two")
-    return split(_train(root, 2), root)
+    return {**split(_train(root, 2, peaks_cache), root), "peaks": peaks_cache}
 
 
 @pytest.fixture(scope="session")
-def ma_one(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def ma_four(tmp_path_factory: pytest.TempPathFactory, peaks_cache: Path) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("ma_four")
+    return split(_train(root, 4, peaks_cache, TRAIN_FOUR, FOUR_PLANTED_S), root)
+
+
+@pytest.fixture(scope="session")
+def ma_one(tmp_path_factory: pytest.TempPathFactory, peaks_cache: Path) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("ma_one")
-    return split(_train(root, 1), root)
+    return {**split(_train(root, 1, peaks_cache), root), "peaks": peaks_cache}
 
 
 def _export(job: Path) -> Path:

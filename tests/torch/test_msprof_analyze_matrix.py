@@ -22,8 +22,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from openmsprof.machine.peaks_doc import gemm_peak
 from tests.torch.conftest import rank_dirs, read_csv
-from tests.torch.ma_jobs import OUT, split
+from tests.torch.ma_jobs import OUT, SLOW_RANK, split
 
 MSPROF_ANALYZE = shutil.which("msprof-analyze") or str(Path(sys.executable).with_name("msprof-analyze"))
 OPENMSPROF = str(Path(sys.executable).with_name("openmsprof"))
@@ -49,12 +50,10 @@ BY_DESIGN: dict[tuple[str, str], tuple[str, ...]] = {
     ("pyacl", "all"): NO_COMM, ("tf", "all"): NO_COMM,
     ("pyacl", "operator_mfu"): NO_FRAMEWORK, ("tf", "operator_mfu"): NO_FRAMEWORK,
     ("pyacl", "hccl_sum"): ("Mapper data is None",), ("tf", "hccl_sum"): ("Mapper data is None",),
-    # the recipe's per-step split reads analysis StepTraceTime (a torch_npu table) and, for the
-    # memory phase, at least one memory-copy task: a PROF_ job has neither
-    ("pyacl", "cluster_time_summary"): ("reset_index() got an unexpected keyword argument 'name'",
-                                        "No valid step_time/step_trace_time"),
-    ("tf", "cluster_time_summary"): ("No valid step_time/step_trace_time",
-                                     "reset_index() got an unexpected keyword argument 'name'"),
+    # the recipe reads StepTraceTime (analyze/communication_analyzer.db, written per step) and
+    # then splits each step's collectives into wait and transmit: a PROF_ job has no collectives
+    ("pyacl", "cluster_time_summary"): ("No valid transmit and wait time",),
+    ("tf", "cluster_time_summary"): ("No valid transmit and wait time",),
     ("pyacl", "compare"): ("not collected by PyTorch or Mindspore",),  # compare takes framework dirs only
     ("tf", "compare"): ("not collected by PyTorch or Mindspore",),
 }
@@ -116,13 +115,18 @@ def _rank(rank_dir: Path) -> int:
 
 
 def _check_mfu(ma_two: dict[str, Path], out: Path) -> None:
-    """OperatorMFU's chip peak is our measured one; its MFU = FLOPs / duration / peak."""
+    """OperatorMFU's chip peak is the one ``openmsprof peaks`` measured into the cache the run saw
+    (tests/torch/ma_jobs.py ``peaks_cache``); its MFU = FLOPs / duration / peak."""
     with _db(out) as con:
         rows = con.execute('SELECT rank_id, "kernel_duration(ns)", mfu, chip_peak_tflops, flops FROM OperatorMFU').fetchall()
     assert rows
+    (cache,) = ma_two["peaks"].glob("peaks-*.json")
+    measured = gemm_peak(orjson.loads(cache.read_bytes()))
+    assert measured > 1e8  # a real float32 GEMM rate (≥ 0.1 GFLOP/s even at load 20)
     for d in rank_dirs(ma_two["db"]):
         (info,) = d.glob("device_*/info.json.*")
         peak = orjson.loads(info.read_bytes())["DeviceInfo"][0]["peak_flops"]
+        assert peak == pytest.approx(measured, rel=1e-9)
         rank = _rank(d)
         mine = [r for r in rows if r[0] == rank]
         assert mine
@@ -141,6 +145,41 @@ def test_cluster_mode_on_prof_jobs(request: pytest.FixtureRequest, kind: str, mo
         with _db(tmp_path / "c") as con:
             types = {t for (t,) in con.execute("SELECT DISTINCT TaskType FROM ComputeOpAllRankStats")}
         assert types == {"CPU"}  # the real executor (docs/formats.md decision 1)
+
+
+def _union_in(spans: list[tuple[int, int]], lo: int, hi: int) -> int:
+    """ns covered by ``spans`` inside [lo, hi] (a plain sweep, independent of overlap.merge)."""
+    covered, reach = 0, lo
+    for s, e in sorted((max(s, lo), min(e, hi)) for s, e in spans if e > lo and s < hi):
+        if e > reach:
+            covered += e - max(s, reach)
+            reach = e
+    return covered
+
+
+@pytest.mark.parametrize("kind", ["pyacl", "tf"])
+def test_prof_jobs_have_step_trace_time(request: pytest.FixtureRequest, kind: str) -> None:
+    """StepTraceTime in ``analyze/communication_analyzer.db`` (what cluster_time_summary reads):
+    one row per STEP_TIME step (TF iterations), or one row with a NULL step (msprof-analyze's step
+    -1) when the job has none (pyACL); Computing = the union of task time in the step, µs."""
+    job = next(_prof_root(request, kind).glob("PROF_*"))
+    (db,) = job.glob("msprof_*.db")
+    with sqlite3.connect(db) as con:
+        tables = {n for (n,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        steps = con.execute("SELECT id, startNs, endNs FROM STEP_TIME").fetchall() if "STEP_TIME" in tables else []
+        spans = con.execute("SELECT startNs, endNs FROM TASK").fetchall()
+    with sqlite3.connect(job / "analyze" / "communication_analyzer.db") as con:
+        rows = con.execute("SELECT step, computing, communication, free FROM StepTraceTime").fetchall()
+    assert spans and rows
+    if kind == "tf":
+        assert len(steps) >= 3  # examples/tf_sess_run.py's iterations
+        want = {str(i): _union_in(spans, s, e) / 1000 for i, s, e in steps}
+    else:
+        assert steps == [] and "STEP_TIME" not in tables  # an empty one would make every task stepless
+        lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
+        want = {None: _union_in(spans, lo, hi) / 1000}
+    assert {r[0]: r[1] for r in rows} == {k: pytest.approx(v, abs=0.002) for k, v in want.items()}
+    assert all(comm == 0 and comp + free > 0 for _s, comp, comm, free in rows)
 
 
 @pytest.mark.parametrize("kind", ["pyacl", "tf"])
@@ -252,3 +291,21 @@ def test_annotate_puts_our_wait_where_msprof_analyze_reads_it(ma_two: dict[str, 
             assert con.execute("SELECT sum(wait_time) FROM CommAnalyzerTime").fetchone()[0] == 0
         finally:
             con.close()
+
+
+def test_slow_rank_names_our_slow_rank_on_four_ranks(ma_four: dict[str, Path], tmp_path: Path) -> None:
+    """4 ranks, rank ``SLOW_RANK`` planted slow (tests/torch/ma_jobs.py ``TRAIN_FOUR``):
+    ``openmsprof cluster --annotate`` names it, and msprof-analyze ``slow_rank`` (Dixon's test over
+    each collective's per-rank durations, read from the db) votes for the same rank."""
+    runs = tmp_path / "runs"
+    shutil.copytree(ma_four["runs"], runs)
+    ours = _our_slow_rank(runs, tmp_path / "o", "--annotate")
+    assert ours == SLOW_RANK
+    assert len(list(runs.glob(f"*/{OUT}/.openmsprof_annotate"))) == 4
+    db = split(runs, tmp_path)["db"]
+    analyze(["cluster", "-d", str(db), "-m", "slow_rank", "-o", str(tmp_path / "c")], tmp_path)
+    with _db(tmp_path / "c") as con:
+        votes = dict(con.execute('SELECT "rankId", "slowAffectCount" FROM SlowRank').fetchall())
+        ops = con.execute('SELECT "SlowRank", "Count" FROM SlowOpStats').fetchall()
+    assert max(votes, key=votes.__getitem__) == ours and votes[ours] >= 2  # one vote per recorded step
+    assert (str(ours), 4) in ops  # the all_reduce its lateness made the other three wait in

@@ -85,8 +85,6 @@ def test_operator_details_rebuilt_with_our_rows(dirs: tuple[Path, Path]) -> None
     assert stacks and stacks == Counter(r["Call Stack"] for r in b if r["Call Stack"])
 
 
-@pytest.mark.xfail(strict=False, reason="known, issue 25 open: now and then perfetto_fit moves an operator that "
-                   "partially overlaps another on its thread to an overflow lane (tid + 1<<22), so its tid differs")
 def test_trace_view_rebuilt_with_our_operators(dirs: tuple[Path, Path]) -> None:
     ours, theirs = dirs
 

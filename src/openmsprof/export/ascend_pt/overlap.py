@@ -66,11 +66,20 @@ class Overlap:
 
     def __init__(self, fw: Framework) -> None:
         k = fw.kernels
-        end = k.ts + k.dur
-        self.computing = merge(k.ts[~k.comm], end[~k.comm])
-        self.communication = merge(k.ts[k.comm], end[k.comm])
+        self._build(k.ts, k.ts + k.dur, k.comm)
+
+    @classmethod
+    def of_tasks(cls, ts: np.ndarray, end: np.ndarray, comm: np.ndarray) -> Overlap:
+        """The tracks of tasks given as start/end ns and a communication mask (a PROF_ job's)."""
+        ov = cls.__new__(cls)
+        ov._build(np.asarray(ts, np.int64), np.asarray(end, np.int64), np.asarray(comm, bool))
+        return ov
+
+    def _build(self, ts: np.ndarray, end: np.ndarray, comm: np.ndarray) -> None:
+        self.computing = merge(ts[~comm], end[~comm])
+        self.communication = merge(ts[comm], end[comm])
         self.comm_not_overlapped = subtract(self.communication, self.computing)
-        busy = merge(np.concatenate((k.ts, )), np.concatenate((end, )))
+        busy = merge(ts, end)
         self.busy = busy
         g = gaps(busy)
         keep = g[1] > g[0]
@@ -96,11 +105,17 @@ def _us(ns: int) -> float:
 
 def step_rows(fw: Framework, ov: Overlap, device_id: int) -> list[list[object]]:
     """One row per ProfilerStep (or one row with an empty Step when no steps were recorded)."""
-    windows: list[tuple[object, int, int]] = [(sid, s, e) for sid, s, e in fw.steps]
+    return window_rows(ov, [(sid, s, e) for sid, s, e in fw.steps], device_id, "")
+
+
+def window_rows(ov: Overlap, windows: list[tuple[object, int, int]], device_id: int,
+                no_step: object) -> list[list[object]]:
+    """One step_trace_time row per (step id, start ns, end ns) window; with no window, one row
+    with Step ``no_step`` over the busy span (none when nothing ran)."""
     if not windows:
         if not len(ov.busy[0]):
             return []
-        windows = [("", int(ov.busy[0][0]), int(ov.busy[1][-1]))]
+        windows = [(no_step, int(ov.busy[0][0]), int(ov.busy[1][-1]))]
     rows = []
     for sid, lo, hi in windows:
         comp = _clip_sum(ov.computing, lo, hi)

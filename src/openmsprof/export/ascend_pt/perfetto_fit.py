@@ -11,8 +11,12 @@ operator partially (``_record_function_enter_new`` ends after the operator it op
 ``fit`` sweeps each track in Perfetto's own view and makes it nested-or-disjoint with the least
 change: a slice that is truly nested but sticks out after rounding is shortened to its parent's
 end (by < 0.5 µs); a slice that truly ends before the next starts is shortened to that start; a
-true partial overlap moves the lower-priority slice (Python functions first) to an overflow lane
-of the same process.  Only trace_view's copy changes: the CSVs and db keep the measured values.
+true partial overlap moves the lower-priority slice (Python functions) to an overflow lane of the
+same process.  Operators stay on their thread, as torch_npu's own trace_view writes them: one that
+truly overlaps another operator partially (possible only with hand-ended ranges) is clipped to
+end at the other's end, nested.  "Truly" always means in the measured times, never in the times
+already shortened by the fit (a slice cut to its parent's rounded end keeps its children nested).
+Only trace_view's copy changes: the CSVs and db keep the measured values.
 """
 
 from __future__ import annotations
@@ -65,19 +69,23 @@ class Fitted:
     lanes: dict[int, int] = field(default_factory=dict)  # lane track id → its base track id
 
 
-def fit(ts: np.ndarray, dur: np.ndarray, track: np.ndarray, priority: np.ndarray) -> Fitted:
+def fit(ts: np.ndarray, dur: np.ndarray, track: np.ndarray, priority: np.ndarray,
+        stay: np.ndarray | None = None) -> Fitted:
     """Fit X events (true ns ``ts``/``dur``, ``track`` ids) to Perfetto's view.  On a true
     partial overlap the event of lower ``priority`` moves to an overflow lane (the later one on
-    a tie); an event on the last lane is shortened instead."""
+    a tie); an event on the last lane is shortened instead.  Two ``stay`` events (a bool per
+    event) that truly overlap partially both stay: the later one is clipped to the other's end."""
     ts = np.asarray(ts, np.int64)
-    out = Fitted(np.asarray(dur, np.int64).copy(), np.asarray(track, np.int64).copy())
+    true_dur = np.asarray(dur, np.int64)
+    out = Fitted(true_dur.copy(), np.asarray(track, np.int64).copy())
     if not len(ts):
         return out
     img = image_ns(ts)
+    keep = np.zeros(len(ts), bool) if stay is None else np.asarray(stay, bool)
     shift = max(LANE_SHIFT, int(out.track.max()).bit_length())
     pending = np.arange(len(ts))
     for lane in range(MAX_LANES + 1):
-        moved = _sweep(ts, img, out, pending, priority, last=lane == MAX_LANES)
+        moved = _sweep(ts, true_dur, img, out, pending, priority, keep, last=lane == MAX_LANES)
         if not len(moved):
             break
         out.track[moved] += 1 << shift
@@ -90,16 +98,18 @@ def fit(ts: np.ndarray, dur: np.ndarray, track: np.ndarray, priority: np.ndarray
     return out
 
 
-def _sweep(ts: np.ndarray, img: np.ndarray, out: Fitted, idx: np.ndarray, priority: np.ndarray,
-           last: bool) -> np.ndarray:
+def _sweep(ts: np.ndarray, true_dur: np.ndarray, img: np.ndarray, out: Fitted, idx: np.ndarray,
+           priority: np.ndarray, keep: np.ndarray, last: bool) -> np.ndarray:
     """One pass over the events ``idx`` (and the events already on their tracks); returns the
-    events to move one lane up."""
+    events to move one lane up.  ``du`` is the fitted duration on Perfetto's grid, ``end`` the
+    measured end: the nested/after/partial decisions read only measured times."""
     tracks = np.unique(out.track[idx])
     sel = np.flatnonzero(np.isin(out.track, tracks))
     dur = out.dur
-    order = sel[np.lexsort((-dur[sel], img[sel], out.track[sel]))]
-    trk, im, tt, du, pr = (out.track.tolist(), img.tolist(), ts.tolist(), dur.tolist(),
-                           np.asarray(priority).tolist())
+    order = sel[np.lexsort((-true_dur[sel], img[sel], out.track[sel]))]
+    trk, im, tt, du, pr, st = (out.track.tolist(), img.tolist(), ts.tolist(), dur.tolist(),
+                               np.asarray(priority).tolist(), keep.tolist())
+    end = (ts + true_dur).tolist()
     moved: list[int] = []
     stack: list[int] = []
     cur = None
@@ -113,14 +123,14 @@ def _sweep(ts: np.ndarray, img: np.ndarray, out: Fitted, idx: np.ndarray, priori
             if not stack or s + du[e] <= im[stack[-1]] + du[stack[-1]]:
                 break
             p = stack[-1]
-            if tt[e] + du[e] <= tt[p] + du[p]:  # truly nested: end at the parent's end
+            if end[e] <= end[p]:  # truly nested: end at the parent's end
                 _shorten(du, e, im[p] + du[p] - s)
                 break
-            if tt[e] >= tt[p] + du[p]:  # truly after it: the parent ends where this starts
+            if tt[e] >= end[p]:  # truly after it: the parent ends where this starts
                 _shorten(du, p, s - im[p])
                 stack.pop()
                 continue
-            if last:  # a true partial overlap with no lane left
+            if last or (st[e] and st[p]):  # a true partial overlap, no lane left or both stay
                 _shorten(du, e, im[p] + du[p] - s)
                 break
             if pr[p] < pr[e]:
@@ -164,9 +174,9 @@ def fit_trace(fw: Framework, ov: Overlap) -> TraceFit:
     the kernels per stream, the Overlap Analysis tracks (CANN reuses the operators' fit)."""
     cols = fw.cols
     n = fw.n_ops
+    is_op = np.concatenate([np.ones(n, np.int8), np.zeros(len(cols.py_ts), np.int8)])
     py = fit(np.concatenate([cols.op_ts, cols.py_ts]), np.concatenate([cols.op_dur, cols.py_dur]),
-             np.concatenate([cols.op_tid, cols.py_tid]),
-             np.concatenate([np.ones(n, np.int8), np.zeros(len(cols.py_ts), np.int8)]))
+             np.concatenate([cols.op_tid, cols.py_tid]), is_op, stay=is_op.astype(bool))
     k = fw.kernels
     kf = fit(k.ts, k.dur, k.stream, np.ones(len(k), np.int8))
     tracks: list[tuple[str, Intervals]] = []

@@ -67,9 +67,10 @@ CREATE TABLE IF NOT EXISTS PYTORCH_API(startNs TEXT, endNs TEXT, globalTid INTEG
   name INTEGER, sequenceNumber INTEGER, fwdThreadId INTEGER, inputDtypes INTEGER, inputShapes INTEGER,
   callchainId INTEGER, type INTEGER);
 """
-#: What this module writes changed (executor task types, no AICORE_FREQ row, the framework tables):
+#: What this module writes changed (executor task types, no AICORE_FREQ row, the framework tables;
+#: 3: analyze/ gets StepTraceTime rows, made after the db):
 #: part of the staleness key, so a db made by an older rule is remade.
-REVISION = 2
+REVISION = 3
 
 
 STATE = Path("sqlite") / "tool_facing.json"
@@ -271,6 +272,7 @@ def write_db(job: Path, stamp: str, classes: TaskClasses | None = None) -> Path:
             if figures:
                 con.execute("INSERT INTO META_DATA VALUES (?,?)", (overhead.KEY, orjson.dumps(figures).decode()))
             # no AICORE_FREQ row: no AI Core clock was measured (docs/formats.md decision 13)
+            _drop_if_empty(con, "STEP_TIME")
     except BaseException as exc:
         con.close()
         tmp.unlink(missing_ok=True)
@@ -281,6 +283,15 @@ def write_db(job: Path, stamp: str, classes: TaskClasses | None = None) -> Path:
     os.replace(tmp, final)
     remove_others(job, final)
     return final
+
+
+def _drop_if_empty(con: sqlite3.Connection, table: str) -> None:
+    """Drop an empty ``table``: msprof-analyze's cluster_time_summary LEFT JOINs tasks to STEP_TIME
+    when the table exists, and an empty one gives every task a NULL step that its per-step
+    grouping drops (then ``reset_index() … 'name'``); without it every task is step -1."""
+    if con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone() \
+            and con.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is None:
+        con.execute(f"DROP TABLE {table}")
 
 
 def remove_others(job: Path, db: Path) -> None:

@@ -9,7 +9,7 @@ PROF_…/mindstudio_profiler_output/
     {name}_slice_{k}_{ts}.csv                above 1,000,000 data rows
     msprof_{ts}.json                         the timeline, Ascend spelling (a bare JSON array)
     README.txt                               what is here, the executor, the overhead figures
-PROF_…/analyze/communication_analyzer.db     (msprof-analyze needs the folder and the db)
+PROF_…/analyze/communication_analyzer.db     StepTraceTime per step (analysis_db), empty CommAnalyzer*
 device_*/info.json.*                         + DeviceInfo ai_core_num / aiv_num
 host/info.json                               + openmsprof_overhead (the recorder's figures)
 ```
@@ -29,7 +29,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -37,13 +36,13 @@ from typing import Any
 
 import orjson
 
-from openmsprof.config.errors import ProfilingError, StorageError
+from openmsprof.config.errors import ProfilingError
 from openmsprof.export import overhead
-from openmsprof.export.ascend_pt.torch_db import ANALYSIS_SCHEMA
 from openmsprof.export.exportlock import job_lock
 from openmsprof.export.jobdb import JobDB, open_job
 from openmsprof.export.msprof import headers as H
 from openmsprof.export.msprof import msprof_analyze_db as tool_facing_db
+from openmsprof.export.msprof.analysis_db import ANALYSIS_DB, write_analysis_db
 from openmsprof.export.msprof.naming import SUMMARY_DIR, summary_file
 from openmsprof.export.msprof.summary_export import PRODUCERS, export_summary, iter_tables
 from openmsprof.export.msprof.summary_task_pass import Twins, twin_types
@@ -269,28 +268,6 @@ def _host_overhead(job: Path, figures: dict[str, float | int]) -> None:
         return
 
 
-def _analysis_db(job: Path) -> Path:
-    """``analyze/communication_analyzer.db``: the CommAnalyzer*/StepTraceTime tables msprof-analyze's
-    cluster recipes open for every msprof rank (empty: the job has no collectives)."""
-    path = job / ANALYZE_DIR / "communication_analyzer.db"
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
-    os.close(fs.open_new(tmp, append=False))
-    con = sqlite3.connect(tmp)
-    try:
-        with con:
-            con.executescript(ANALYSIS_SCHEMA)
-    except BaseException as exc:
-        con.close()
-        tmp.unlink(missing_ok=True)
-        if tool_facing_db.disk_full(exc):
-            raise StorageError(fs.disk_full_message(path, "writing")) from None
-        raise
-    con.close()
-    os.replace(tmp, path)
-    return path
-
-
 def _sources(job: Path) -> dict[str, float | int]:
     """Complete the db's other sources (device and host info.json); returns the overhead figures."""
     _device_info(job)
@@ -387,9 +364,9 @@ def _export_tool_facing(job: Path, parts: tuple[str, ...], ready: Iterable[Path]
         ready = [*ready, *summary(twins, meanwhile)]
     if fresh and not made:  # no summary, or one that did not run the step
         write_db()
-    analysis = job / ANALYZE_DIR / "communication_analyzer.db"
-    if not analysis.is_file() or analysis.is_symlink():
-        analysis = _analysis_db(job)
+    analysis = job / ANALYSIS_DB
+    if analysis.is_symlink() or not analysis.is_file() or analysis.stat().st_mtime_ns < db_path.stat().st_mtime_ns:
+        analysis = write_analysis_db(job, db_path)  # its StepTraceTime rows follow the db
     with JobDB(db_path, job) as db:
         written: list[Path] = []
         if "summary" in parts:

@@ -126,10 +126,9 @@ def _write_steps(ctx: PassContext, dev: int, pid: int, lanes: Lanes, tid: int) -
     for rows in ctx.chunks(sql, (dev, ctx.lo, ctx.hi)):
         out = []
         for s, e, step, model in rows:
-            e = max(e, s)
-            lt = lanes.place(tid, s, e)
+            lt, d = lanes.draw(tid, s, max(e, s))
             q, r = divmod(s - tb, 1000)
-            dq, dr = divmod(e - s, 1000)
+            dq, dr = divmod(d, 1000)
             m = '"N/A"' if model is None or model == INVALID else str(int(model))
             out.append(fmt % (f'"Step {step}"', pid, lt, q, r, dq, dr, step, m))
         ctx.w.write_events(out)

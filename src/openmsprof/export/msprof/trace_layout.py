@@ -5,6 +5,13 @@ Perfetto-safe mode (default): small pids (the track's sort index), numeric ts, a
 stays in the thread name and sort index) so that no tid appears under two processes (Perfetto's
 JSON importer keys threads by tid) and tids cost few bytes.  Ascend mode: real tids and
 ``pid = (real_pid << 10) | (sort_index << 5) | device_id`` (31 = host).
+
+Ascend mode's absolute string ``ts`` reaches Perfetto as a double (a 0.25 µs grid near 1.8e15 µs,
+``image``), so its lanes judge nesting where Perfetto sees each slice (``Lanes.draw``): a slice
+truly nested in its parent but ending after the parent's rounded end is shortened to that end
+(< 0.5 µs), and one that truly starts after the previous ended but overlaps it once rounded goes
+to an overflow lane (the previous slice is already written).  Perfetto-safe mode's small numeric
+``ts`` is read exactly.
 """
 
 from __future__ import annotations
@@ -78,6 +85,15 @@ def thread_meta(w: TraceWriter, pid: int, tid: int, name: str, sort_index: int) 
                 "args": {"sort_index": sort_index}})
 
 
+def image(ns: int) -> int:
+    """Perfetto's ns for the ``"%d.%03d"`` µs text of epoch ``ns``: the correctly rounded double
+    (as ``ns / 1000``), ``× 1000`` in doubles, truncated (an integral double scaled exactly);
+    export/ascend_pt/perfetto_fit.image_ns for arrays."""
+    us = ns / 1000
+    whole = int(us)
+    return whole * 1000 if us == whole else int(us * 1000)
+
+
 class Lanes:
     """Keeps X events on each thread nested or disjoint; an overlapping one goes to an overflow
     lane (a new thread with a fresh tid) instead of being dropped.  Events must arrive sorted by
@@ -85,13 +101,15 @@ class Lanes:
     thread numbers ``k`` from the shared counter ``ks`` (``ks[0]`` = the last ``k`` taken;
     default: the named threads are 1…n)."""
 
-    __slots__ = ("ks", "lane0", "lane_tids", "names", "next_raw", "pid", "safe", "tracks",
+    __slots__ = ("drawn", "ks", "lane0", "lane_tids", "names", "next_raw", "pid", "safe", "tracks",
                  "writer")
 
     def __init__(self, writer: TraceWriter, pid: int, names: dict[int, str],
                  style: Style | None = None, ks: list[int] | None = None,
                  first_raw: int = 0) -> None:
         self.tracks: dict[int, list[list[int]]] = {}
+        #: Ascend mode (``draw``): thread → per lane a stack of (Perfetto's end, measured end)
+        self.drawn: dict[int, list[list[tuple[int, int]]]] = {}
         #: thread → its first lane's stack of open ends, for the callers' inline fast path:
         #: ``len(st) == 1 and st[0] <= s`` → the span goes on the thread itself (``st[0] = e``).
         self.lane0: dict[int, list[int]] = {}
@@ -121,6 +139,33 @@ class Lanes:
             lanes[-1].append(e)
             return self.lane_tids[tid][-1]
         lanes.append([e])
+        return self._new_lane(tid, len(lanes))
+
+    def draw(self, tid: int, s: int, e: int) -> tuple[int, int]:
+        """The tid and duration (ns) to draw the span [s, e] (epoch ns) of thread ``tid`` with,
+        in Perfetto's reading of the string ``ts`` (Ascend mode; Perfetto-safe: ``place``)."""
+        if self.safe:
+            return self.place(tid, s, e), e - s
+        im, d = image(s), e - s
+        lanes = self.drawn.get(tid)
+        if lanes is None:
+            self.drawn[tid] = [[(im + d, e)]]
+            return tid, d
+        for k, st in enumerate(lanes):
+            while st and st[-1][0] <= im:
+                st.pop()
+            if st and im + d > st[-1][0]:
+                top_im, top_true = st[-1]
+                if e > top_true and k < MAX_LANE:
+                    continue  # truly after it, or truly overlapping: the next lane
+                d = top_im - im  # truly nested (or no lane left): end at the parent's end
+            st.append((im + d, e))
+            return (self.lane_tids[tid][k - 1] if k else tid), d
+        lanes.append([(im + d, e)])
+        return self._new_lane(tid, len(lanes)), d
+
+    def _new_lane(self, tid: int, n: int) -> int:
+        """Allocate, name and return the tid of thread ``tid``'s ``n - 1``-th overflow lane."""
         if self.safe:
             self.ks[0] += 1
             lane_tid = self.ks[0] * TID_STRIDE + self.pid
@@ -131,7 +176,7 @@ class Lanes:
             lane_tid = self.writer.new_tid()
         self.lane_tids.setdefault(tid, []).append(lane_tid)
         base = self.names.get(tid, f"Thread {tid}")
-        thread_meta(self.writer, self.pid, lane_tid, f"{base} (overlap {len(lanes) - 1})", lane_tid)
+        thread_meta(self.writer, self.pid, lane_tid, f"{base} (overlap {n - 1})", lane_tid)
         return lane_tid
 
 

@@ -226,9 +226,9 @@ def tasks_ascend(ctx: PassContext, chunks: Any, pid: int, lanes: Lanes) -> None:
     for rows in chunks:
         out = []
         for rel, d, stream, nm, task_id, model, tt, conn in rows:
-            lt = lanes.place(stream, rel, rel + d)  # Ascend mode: tid = stream id
+            lt, fd = lanes.draw(stream, rel, rel + d)  # Ascend mode: tid = stream id
             q, r = divmod(rel, 1000)
-            dq, dr = divmod(d, 1000)
+            dq, dr = divmod(fd, 1000)
             out.append(task_fmt % (names[nm], pid, lt, q, r, dq, dr,
                                    INVALID if model is None else model, names[tt], stream,
                                    task_id))

@@ -67,9 +67,8 @@ def write_markers_and_apis(ctx: PassContext) -> loops.Overflow:
                 if kind == 0 or kind == 3:
                     out.append(i_fmt % (names.get(msg, '"N/A"'), pid, tid, q, r) + tail)
                 else:
-                    e = max(e, s)
-                    lt = lanes.place(tid, s, e)
-                    dq, dr = divmod(e - s, 1000)
+                    lt, d = lanes.draw(tid, s, max(e, s))
+                    dq, dr = divmod(d, 1000)
                     out.append(x_fmt % (names.get(msg, '"N/A"'), pid, lt, q, r, dq, dr) + tail)
             w.write_events(out)
     overflow: loops.Overflow = {}
@@ -92,11 +91,11 @@ def write_markers_and_apis(ctx: PassContext) -> loops.Overflow:
                 for s, e, typ, nm, g in rows:
                     tid = tids[g]
                     e = max(e, s)
-                    lt = lanes.place(tid, s, e)
+                    lt, d = lanes.draw(tid, s, e)
                     if lt != tid:
                         overflow[(g, s, e)] = lt
                     q, r = divmod(s - tb, 1000)
-                    dq, dr = divmod(e - s, 1000)
+                    dq, dr = divmod(d, 1000)
                     label = labels.get((typ, nm))
                     if label is None:
                         label = labels[(typ, nm)] = api_label(db, typ, nm)
