@@ -14,11 +14,10 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import orjson
-import pandas as pd
 
 from openmsprof.cluster import annotate as annotate_mod
 from openmsprof.cluster import memcap, opstats, runner, sqlviews, views_comm, views_step, waits
@@ -27,6 +26,9 @@ from openmsprof.cluster.store import restore_small
 from openmsprof.config.errors import ConfigError, ProfilingError
 from openmsprof.fileio import fs
 from openmsprof.fileio.read_guard import read_json
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["MODES", "ClusterRun", "run_cluster"]
 
@@ -129,9 +131,11 @@ def _views(con: Any, run: ClusterRun, chosen: list[str], partials: list[dict[str
         groups = _metadata(partials, "parallel_group_info") or {}
         pipeline = any(isinstance(g, dict) and str(g.get("group_name", "")).lower().startswith("pp")
                        for g in groups.values())
-        df = views_step.step_trace_frame(con, _metadata(partials, "distributed_args"), pipeline)
-        if not df.empty:
-            run.files.append(_csv(out / "cluster_step_trace_time.csv", df))
+        header, step_rows = views_step.step_trace_rows(con, _metadata(partials, "distributed_args"), pipeline)
+        if step_rows:  # (pandas is not imported for step_trace and communication: its import is most of their CPU)
+            path = out / "cluster_step_trace_time.csv"
+            fs.write_file_atomic(path, views_step.step_trace_csv(header, step_rows))
+            run.files.append(path)
     run.seconds["step_trace"] = time.perf_counter() - t1
     if "communication" in chosen:
         comm = views_comm.communication_json(con)

@@ -4,16 +4,23 @@ rank stores, for notebooks.  The stores are built (or reused) on first load."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from openmsprof.cluster import opstats, sqlviews, views_step, waits
 from openmsprof.cluster.analyse import OUTPUT, STORE, parse_all
 from openmsprof.config.errors import ConfigError
 from openmsprof.fileio import fs
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["Cluster", "load"]
+
+
+def _empty() -> pd.DataFrame:
+    import pandas as pd  # (imported on use: the command line's cluster run needs no pandas)
+
+    return pd.DataFrame()
 
 
 class Cluster:
@@ -38,15 +45,15 @@ class Cluster:
 
     @property
     def communication(self) -> pd.DataFrame:
-        return self.sql("SELECT * EXCLUDE (info) FROM comm") if sqlviews.has(self._con, "comm") else pd.DataFrame()
+        return self.sql("SELECT * EXCLUDE (info) FROM comm") if sqlviews.has(self._con, "comm") else _empty()
 
     @property
     def kernels(self) -> pd.DataFrame:
-        return self.sql("SELECT * FROM kernels") if sqlviews.has(self._con, "kernels") else pd.DataFrame()
+        return self.sql("SELECT * FROM kernels") if sqlviews.has(self._con, "kernels") else _empty()
 
     @property
     def waits(self) -> pd.DataFrame:
-        return self.sql("SELECT * FROM waits") if sqlviews.has(self._con, "waits") else pd.DataFrame()
+        return self.sql("SELECT * FROM waits") if sqlviews.has(self._con, "waits") else _empty()
 
     def compute_op(self) -> dict[str, pd.DataFrame]:
         return opstats.compute_op_frames(self._con)

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import numpy as np
-import pandas as pd
 
 from openmsprof.cluster.sqlviews import has
 from openmsprof.fileio import fs
+
+if TYPE_CHECKING:  # pandas is imported where a frame is made (not for step_trace / communication)
+    import pandas as pd
 
 __all__ = ["EXACT_LIMIT", "compute_op_frames", "rank_gaps", "rank_op_stats"]
 
@@ -87,6 +90,8 @@ def rank_gaps(out: Path) -> None:
 
 
 def _ranked(con: duckdb.DuckDBPyConnection, view: str, order: list[str]) -> pd.DataFrame:
+    import pandas as pd
+
     if not has(con, view):
         return pd.DataFrame()
     keys = ", ".join(order)
@@ -104,6 +109,8 @@ def _weighted_quantiles(points: np.ndarray, weights: np.ndarray, qs: tuple[float
 def _merged_all_stats(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """all_stats from the per-rank tables: counts, sums, extremes, mean and std exact; quartiles
     from the ranks' percentile points weighted by their counts (error ≲ 1 percentile)."""
+    import pandas as pd
+
     df = con.execute("SELECT OpType, TaskType, MinNs, MaxNs, Count, SumNs, _SumSq, _Pct FROM op_by_type").df()
     rows = []
     for (op, task), g in df.groupby(["OpType", "TaskType"], sort=False, dropna=False):

@@ -58,14 +58,16 @@ def _failed(src: RankSource, why: str) -> dict[str, Any]:
 
 def run_local(ranks: list[RankSource], store: Path, workers: int | None = None,
               kernels: bool = True) -> list[dict[str, Any]]:
-    """Parse every rank in a process pool (in this process when one worker suffices)."""
+    """Parse every rank in a process pool (in this process when one worker suffices, or when no
+    kernels are parsed and no worker count is asked for)."""
     done: dict[int, dict[str, Any]] = {}
     for src in ranks:  # current stores need no worker
         hit = cached_partial(src, store, kernels=kernels)
         if hit is not None:
             done[src.rank] = hit
     fresh = [s for s in ranks if s.rank not in done]
-    n = local_workers(len(fresh), workers)
+    # without kernels a rank parses in milliseconds, less than a worker process costs: here, unless asked
+    n = local_workers(len(fresh), workers) if kernels or workers else 1
     bar = _progress(len(fresh)) if fresh else None
     try:
         if n == 1:

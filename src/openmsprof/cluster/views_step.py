@@ -8,14 +8,18 @@ Megatron layout.
 
 from __future__ import annotations
 
-from typing import Any
+import csv
+import io
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd
 
 from openmsprof.cluster.sqlviews import has
 
-__all__ = ["parallel_index", "step_trace_frame"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["parallel_index", "step_trace_csv", "step_trace_frame", "step_trace_rows"]
 
 
 
@@ -47,29 +51,62 @@ def _stages(ranks: list[int], index: dict[int, tuple[int, int, int]] | None, pip
     return [tuple(v) for _k, v in sorted(by_pp.items())]
 
 
-def step_trace_frame(con: duckdb.DuckDBPyConnection, distributed_args: dict[str, Any] | None = None,
-                     pipeline: bool = False) -> pd.DataFrame:
-    """The rows of cluster_step_trace_time.csv (``pipeline``: the job has ``pp*`` p2p groups)."""
+def step_trace_rows(con: duckdb.DuckDBPyConnection, distributed_args: dict[str, Any] | None = None,
+                    pipeline: bool = False) -> tuple[list[str], list[list[Any]]]:
+    """The header and rows of cluster_step_trace_time.csv (``pipeline``: the job has ``pp*`` p2p
+    groups); no rows when no rank has a step trace."""
     if not has(con, "step_trace"):
-        return pd.DataFrame()
-    df = con.execute("SELECT * FROM step_trace ORDER BY rank, TRY_CAST(step AS BIGINT), step").df()
-    df = df.sort_values("rank", kind="stable")
-    cols = [c for c in df.columns if c not in ("rank", "step")]
-    rows = pd.DataFrame({"Step": df["step"], "Type": "rank", "Index": df["rank"].astype(str)})
-    out = pd.concat([rows.reset_index(drop=True), df[cols].reset_index(drop=True)], axis=1)
-    ranks = sorted(int(r) for r in df["rank"].unique())
+        return [], []
+    cur = con.execute("SELECT * FROM step_trace ORDER BY rank, TRY_CAST(step AS BIGINT), step")
+    names = [d[0] for d in cur.description]
+    data = cur.fetchall()
+    ri, si = names.index("rank"), names.index("step")
+    cols = [i for i, n in enumerate(names) if n not in ("rank", "step")]
+    header = ["Step", "Type", "Index", *(names[i] for i in cols)]
+    rows: list[list[Any]] = [[r[si], "rank", str(r[ri]), *(r[i] for i in cols)] for r in data]
+    ranks = sorted({int(r[ri]) for r in data})
     index = parallel_index(distributed_args, len(ranks))
     if index is not None and len(index) < len(ranks):
         index = None
-    parts = [out]
     for stage in _stages(ranks, index, pipeline):
-        part = df[df["rank"].isin(stage)].groupby("step", sort=False)[cols].max().reset_index()
-        part.insert(1, "Type", "stage")
-        part.insert(2, "Index", str(stage))
-        parts.append(part.rename(columns={"step": "Step"}))
-    out = pd.concat(parts, ignore_index=True)
+        members = set(stage)
+        peaks: dict[Any, list[Any]] = {}  # step → each column's maximum over the stage (NULLs skipped)
+        for r in data:
+            if int(r[ri]) in members:
+                top = peaks.setdefault(r[si], [None] * len(cols))
+                for j, i in enumerate(cols):
+                    v = r[i]
+                    if v is not None and v == v and (top[j] is None or v > top[j]):
+                        top[j] = v
+        rows += [[step, "stage", str(stage), *top] for step, top in peaks.items()]
     if index is not None:
-        trip = [index.get(int(i)) if t == "rank" else None for t, i in zip(out["Type"], out["Index"], strict=False)]
-        for pos, name in enumerate(("DP Index", "PP Index", "TP Index")):
-            out[name] = [t[pos] if t else "NA" for t in trip]
-    return out
+        header += ["DP Index", "PP Index", "TP Index"]
+        for row in rows:
+            trip = index.get(int(row[2])) if row[1] == "rank" else None
+            row += list(trip) if trip else ["NA"] * 3
+    return header, rows
+
+
+def _cell(v: Any) -> Any:
+    """A cell as pandas' ``to_csv`` writes it: NULL and NaN empty, floats by their shortest repr."""
+    if v is None or (isinstance(v, float) and v != v):
+        return ""
+    return v
+
+
+def step_trace_csv(header: list[str], rows: list[list[Any]]) -> str:
+    """cluster_step_trace_time.csv's text (the csv module's minimal quoting, newline line ends)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    w.writerows([_cell(v) for v in row] for row in rows)
+    return buf.getvalue()
+
+
+def step_trace_frame(con: duckdb.DuckDBPyConnection, distributed_args: dict[str, Any] | None = None,
+                     pipeline: bool = False) -> pd.DataFrame:
+    """The rows of cluster_step_trace_time.csv as a DataFrame (the notebook's view)."""
+    import pandas as pd
+
+    header, rows = step_trace_rows(con, distributed_args, pipeline)
+    return pd.DataFrame(rows, columns=header) if header else pd.DataFrame()
