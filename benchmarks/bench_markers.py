@@ -38,6 +38,7 @@ import numpy as np
 import psutil
 
 from openmsprof import mstx
+from openmsprof.config.model import ProfileConfig
 from openmsprof.parse.importer import import_job
 from openmsprof.recorder import core, rawfile, session
 from openmsprof.recorder.records import Kind
@@ -79,7 +80,14 @@ def make_floor() -> tuple[Callable[[int], None], list[tuple[int, int]]]:
     return body, buf
 
 
-def mark_body(mark: Callable[..., None]) -> Callable[[int], None]:
+def mark_body(mark: Callable[..., None], domain: str | None = None) -> Callable[[int], None]:
+    if domain is not None:
+        def in_domain(n: int) -> None:
+            m, d = mark, domain
+            for _ in range(n):
+                m("step", d)
+        return in_domain
+
     def body(n: int) -> None:
         m = mark
         for _ in range(n):
@@ -140,6 +148,7 @@ def per_call(n: int, rounds: int, tmp: Path, modes: list[bool]) -> dict[bool, tu
                     assert fns is not None
                     mark, push, pop = fns()
                     core.BACKEND = b
+                    add(f"{b} off, mark in a domain", timed_block(mark_body(mark, "noisy"), n))
                     s = session.start(output=tmp / f"{b}{r}{int(busy)}")
                     add(f"{b} mark", timed_block(mark_body(mark), n))
                     add(f"{b} push+pop", timed_block(pushpop_body(push, pop), n // 2))
@@ -147,6 +156,13 @@ def per_call(n: int, rounds: int, tmp: Path, modes: list[bool]) -> dict[bool, tu
                     if s.overhead["records_dropped"]:
                         print(f"  ({b} round {r}, co-runner {'on' if busy else 'off'}: "
                               f"{s.overhead['records_dropped']} records dropped: {s.overhead['drop_reasons']}; {load()})")
+                    # the domain filter: a mark in an excluded domain, and one without a domain
+                    # while the filter excludes the default domain (goal: the off cost)
+                    session.start(ProfileConfig(mstx_domain_exclude=["noisy", "default"]),
+                                  output=tmp / f"{b}{r}{int(busy)}x")
+                    add(f"{b} mark, excluded domain", timed_block(mark_body(mark, "noisy"), n))
+                    add(f"{b} mark, default domain excluded", timed_block(mark_body(mark), n))
+                    session.stop()
     return out
 
 
@@ -374,6 +390,14 @@ def main() -> int:
                           f"(per round {fmt(paired, 2).strip()}); push+pop / floor: "
                           f"{statistics.median(by[f'{b} push+pop']) / floor:.2f}x")
             print(f"  off: {statistics.median(res['off mark']):.1f} ns ({load()})")
+            for b in backends:
+                for label, by in (("wall", res), ("CPU", cpu)):
+                    off = by[f"{b} off, mark in a domain"]
+                    for what in ("excluded domain", "default domain excluded"):
+                        paired = [x - o for x, o in zip(by[f"{b} mark, {what}"], off, strict=True)]
+                        print(f"  {b} mark, {what}, minus off ({label}): "
+                              f"{statistics.median(by[f'{b} mark, {what}']) - statistics.median(off):+.1f} ns "
+                              f"(per round {fmt(paired).strip()})")
         if core.ring is not None:
             burst(3 if args.quick else 7, tmp, corunner_modes(args.corunner))
         if args.per_call_only:

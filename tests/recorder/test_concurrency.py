@@ -89,13 +89,7 @@ print(json.dumps({"done": done, "raised": raised, "dropped": s.overhead["records
 """
 
 
-_SIGNAL_CHUNK_LOSS = pytest.mark.xfail(
-    reason="known, issue 23 open: on the Python backend a signal that raises while a producer "
-           "drains its own full list can lose that chunk (2^15 records) uncounted", strict=False)
-
-
-@pytest.mark.parametrize("backend", [pytest.param(b, marks=_SIGNAL_CHUNK_LOSS) if b == "python" else b
-                                     for b in BACKENDS])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_signal_handler_raising_inside_marks(tmp_path: Path, backend: str) -> None:
     r = subprocess.run([sys.executable, "-c", SIGNALS, str(tmp_path)], capture_output=True, text=True,
                        timeout=240, env=dict(os.environ, OPENMSPROF_RECORDER=backend))

@@ -4,6 +4,8 @@ not either (pairs stay paired), an included one is."""
 
 from __future__ import annotations
 
+import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -76,3 +78,52 @@ def test_no_filter_records_every_domain(out_dir: Path, backend: str) -> None:
     rows, rid = _markers(out_dir)
     msgs = [m for k, m, _d in rows if k != Kind.POP]
     assert len(msgs) == 3 * 6 + 1 and rid > 0
+
+
+def _texts(job: Path) -> list[str]:
+    recs, strings = _recorded(job)
+    return [strings.get(int(r["a"]), "") for r in recs if r["kind"] in (Kind.MARK, Kind.PUSH)]
+
+
+def test_filter_is_resolved_afresh_each_session(out_dir: Path, backend: str) -> None:
+    """The filter is resolved once per domain and remembered: the next session's filter (none,
+    or the opposite one) decides anew for the same domain objects, and a domain equal to a
+    filtered one but built at run time is filtered too."""
+    noisy = "noisy"
+    built = "".join(["no", "isy"])
+    assert built == noisy and built is not noisy
+    jobs = []
+    for i, switches in enumerate(({"mstx_domain_exclude": ["noisy"]}, {}, {"mstx_domain_include": ["noisy"]})):
+        with openmsprof.profile(output=out_dir / str(i), **switches) as prof:
+            for _ in range(3):
+                mstx.mark("lit", noisy)
+                mstx.mark("built", built)
+                mstx.mark("plain")
+                mstx.range_push("pushed", noisy)
+                mstx.range_pop()
+        assert prof.job is not None
+        jobs.append(_texts(prof.job))
+    assert sorted(jobs[0]) == ["plain"] * 3
+    assert sorted(jobs[1]) == sorted(["lit", "built", "plain", "pushed"] * 3)
+    assert sorted(jobs[2]) == sorted(["lit", "built", "pushed"] * 3)
+
+
+def test_default_domain_skipped_on_a_new_thread(out_dir: Path, backend: str) -> None:
+    """Markers without a domain, skipped by an include filter, on a thread born inside the
+    session: none recorded, nothing dropped, and the thread's one marker in the included domain
+    is recorded."""
+    def work() -> None:
+        for _ in range(2000):
+            mstx.mark("skipped")
+            mstx.range_push("skipped-range")
+            mstx.range_pop()
+        mstx.mark("kept", "keep")
+
+    with openmsprof.profile(output=out_dir, mstx_domain_include=["keep"]) as prof:
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+    assert prof.job is not None
+    assert _texts(prof.job) == ["kept"]
+    over = json.loads((prof.job / "host" / "openmsprof_overhead.json").read_text())
+    assert over["records_dropped"] == 0

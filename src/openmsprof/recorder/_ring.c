@@ -124,6 +124,13 @@ static uint32_t dom_gen = 0;            /* bumped by set_domains: per-thread sta
 static __thread uint64_t skip_stack[4]; /* per thread: was the push at this depth filtered out */
 static __thread int skip_depth = 0;
 static __thread uint32_t skip_gen = 0;
+/* Filter resolved once per domain object: the str objects the filter skips, by identity (strong
+ * references; read and written with the GIL held), and whether it skips markers without a
+ * domain.  A mark in an excluded domain then costs what a mark with recording off does: the
+ * flag, and a pointer compare before any argument is parsed. */
+#define SKIP_SLOTS 64
+static PyObject *skip_cache[SKIP_SLOTS];
+static int skip_default = 0;
 static _Atomic int halt_code = 0; /* 1 floor, 2 storage limit, 3 write error */
 static _Atomic int halt_errno = 0;
 
@@ -341,8 +348,30 @@ static void emit(int kind, int64_t ts, int64_t t1, PyObject *msg, PyObject *doma
 
 /* ---- domain filter ---------------------------------------------------------------------- */
 /* 1 when a marker of domain dom (None: "default") is filtered out by the session's filter */
+static inline unsigned skip_slot(PyObject *o) { return (unsigned)((uintptr_t)o >> 4) & (SKIP_SLOTS - 1); }
+
+static void skip_cache_clear(void) {
+    for (int i = 0; i < SKIP_SLOTS; i++) Py_CLEAR(skip_cache[i]);
+}
+
+/* the producers' first test while a filter is on, before any argument parsing: 1 when the call
+ * is surely filtered out (positional arguments; a domain the filter already skipped, or none
+ * and the default domain is skipped); 0: parse, then dom_skip */
+static inline int fast_skip(PyObject *const *args, Py_ssize_t n, PyObject *kw) {
+    if (kw != NULL) return 0;
+    Py_ssize_t na = PyVectorcall_NARGS(n);
+    if (na == 2) {
+        PyObject *d = args[1];
+        return d == Py_None ? skip_default : skip_cache[skip_slot(d)] == d;
+    }
+    return na == 1 && skip_default;
+}
+
 static int dom_skip(PyObject *dom) {
-    PyObject *d = (dom == NULL || dom == Py_None) ? default_dom : dom;
+    if (dom == NULL || dom == Py_None) return skip_default;
+    unsigned slot = skip_slot(dom);
+    if (skip_cache[slot] == dom) return 1;
+    PyObject *d = dom;
     int in;
     if (PyUnicode_CheckExact(d)) in = PySet_Contains(dom_set, d);
     else {
@@ -351,7 +380,12 @@ static int dom_skip(PyObject *dom) {
         Py_XDECREF(text);
     }
     if (in < 0) { PyErr_Clear(); in = 0; }
-    return dom_mode == 1 ? !in : in;
+    int skip = dom_mode == 1 ? !in : in;
+    if (skip && PyUnicode_CheckExact(dom)) { /* remembered (a str's dealloc runs no Python code) */
+        Py_INCREF(dom);
+        Py_XSETREF(skip_cache[slot], dom);
+    }
+    return skip;
 }
 
 /* a push: remember whether it was filtered out, so that its pop is too */
@@ -400,7 +434,8 @@ static int msg_args(PyObject *const *args, Py_ssize_t n, PyObject *kw, PyObject 
 }
 
 static PyObject *py_mark(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
-    if (!atomic_load_explicit(&enabled, memory_order_relaxed)) Py_RETURN_NONE;
+    if (!atomic_load_explicit(&enabled, memory_order_relaxed) || (dom_mode && fast_skip(args, n, kw)))
+        Py_RETURN_NONE;
     PyObject *msg, *dom;
     if (msg_args(args, PyVectorcall_NARGS(n), kw, &msg, &dom) < 0) return NULL;
     if (dom_mode && dom_skip(dom)) Py_RETURN_NONE;
@@ -428,7 +463,8 @@ static PyObject *py_pop(PyObject *self, PyObject *unused) {
 }
 
 static PyObject *py_range_start(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
-    if (!atomic_load_explicit(&enabled, memory_order_relaxed)) return PyLong_FromLong(0);
+    if (!atomic_load_explicit(&enabled, memory_order_relaxed) || (dom_mode && fast_skip(args, n, kw)))
+        return PyLong_FromLong(0);
     PyObject *msg, *dom;
     if (msg_args(args, PyVectorcall_NARGS(n), kw, &msg, &dom) < 0) return NULL;
     if (dom_mode && dom_skip(dom)) return PyLong_FromLong(0);
@@ -846,7 +882,11 @@ static PyObject *py_set_domains(PyObject *self, PyObject *args) {
     PyObject *set = PyFrozenSet_New(names);
     if (set == NULL) return NULL;
     Py_XSETREF(dom_set, set);
+    skip_cache_clear();
     dom_mode = mode;
+    int in = mode ? PySet_Contains(dom_set, default_dom) : 0;
+    if (in < 0) { PyErr_Clear(); in = 0; }
+    skip_default = mode == 1 ? !in : mode == 2 ? in : 0;
     dom_gen++;
     Py_RETURN_NONE;
 }

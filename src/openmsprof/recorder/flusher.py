@@ -35,6 +35,9 @@ CHUNK = 1 << 15
 #: Encoded marker chunks (<= CHUNK records each) waiting for the writer: a producer that finds
 #: this many queued drops instead of taking its list (memory stays bounded if writes stall).
 QUEUE_CHUNKS = 4
+#: The same for the main thread, which leaves the writing of what it takes to the flusher thread
+#: (it waits for the GIL meanwhile): more chunks wait for it.
+MAIN_QUEUE_CHUNKS = 8
 
 
 class Flusher(Encoder):
@@ -119,18 +122,30 @@ class Flusher(Encoder):
     def try_drain(self) -> bool:
         """A producer whose marker list is full takes it on its own thread (it holds the GIL
         the flusher thread would wait for) and writes it when no write is under way (else the
-        writer under way or the next cycle does).  Returns False when it could not (the queue of
-        taken records is full, or the flusher thread is taking this list): the caller drops."""
+        writer under way or the next cycle does).  The main thread only takes it and wakes the
+        flusher thread, which writes it.  Returns False when it could not (the queue of taken
+        records is full): the caller drops."""
         buf = buffers.TLS.buf
         # ``with`` on the locks, not acquire() then try: a signal handler may raise in the
         # producer's thread after any call, and a lock acquired by a call would stay held; a
-        # ``with`` takes it inside the protected region.  locked() first keeps it mostly
-        # non-blocking (a race costs one short wait for the flusher's take).
-        if self._closed or self.error is not None or len(self._queue) >= QUEUE_CHUNKS or buf.lock.locked():
+        # ``with`` takes it inside the protected region.  A list the flusher thread is taking
+        # right now is waited for (the wait releases the GIL the flusher's take needs; dropping
+        # instead lost everything marked until the flusher got the GIL back, ~5 ms flat out).
+        main = threading.current_thread() is threading.main_thread()
+        if (self._closed or self.error is not None
+                or len(self._queue) >= (MAIN_QUEUE_CHUNKS if main else QUEUE_CHUNKS)):
             return False
         c0 = time.thread_time_ns()
         with buf.lock:
             self._take_marks(buf)
+        if main:
+            # Python runs signal handlers on the main thread only, between any two calls: one
+            # that raises inside a write here would lose a taken chunk (or tear a record), and
+            # its exception would look like a write error.  The take above leaves no such gap
+            # (the list's prefix leaves it and the queue gets its records with no call between).
+            self.cpu_ns += time.thread_time_ns() - c0
+            buffers.WAKE.set()
+            return True
         if not self._lock.locked():
             with self._lock:
                 try:

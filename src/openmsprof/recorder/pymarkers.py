@@ -40,6 +40,8 @@ _ids: Any = None  # the host string table's interning dict (StringTable.ids)
 #: Domain filter (the session's mstx_domain_include / _exclude): 0 none, 1 include, 2 exclude.
 _dom_mode = 0
 _dom_names: frozenset[str] = frozenset()
+#: Whether the filter skips markers given no domain (the "default" domain).
+_skip_default = False
 #: Explicit domains whose markers are skipped (tested first on the domain path: a skipped
 #: marker costs a set lookup); only filled while the filter is on.
 _SKIP: set[Any] = set()
@@ -47,14 +49,18 @@ _SKIP: set[Any] = set()
 #: to :func:`_slow`, which skips the pop of a skipped push.
 _POPCAP = 2 * buffers.MARK_CAP
 _PUSHCAP = 2 * buffers.MARK_CAP  # the same for push (every push's filter state is stacked)
+#: mark's fast-path cap: 0 while the filter skips the default domain, so that a mark without a
+#: domain goes to :func:`_slow` (one flag test there) instead of recording.
+_MARKCAP = 2 * buffers.MARK_CAP
 
 
 def begin(string_ids: Any) -> None:
     """A session starts: codes are string ids of its host data directory."""
-    global _ids, _CAP2, _POPCAP, _PUSHCAP
+    global _ids, _CAP2, _POPCAP, _PUSHCAP, _MARKCAP
     _ids = string_ids
     _CAP2 = 2 * buffers.MARK_CAP
     _POPCAP = _PUSHCAP = 0 if _dom_mode else _CAP2
+    _MARKCAP = 0 if _skip_default else _CAP2
     for d in (_MARK, _PUSH, _DOM):
         d.clear()
     _tls.skips = []
@@ -63,15 +69,18 @@ def begin(string_ids: Any) -> None:
 def set_domains(mode: int, names: Any) -> None:
     """The marker domain filter: 0 none, 1 record only ``names``, 2 all but ``names``
     (``"default"`` names the domain of a marker given none).  Set before :func:`begin`."""
-    global _dom_mode, _dom_names
+    global _dom_mode, _dom_names, _skip_default
     _dom_mode = mode
     _dom_names = frozenset(str(n) for n in names)
+    _skip_default = mode != 0 and (("default" in _dom_names) == (mode == 2))
     _SKIP.clear()
 
 
 def _skipped(domain: Any) -> bool:
     """Whether the filter skips markers of ``domain`` (None: "default"); remembered in _SKIP."""
-    name = "default" if domain is None else domain if isinstance(domain, str) else str(domain)
+    if domain is None:
+        return _skip_default
+    name = domain if isinstance(domain, str) else str(domain)
     inside = name in _dom_names
     skip = not inside if _dom_mode == 1 else inside
     if skip and domain is not None:
@@ -141,6 +150,10 @@ def _slow(kind: int, message: Any, domain: Any, helped: bool = False) -> None:
     """Miss, domain, first record of a thread, or a full list (tested first: flat out, the
     drop path is as hot as the record path)."""
     if _dom_mode and not helped:  # every push and pop comes here while a filter is on
+        try:
+            _tls.buf  # noqa: B018 - registered? (else every skipped call's fast path raises)
+        except AttributeError:
+            buffers.register_current_thread()  # no memory yet: its marks list is FULL
         if kind == 3:
             stack = _skip_stack()
             if stack and stack.pop():
@@ -200,14 +213,16 @@ def mark(message: str, domain: str | None = None) -> None:
     if _on:
         # one try around the whole hot path (free in 3.11 until something raises): no thread
         # buffer yet, a full list, an uncached or unhashable message or domain all go to _slow;
-        # a domain the filter skipped costs one set lookup
+        # a domain the filter skipped costs one set lookup, the default domain skipped a flag
         try:
             if domain is None:
                 marks = _tls.marks
-                if len(marks) < _CAP2:
+                if len(marks) < _MARKCAP:
                     code = _MARK[message]
                     marks.append(_now())
                     marks.append(code)
+                    return None
+                if _skip_default:
                     return None
             elif domain in _SKIP:
                 return None
