@@ -19,6 +19,7 @@ import orjson
 
 from openmsprof.collector.collect_switches import config_from_dict
 from openmsprof.recorder import session
+from openmsprof.sources import emit, gc_watch, host_sampler, markers  # noqa: F401  (register listeners)
 
 #: Optional instrumentation modules enabled when present (API spans of instrumented libraries).
 AUTO_INSTRUMENT: tuple[str, ...] = ()

@@ -13,6 +13,7 @@ from openmsprof.fileio import fs
 from openmsprof.flight import dump
 from openmsprof.recorder import session
 from openmsprof.recorder.clock import ClockPair
+from openmsprof.sources import emit, gc_watch, host_sampler, markers  # noqa: F401  (register listeners)
 
 __all__ = ["Capture", "current_rank", "say", "torch_fr"]
 

@@ -19,6 +19,7 @@ from openmsprof.config.errors import ConfigError, ProfilingError
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.tf_options import default_enabled, from_env, parse_profiling_options
 from openmsprof.recorder import session
+from openmsprof.sources import emit, gc_watch, host_sampler, markers  # noqa: F401  (register listeners)
 from openmsprof.tensorflow.tf_graph_collect import SessionGraphs
 from openmsprof.tensorflow.tf_trace import TfTracer
 
