@@ -87,9 +87,9 @@ def test_memory_view_total_curve_and_component_peak(run: Path, tmp_path: Path) -
     assert w["memory_events"] == len(_rows(rank / OUT / "operator_memory.csv")) > 0
 
 
-def test_two_ranks_fill_the_distributed_view(tmp_path: Path) -> None:
+def test_two_ranks_fill_the_distributed_view(tmp_path: Path, peaks_cache: Path) -> None:
     (tmp_path / "two").mkdir()
-    runs = _train(tmp_path / "two", 2)
+    runs = _train(tmp_path / "two", 2, peaks_cache)
     doc = _load(runs, tmp_path)
     assert set(doc["views"]) == {"Operator", "Kernel", "Trace", "Distributed"}
     assert len(doc["workers"]) == 2
