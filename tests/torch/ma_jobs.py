@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -24,6 +25,13 @@ from tests.collector.conftest import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 OPENMSPROF = str(Path(sys.executable).with_name("openmsprof"))
+MSPROF_ANALYZE = shutil.which("msprof-analyze") or str(Path(sys.executable).with_name("msprof-analyze"))
+#: [ERROR] lines msprof-analyze prints for any job without collectives (not about our data): its
+#: communication recipes find no group to map (an inference or single-process job has none)
+NO_COMM = ("Create CommunicationGroupMap table failed", "There is no CommunicationGroupMapping data",
+           "'DataFrame' object has no attribute 'str'")
+#: msprof-analyze's own SQL (GROUP_CONCAT ... ORDER BY) needs SQLite >= 3.44 for the DB stack lookup
+OLD_SQLITE = ("Error loading API stack data",) if sqlite3.sqlite_version_info < (3, 44) else ()
 OUT = "ASCEND_PROFILER_OUTPUT"
 SLOW_RANK = 1
 PLANTED_S = 0.4  # well above a loaded machine's step-time noise (~0.1 s at load 20)
@@ -61,6 +69,31 @@ TRAIN = textwrap.dedent("""
     sys.stdout.flush(); sys.stderr.flush()
     import os; os._exit(0)
 """)
+
+
+def analyze(args: list[str], cwd: Path, tolerated: tuple[str, ...] = ()) -> str:
+    """Run msprof-analyze; fail on any [ERROR] line not in ``tolerated``; return its log (progress
+    bars' carriage returns read as line ends, so an [ERROR] after one is a line of its own)."""
+    res = subprocess.run([MSPROF_ANALYZE, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    log = (res.stdout + res.stderr).replace("\r", "\n")
+    errors = [ln for ln in log.splitlines() if "[ERROR]" in ln and not any(t in ln for t in tolerated)]
+    assert not errors, errors
+    assert res.returncode == 0, log[-2000:]
+    return log
+
+
+def cluster_db(out: Path) -> sqlite3.Connection:
+    """msprof-analyze's cluster_analysis.db under the output ``out``."""
+    return sqlite3.connect(out / "cluster_analysis_output" / "cluster_analysis.db")
+
+
+def compare_distribution(log: str) -> list[dict[str, str]]:
+    """The rows of compare's 'Model Profiling Time Distribution' table (base first)."""
+    lines = [ln for ln in log.splitlines() if ln.startswith("|")]
+    head = next(ln for ln in lines if "Computing Time" in ln)
+    cols = [c.strip() for c in head.strip("|").split("|")]
+    return [dict(zip(cols, (c.strip() for c in ln.strip("|").split("|")), strict=True))
+            for ln in lines if ln.startswith("| NPU")]
 
 
 def measured_peaks(root: Path) -> Path:

@@ -15,29 +15,29 @@ from __future__ import annotations
 import re
 import shutil
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
 from tests.torch.conftest import rank_dirs, read_csv
+from tests.torch.ma_jobs import (
+    MSPROF_ANALYZE,
+    NO_COMM,
+    OLD_SQLITE,
+    analyze,
+    cluster_db,
+    compare_distribution,
+)
 
 REPO = Path(__file__).resolve().parents[2]
-MSPROF_ANALYZE = shutil.which("msprof-analyze") or str(Path(sys.executable).with_name("msprof-analyze"))
-OPENMSPROF = str(Path(sys.executable).with_name("openmsprof"))
 pytestmark = pytest.mark.skipif(not Path(MSPROF_ANALYZE).exists(), reason="msprof-analyze not installed")
 OUT = "ASCEND_PROFILER_OUTPUT"
 RECIPES = ["hccl_sum", "communication_time_sum", "communication_matrix_sum", "compute_op_sum", "cann_api_sum",
            "cluster_time_summary", "communication_bottleneck"]
-#: [ERROR] lines msprof-analyze prints for any job without collectives (not about our data): its
-#: communication recipes find no communication to map (an inference job has none).
-NO_COMM = ("Create CommunicationGroupMap table failed", "There is no CommunicationGroupMapping data",
-           "'DataFrame' object has no attribute 'str'")
 #: advisor: its DB stack lookup needs SQLite >= 3.44 (its own SQL uses GROUP_CONCAT ... ORDER BY).
 #: (Its 6 "Can not convert / to float" errors went with the Ascend engine names: decision 1.)
-ADVISOR = ("Error loading API stack data",) if sqlite3.sqlite_version_info < (3, 44) else ()
+ADVISOR = OLD_SQLITE
 
 
 @pytest.fixture(scope="module")
@@ -48,20 +48,6 @@ def two(ma_two: dict[str, Path]) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def one(ma_one: dict[str, Path]) -> dict[str, Path]:
     return ma_one
-
-
-def analyze(args: list[str], cwd: Path, tolerated: tuple[str, ...] = ()) -> str:
-    """Run msprof-analyze; fail on any [ERROR] line not in ``tolerated``; return its log."""
-    res = subprocess.run([MSPROF_ANALYZE, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
-    log = res.stdout + res.stderr
-    errors = [ln for ln in log.splitlines() if "[ERROR]" in ln and not any(t in ln for t in tolerated)]
-    assert not errors, errors
-    assert res.returncode == 0, log[-2000:]
-    return log
-
-
-def _cluster_db(out: Path) -> sqlite3.Connection:
-    return sqlite3.connect(out / "cluster_analysis_output" / "cluster_analysis.db")
 
 
 def _step_rows(tree: Path) -> dict[tuple[str, str], dict[str, str]]:
@@ -79,7 +65,7 @@ def _step_rows(tree: Path) -> dict[tuple[str, str], dict[str, str]]:
 def test_cluster_all_matches_our_step_times(two: dict[str, Path], mode: str, tmp_path: Path) -> None:
     analyze(["cluster", "-d", str(two[mode]), "-m", "all", "-o", str(tmp_path / "c")], tmp_path)
     if mode == "db":
-        with _cluster_db(tmp_path / "c") as con:
+        with cluster_db(tmp_path / "c") as con:
             theirs = con.execute("SELECT [index], step, computing, communication_not_overlapped, free "
                                  "FROM ClusterStepTraceTime WHERE type = 'rank'").fetchall()
     else:
@@ -108,7 +94,7 @@ def _kernels(tree: Path) -> list[dict[str, str]]:
 
 
 def test_hccl_sum_counts_our_collectives(two: dict[str, Path], recipes: dict[str, Path]) -> None:
-    with _cluster_db(recipes["hccl_sum"]) as con:
+    with cluster_db(recipes["hccl_sum"]) as con:
         theirs = dict(con.execute("SELECT OpType, Count FROM HcclAllRankStats").fetchall())
         total = con.execute("SELECT sum(SumNs) FROM HcclAllRankStats").fetchone()[0]
     comm = [r for r in _kernels(two["text"]) if r["Accelerator Core"] == "COMMUNICATION"]
@@ -117,7 +103,7 @@ def test_hccl_sum_counts_our_collectives(two: dict[str, Path], recipes: dict[str
 
 
 def test_compute_op_sum_matches_kernel_details(two: dict[str, Path], recipes: dict[str, Path]) -> None:
-    with _cluster_db(recipes["compute_op_sum"]) as con:
+    with cluster_db(recipes["compute_op_sum"]) as con:
         rows = con.execute("SELECT OpType, TaskType, Count, SumNs FROM ComputeOpAllRankStats").fetchall()
     # memory copies are runtime tasks (no COMPUTE_TASK_INFO row, as in torch_npu's dbs)
     ours = [r for r in _kernels(two["text"]) if r["Accelerator Core"] not in ("COMMUNICATION", "MEMCPY_ASYNC")]
@@ -129,7 +115,7 @@ def test_compute_op_sum_matches_kernel_details(two: dict[str, Path], recipes: di
 
 
 def test_cann_api_sum_matches_api_statistic(two: dict[str, Path], recipes: dict[str, Path]) -> None:
-    with _cluster_db(recipes["cann_api_sum"]) as con:
+    with cluster_db(recipes["cann_api_sum"]) as con:
         total = con.execute("SELECT sum(totalTimeNs), sum(totalCount) FROM CannApiSum").fetchone()
     ours = [r for d in rank_dirs(two["text"]) for r in read_csv(d / OUT / "api_statistic.csv")[1]]
     assert ours and total[1] == sum(int(r["Count"]) for r in ours)
@@ -138,28 +124,19 @@ def test_cann_api_sum_matches_api_statistic(two: dict[str, Path], recipes: dict[
 
 def test_cluster_time_summary_and_communication_recipes(two: dict[str, Path], recipes: dict[str, Path]) -> None:
     ours = _step_rows(two["text"])
-    with _cluster_db(recipes["cluster_time_summary"]) as con:
+    with cluster_db(recipes["cluster_time_summary"]) as con:
         rows = con.execute("SELECT rank, step, computation, communicationNotOverlapComputation "
                            "FROM ClusterTimeSummary").fetchall()
     assert len(rows) == 4
     for rank, step, computing, comm in rows:
         assert computing == pytest.approx(float(ours[(str(rank), str(step))]["Computing"]), rel=0.01)
         assert comm == pytest.approx(float(ours[(str(rank), str(step))]["Communication(Not Overlapped)"]), rel=0.01)
-    with _cluster_db(recipes["communication_bottleneck"]) as con:
+    with cluster_db(recipes["communication_bottleneck"]) as con:
         assert con.execute("SELECT count(*) FROM CommunicationBottleneck").fetchone()[0] > 0
-    with _cluster_db(recipes["communication_time_sum"]) as con:
+    with cluster_db(recipes["communication_time_sum"]) as con:
         assert con.execute("SELECT count(*) FROM ClusterCommunicationTime").fetchone()[0] > 0
-    with _cluster_db(recipes["communication_matrix_sum"]) as con:
+    with cluster_db(recipes["communication_matrix_sum"]) as con:
         assert con.execute("SELECT count(*) FROM ClusterCommunicationMatrix").fetchone()[0] > 0
-
-
-def _distribution(log: str) -> list[dict[str, str]]:
-    """The rows of compare's 'Model Profiling Time Distribution' table (base first)."""
-    lines = [ln for ln in log.splitlines() if ln.startswith("|")]
-    head = next(ln for ln in lines if "Computing Time" in ln)
-    cols = [c.strip() for c in head.strip("|").split("|")]
-    return [dict(zip(cols, (c.strip() for c in ln.strip("|").split("|")), strict=True))
-            for ln in lines if ln.startswith("| NPU")]
 
 
 def _seconds(cell: str) -> float:
@@ -180,7 +157,7 @@ def test_compare_text_with_db_of_the_same_run(one: dict[str, Path], two: dict[st
     trees = one if world == 1 else two
     text_dir, db_dir = rank_dirs(trees["text"])[0], rank_dirs(trees["db"])[0]
     log = analyze(["compare", "-d", str(text_dir), "-bp", str(db_dir), "-o", str(tmp_path / "cmp")], tmp_path)
-    base, new = _distribution(log)
+    base, new = compare_distribution(log)
     for col in ("Computing Time", "Free Time", "E2E Time(Not minimal profiling)"):
         assert _seconds(new[col]) == pytest.approx(_seconds(base[col]), rel=0.01, abs=0.0015), col
     comm = "Uncovered Communication Time(Wait Time)"
@@ -245,7 +222,7 @@ def test_cluster_reads_a_pyacl_job(pyacl_job: Path, tmp_path: Path) -> None:
     root = tmp_path / "jobs"
     shutil.copytree(pyacl_job, root / pyacl_job.name)
     analyze(["cluster", "-d", str(root), "-m", "all", "-o", str(tmp_path / "c")], tmp_path, tolerated=NO_COMM)
-    with _cluster_db(tmp_path / "c") as con:
+    with cluster_db(tmp_path / "c") as con:
         ((computing, free),) = con.execute("SELECT computing, free FROM ClusterStepTraceTime").fetchall()
     db = next(pyacl_job.glob("msprof_*.db"))
     with sqlite3.connect(db) as con:

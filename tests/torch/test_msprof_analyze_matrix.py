@@ -16,7 +16,6 @@ import re
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -24,20 +23,22 @@ import pytest
 
 from openmsprof.machine.peaks_doc import gemm_peak
 from tests.torch.conftest import rank_dirs, read_csv
-from tests.torch.ma_jobs import OUT, SLOW_RANK, split
+from tests.torch.ma_jobs import (
+    MSPROF_ANALYZE,
+    NO_COMM,
+    OPENMSPROF,
+    OUT,
+    SLOW_RANK,
+    analyze,
+    cluster_db,
+    compare_distribution,
+    split,
+)
 
-MSPROF_ANALYZE = shutil.which("msprof-analyze") or str(Path(sys.executable).with_name("msprof-analyze"))
-OPENMSPROF = str(Path(sys.executable).with_name("openmsprof"))
 pytestmark = pytest.mark.skipif(not Path(MSPROF_ANALYZE).exists(), reason="msprof-analyze not installed")
 
-#: a job without collectives: the communication recipes find no group to map (an inference or
-#: single-process job has none)
-NO_COMM = ("Create CommunicationGroupMap table failed", "There is no CommunicationGroupMapping data",
-           "'DataFrame' object has no attribute 'str'")
 #: no AI Core clock is measured on a CPU (docs/formats.md decision 13): freq_analysis has nothing
 NO_FREQ = ("No aic freq data found", "Mapper data is None, load profiling data failed")
-#: msprof-analyze's own SQL (GROUP_CONCAT ... ORDER BY) needs SQLite >= 3.44 for the DB stack lookup
-OLD_SQLITE = ("Error loading API stack data",) if sqlite3.sqlite_version_info < (3, 44) else ()
 #: operator_mfu maps PyTorch framework ops to kernels: a pyACL / TF job has no framework layer
 NO_FRAMEWORK = ("Can not export framework op to kernel mapper", "No kernel data found")
 
@@ -62,37 +63,23 @@ TORCH_DB_MODES = ["freq_analysis", "slow_link", "ep_load_balance", "mstx_sum", "
 PROF_MODES = ["all", "free_analysis", "operator_mfu", "hccl_sum", "compute_op_sum", "cluster_time_summary"]
 
 
-def analyze(args: list[str], cwd: Path, tolerated: tuple[str, ...] = ()) -> str:
-    """Run msprof-analyze; fail on any [ERROR] line not in ``tolerated``; return its log."""
-    res = subprocess.run([MSPROF_ANALYZE, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
-    log = (res.stdout + res.stderr).replace("\r", "\n")
-    errors = [ln for ln in log.splitlines() if "[ERROR]" in ln and not any(t in ln for t in tolerated)]
-    assert not errors, errors
-    assert res.returncode == 0, log[-2000:]
-    return log
-
-
 def _prof_root(request: pytest.FixtureRequest, kind: str) -> Path:
     job: Path = request.getfixturevalue("ma_pyacl" if kind == "pyacl" else "ma_tf")
     return job.parent  # the jobs/ folder holds only this job
 
 
-def _db(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(path / "cluster_analysis_output" / "cluster_analysis.db")
-
-
 @pytest.mark.parametrize("mode", TORCH_DB_MODES)
-def test_cluster_mode_on_torch_db(ma_two: dict[str, Path], mode: str, tmp_path: Path) -> None:
+def test_cluster_mode_on_torchcluster_db(ma_two: dict[str, Path], mode: str, tmp_path: Path) -> None:
     analyze(["cluster", "-d", str(ma_two["db"]), "-m", mode, "-o", str(tmp_path / "c")], tmp_path,
             BY_DESIGN.get(("torch_db", mode), ()))
     if mode == "operator_mfu":
         _check_mfu(ma_two, tmp_path / "c")
     elif mode == "module_statistic":
-        with _db(tmp_path / "c") as con:
+        with cluster_db(tmp_path / "c") as con:
             modules = {m for (m,) in con.execute("SELECT module FROM ModuleStatistic")}
         assert {"CNN_0", "Conv2d_0", "Linear_0"} <= modules  # Trainer("cnn")'s modules
     elif mode == "cluster_time_summary":
-        with _db(tmp_path / "c") as con:
+        with cluster_db(tmp_path / "c") as con:
             waits = dict(con.execute("SELECT rank, sum(communicationWaitStageTime) FROM ClusterTimeSummary "
                                      "GROUP BY rank").fetchall())
         # the rank that waited least is the one the others waited for: the slow rank we name
@@ -117,7 +104,7 @@ def _rank(rank_dir: Path) -> int:
 def _check_mfu(ma_two: dict[str, Path], out: Path) -> None:
     """OperatorMFU's chip peak is the one ``openmsprof peaks`` measured into the cache the run saw
     (tests/torch/ma_jobs.py ``peaks_cache``); its MFU = FLOPs / duration / peak."""
-    with _db(out) as con:
+    with cluster_db(out) as con:
         rows = con.execute('SELECT rank_id, "kernel_duration(ns)", mfu, chip_peak_tflops, flops FROM OperatorMFU').fetchall()
     assert rows
     (cache,) = ma_two["peaks"].glob("peaks-*.json")
@@ -142,7 +129,7 @@ def test_cluster_mode_on_prof_jobs(request: pytest.FixtureRequest, kind: str, mo
     analyze(["cluster", "-d", str(root), "-m", mode, "-o", str(tmp_path / "c")], tmp_path,
             BY_DESIGN.get((kind, mode), ()))
     if mode == "compute_op_sum":
-        with _db(tmp_path / "c") as con:
+        with cluster_db(tmp_path / "c") as con:
             types = {t for (t,) in con.execute("SELECT DISTINCT TaskType FROM ComputeOpAllRankStats")}
         assert types == {"CPU"}  # the real executor (docs/formats.md decision 1)
 
@@ -202,19 +189,11 @@ def test_cluster_all_on_one_torch_rank(ma_one: dict[str, Path], mode: str, tmp_p
     analyze(["cluster", "-d", str(ma_one[mode]), "-m", "all", "-o", str(tmp_path / "c")], tmp_path,
             BY_DESIGN.get(("torch_one", "all"), ()))
     if mode == "db":
-        with _db(tmp_path / "c") as con:
+        with cluster_db(tmp_path / "c") as con:
             assert con.execute("SELECT count(*) FROM ClusterStepTraceTime WHERE type = 'rank'").fetchone()[0] == 2
     else:
         _h, rows = read_csv(tmp_path / "c" / "cluster_analysis_output" / "cluster_step_trace_time.csv")
         assert len([r for r in rows if r["Type"] == "rank"]) == 2  # the two active steps
-
-
-def _distribution(log: str) -> list[dict[str, str]]:
-    lines = [ln for ln in log.splitlines() if ln.startswith("|")]
-    head = next(ln for ln in lines if "Computing Time" in ln)
-    cols = [c.strip() for c in head.strip("|").split("|")]
-    return [dict(zip(cols, (c.strip() for c in ln.strip("|").split("|")), strict=True))
-            for ln in lines if ln.startswith("| NPU")]
 
 
 @pytest.mark.parametrize("world", [1, 2])
@@ -223,7 +202,7 @@ def test_compare_splits_db_and_text_alike(ma_one: dict[str, Path], ma_two: dict[
     trees = ma_one if world == 1 else ma_two
     log = analyze(["compare", "-d", str(rank_dirs(trees["text"])[0]), "-bp", str(rank_dirs(trees["db"])[0]),
                    "-o", str(tmp_path / "cmp")], tmp_path)
-    base, new = _distribution(log)
+    base, new = compare_distribution(log)
     for col in ("Cube Time(Num)", "Vector Time(Num)", "Conv Time(Forward)(Num)", "Conv Time(Backward)(Num)"):
         count = re.search(r"\((\d+)\)", new[col])
         assert count and int(count.group(1)) > 0, (col, new[col])
@@ -275,7 +254,7 @@ def test_annotate_puts_our_wait_where_msprof_analyze_reads_it(ma_two: dict[str, 
                for step, kinds in doc.items() for key, op in kinds["collective"].items() if key != "Total Op Info"}
         assert got == {k: pytest.approx(v, abs=1e-6) for k, v in ours.items() if k[0] == rank}
     analyze(["cluster", "-d", str(trees["db"]), "-m", "communication_time_sum", "-o", str(tmp_path / "m")], tmp_path)
-    with _db(tmp_path / "m") as con:
+    with cluster_db(tmp_path / "m") as con:
         theirs = dict(con.execute("SELECT rank_id, sum(wait_time) FROM ClusterCommunicationTime "
                                   "WHERE hccl_op_name != 'Total Op Info' GROUP BY rank_id").fetchall())
     for rank in (0, 1):
@@ -304,7 +283,7 @@ def test_slow_rank_names_our_slow_rank_on_four_ranks(ma_four: dict[str, Path], t
     assert len(list(runs.glob(f"*/{OUT}/.openmsprof_annotate"))) == 4
     db = split(runs, tmp_path)["db"]
     analyze(["cluster", "-d", str(db), "-m", "slow_rank", "-o", str(tmp_path / "c")], tmp_path)
-    with _db(tmp_path / "c") as con:
+    with cluster_db(tmp_path / "c") as con:
         votes = dict(con.execute('SELECT "rankId", "slowAffectCount" FROM SlowRank').fetchall())
         ops = con.execute('SELECT "SlowRank", "Count" FROM SlowOpStats').fetchall()
     assert max(votes, key=votes.__getitem__) == ours and votes[ours] >= 2  # one vote per recorded step
