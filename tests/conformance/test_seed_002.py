@@ -23,6 +23,7 @@ import pytest
 
 from tests.collector.conftest import PasswordUser, Sshd, password_user, sshd, write_ini  # noqa: F401
 from tests.conformance.facts import facts, name_regex, texts
+from tests.conformance.helpers import ACL_JSON_APP
 
 PYTHON = sys.executable
 
@@ -34,26 +35,7 @@ INI: str = facts("002")["ini"]["text"]
 TABLES: dict[str, dict[str, object]] = facts("002")["tables"]
 
 #: The application: pyACL inference with profiling from acl.json (no profiling code at all).
-MAIN = """\
-import os, sys
-import numpy as np
-from openmsprof import acl
-assert acl.init(sys.argv[1] if len(sys.argv) > 1 else None) == 0
-model_id, ret = acl.mdl.load_from_file(os.environ["SEED_MODEL"])
-desc = acl.mdl.create_desc(); acl.mdl.get_desc(desc, model_id)
-def dataset(sizes):
-    ds = acl.mdl.create_dataset()
-    for size in sizes:
-        ptr, _ = acl.rt.malloc(size, acl.ACL_MEM_MALLOC_HUGE_FIRST)
-        acl.mdl.add_dataset_buffer(ds, acl.create_data_buffer(ptr, size))
-    return ds
-inp = dataset([acl.mdl.get_input_size_by_index(desc, i) for i in range(acl.mdl.get_num_inputs(desc))])
-out = dataset([acl.mdl.get_output_size_by_index(desc, i) for i in range(acl.mdl.get_num_outputs(desc))])
-for _ in range(4):
-    assert acl.mdl.execute(model_id, inp, out) == 0
-acl.mdl.unload(model_id)
-assert acl.finalize() == 0
-"""
+MAIN = ACL_JSON_APP
 
 CLI = [PYTHON, "-m", "openmsprof"]
 

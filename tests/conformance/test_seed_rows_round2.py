@@ -17,33 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conformance.helpers import ACL_JSON_APP as ACL_APP
+
 PYTHON = sys.executable
 REPO = Path(__file__).resolve().parents[2]
 CLI = [PYTHON, "-m", "openmsprof"]
-
-#: A pyACL inference application with profiling from acl.json only (seed 002 "一键Profiling":
-#: the application calls acl.init(acl.json path) and acl.finalize(); no profiling code).
-ACL_APP = """\
-import os, sys
-from openmsprof import acl
-assert acl.init(sys.argv[1] if len(sys.argv) > 1 else None) == 0
-model_id, ret = acl.mdl.load_from_file(os.environ["SEED_MODEL"])
-assert ret == 0
-desc = acl.mdl.create_desc(); acl.mdl.get_desc(desc, model_id)
-def dataset(sizes):
-    ds = acl.mdl.create_dataset()
-    for size in sizes:
-        ptr, _ = acl.rt.malloc(size, acl.ACL_MEM_MALLOC_HUGE_FIRST)
-        acl.mdl.add_dataset_buffer(ds, acl.create_data_buffer(ptr, size))
-    return ds
-inp = dataset([acl.mdl.get_input_size_by_index(desc, i) for i in range(acl.mdl.get_num_inputs(desc))])
-out = dataset([acl.mdl.get_output_size_by_index(desc, i) for i in range(acl.mdl.get_num_outputs(desc))])
-for _ in range(4):
-    assert acl.mdl.execute(model_id, inp, out) == 0
-acl.mdl.unload(model_id)
-assert acl.finalize() == 0
-print("APP DONE")
-"""
 
 
 def _seed_acl_json(output: Path, **over: str) -> str:
