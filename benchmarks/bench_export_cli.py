@@ -186,8 +186,7 @@ def sweep(sizes: list[float], rounds: int, corunner: str, sides: dict[str, Path]
           "timeline peak RSS <= 150 MB at 10 M")
     for (m, side, on), rows in res.items():
         def med(key: str, rows: list[dict[str, float]] = rows) -> str:
-            v = [x[key] for x in rows]
-            return f"{statistics.median(v):.1f} ({min(v):.1f}-{max(v):.1f})"
+            return summary([x[key] for x in rows], ".1f")
         loads = [x[k] for x in rows for k in ("load0", "load1")]
         print(f"  {m:>4g} M [{side}] co-runner {'on ' if on else 'off'}: summary/import CPU "
               f"{summary([x['summary_cpu'] / x['import_cpu'] for x in rows])}, wall "

@@ -154,7 +154,6 @@ def _import_child(job: Path) -> dict[str, Any]:
 
 def main() -> int:
     import shutil
-    import statistics
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from corunner import CoRunner, corunner_modes, loadavg, summary
@@ -198,7 +197,7 @@ def main() -> int:
           "targets: >= 1,000,000 records/s, import/bare rows/s >= 0.70, peak RSS <= 300 MB at 10 M")
     for on, v in res.items():
         def med(vals: list[float]) -> str:
-            return f"{statistics.median(vals):,.0f} ({min(vals):,.0f}-{max(vals):,.0f})"
+            return summary(vals, ",.0f")
         loads = [x[k] for x in v for k in ("load0", "load1")]
         print(f"  co-runner {'on ' if on else 'off'}: records/s wall {med([x['records'] / x['wall'] for x in v])}, "
               f"per CPU-second {med([x['records'] / x['cpu'] for x in v])}; "

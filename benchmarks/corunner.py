@@ -103,8 +103,8 @@ def measured() -> Iterator[dict[str, float]]:
     out["load"] = loadavg()
 
 
-def summary(ratios: Sequence[float]) -> str:
-    """``median (min–max)`` of per-round ratios."""
-    if not ratios:
+def summary(values: Sequence[float], fmt: str = ".3f") -> str:
+    """``median (min–max)`` of per-round values (ratios by default, 3 decimals)."""
+    if not values:
         return "n/a"
-    return f"{statistics.median(ratios):.3f} ({min(ratios):.3f}–{max(ratios):.3f})"
+    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}–{max(values):{fmt}})"
