@@ -11,15 +11,16 @@ op_key, op_name, group_name, start_us, elapse_ms, transit_ms, wait_ms, sync_ms, 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
 from openmsprof.cluster import memcap
 
-__all__ = ["TABLES", "connect"]
+__all__ = ["TABLES", "connect", "has", "memo"]
 
-#: the views ``connect`` made, for its latest connection
-_MADE: dict[int, tuple[duckdb.DuckDBPyConnection, set[str]]] = {}
+#: what is known of the latest connection used (one at a time: no growth in a long-lived process)
+_LATEST: list[tuple[duckdb.DuckDBPyConnection, dict[str, Any]]] = []
 
 TABLES = ("kernels", "step_trace", "comm", "comm_bw", "matrix", "op_by_type", "op_by_name", "gaps")
 
@@ -36,7 +37,7 @@ def connect(store_root: Path, ranks: list[int] | None = None, threads: int | Non
     con.execute("SET preserve_insertion_order=false")
     if threads:
         con.execute(f"SET threads={int(threads)}")
-    made = set()
+    made: set[str] = set()
     for table in TABLES:
         files = sorted(str(p) for p in store_root.glob(f"rank*/{table}.parquet")
                        if ranks is None or int(p.parent.name[4:]) in ranks)
@@ -44,15 +45,21 @@ def connect(store_root: Path, ranks: list[int] | None = None, threads: int | Non
             listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
             con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listing}], union_by_name=true)")
             made.add(table)
-    _MADE.clear()  # one connection at a time: no growth over a long-lived process
-    _MADE[id(con)] = (con, made)
+    memo(con)["views"] = made
     return con
+
+
+def memo(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """Facts derived once from ``con``'s views, which never change (``views``: those ``connect``
+    made; others by their users); another connection's are forgotten when one is asked for."""
+    if not _LATEST or _LATEST[0][0] is not con:
+        _LATEST[:] = [(con, {})]
+    return _LATEST[0][1]
 
 
 def has(con: duckdb.DuckDBPyConnection, view: str) -> bool:
     """Whether a view or table of that name exists."""
-    made = _MADE.get(id(con))
-    if made is not None and made[0] is con and view in made[1]:  # views are never dropped
+    if view in memo(con).get("views", ()):  # views are never dropped
         return True
     row = con.execute("SELECT (SELECT count(*) FROM duckdb_views() WHERE view_name = $n) + "
                       "(SELECT count(*) FROM duckdb_tables() WHERE table_name = $n)", {"n": view}).fetchone()

@@ -12,7 +12,7 @@ from typing import Any
 import duckdb
 import orjson
 
-from openmsprof.cluster.sqlviews import has
+from openmsprof.cluster.sqlviews import has, memo
 from openmsprof.export.ascend_pt.communication import double_hash
 
 __all__ = ["communication_groups", "communication_json", "double_hash", "group_json", "matrix_json"]
@@ -24,15 +24,12 @@ def _ratio(a: float, b: float) -> float:
     return 0 if abs(b) < 1e-15 else round(a / b, 4)
 
 
-#: communication_groups per connection (the three files share one answer; the views are read-only)
-_GROUPS: dict[int, tuple[duckdb.DuckDBPyConnection, dict[str, dict[str, set[int]]]]] = {}
-
-
 def communication_groups(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, set[int]]]:
-    """{'collective'|'p2p': {group_name: ranks}} from every op of every rank (comm and matrix)."""
-    hit = _GROUPS.get(id(con))
-    if hit is not None and hit[0] is con:
-        return hit[1]
+    """{'collective'|'p2p': {group_name: ranks}} from every op of every rank (comm and matrix),
+    computed once per connection (the three files share it)."""
+    known = memo(con)
+    if "groups" in known:
+        return known["groups"]  # type: ignore[no-any-return]
     groups: dict[str, dict[str, set[int]]] = {"collective": defaultdict(set), "p2p": defaultdict(set)}
     views = [v for v in ("comm", "matrix") if has(con, v)]
     if views:
@@ -41,8 +38,7 @@ def communication_groups(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, 
         for kind, group, rank in con.execute(sql).fetchall():
             if kind in groups:
                 groups[kind][group].add(int(rank))
-    _GROUPS.clear()  # one connection at a time: no growth over a long-lived process
-    _GROUPS[id(con)] = (con, groups)
+    known["groups"] = groups
     return groups
 
 
