@@ -115,7 +115,7 @@ class TraceReader:
                 m = _EVENTS_RE.search(buf)
                 if m is None or buf[:m.start()].lstrip()[:1] != b"{":
                     raise _NotKinetoLayout()
-                head = self.header = self._parse_obj(buf[:m.start()].rstrip().rstrip(b",") + b"}")
+                head = self.header = self._parse(buf[:m.start()].rstrip().rstrip(b",") + b"}", dict)
                 base = head.get("baseTimeNanoseconds")
                 self.base_ns = base if isinstance(base, int) and not isinstance(base, bool) else None
                 buf = buf[m.end():]
@@ -142,27 +142,18 @@ class TraceReader:
             yield self._parse(b"[" + buf[:end] + b"]")
             tail = buf[end + len(_END):].strip()
             if tail != b"}":
-                rest = self._parse_obj(b"{" + tail[1:]) if tail[:1] == b"," else None
+                rest = self._parse(b"{" + tail[1:], dict) if tail[:1] == b"," else None
                 if rest is None or "baseTimeNanoseconds" in rest or "traceEvents" in rest:
                     raise _NotKinetoLayout()
 
     @staticmethod
-    def _parse_obj(data: bytes) -> dict[str, Any]:
+    def _parse(data: bytes, kind: type = list) -> Any:
+        """``data`` as JSON of ``kind``; anything else is not Kineto's layout."""
         try:
             out = orjson.loads(data)
         except orjson.JSONDecodeError:
             raise _NotKinetoLayout() from None
-        if not isinstance(out, dict):
-            raise _NotKinetoLayout()
-        return out
-
-    @staticmethod
-    def _parse(data: bytes) -> list[Any]:
-        try:
-            out = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            raise _NotKinetoLayout() from None
-        if not isinstance(out, list):
+        if not isinstance(out, kind):
             raise _NotKinetoLayout()
         return out
 
