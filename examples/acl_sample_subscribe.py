@@ -21,7 +21,8 @@ if len(sys.argv) > 1:
 else:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import models
-    MODEL_PATH = str(models.save_all(tempfile.mkdtemp(prefix="acl_sample_"))["resnet_mish"])
+    _MODELS = tempfile.TemporaryDirectory(prefix="acl_sample_")  # removed when the program ends
+    MODEL_PATH = str(models.save_all(_MODELS.name)["resnet_mish"])
 EXECUTES = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 
 

@@ -41,8 +41,9 @@ profiling_options = '{"output":"/tmp/profiling","training_trace":"on","task_trac
 profiling_options = profiling_options.replace("/tmp/profiling", output)
 profiling_config = ProfilingConfig(enable_profiling=True, profiling_options = profiling_options)
 session_config=tf1.ConfigProto()
+_MODEL_DIR = tempfile.TemporaryDirectory(prefix="omsp_est_")  # removed when the program ends
 config = NPURunConfig(profiling_config=profiling_config, session_config=session_config,
-                      model_dir=tempfile.mkdtemp(prefix="omsp_est_"), log_step_count_steps=None)
+                      model_dir=_MODEL_DIR.name, log_step_count_steps=None)
 estimator = NPUEstimator(model_fn=model_fn, config=config)
 estimator.train(input_fn, steps=steps)
 print("done")

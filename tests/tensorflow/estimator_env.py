@@ -31,7 +31,8 @@ def input_fn():
     return tf.data.Dataset.from_tensor_slices(data).repeat().batch(8)
 
 
-config = NPURunConfig(model_dir=tempfile.mkdtemp(prefix="omsp_est_"), log_step_count_steps=None)
+_MODEL_DIR = tempfile.TemporaryDirectory(prefix="omsp_est_")  # removed when the program ends
+config = NPURunConfig(model_dir=_MODEL_DIR.name, log_step_count_steps=None)
 est = NPUEstimator(model_fn=model_fn, config=config)
 est.train(input_fn, steps=int(sys.argv[1]))
 if len(sys.argv) > 2:

@@ -40,8 +40,9 @@ def input_fn(repeat=True):
 
 
 options = json.dumps({"output": sys.argv[1], "training_trace": "on", "task_trace": "on"})
+_MODEL_DIR = tempfile.TemporaryDirectory(prefix="omsp_est_")  # removed when the program ends
 config = NPURunConfig(profiling_config=ProfilingConfig(enable_profiling=True, profiling_options=options),
-                      model_dir=tempfile.mkdtemp(prefix="omsp_est_"), log_step_count_steps=None)
+                      model_dir=_MODEL_DIR.name, log_step_count_steps=None)
 est = NPUEstimator(model_fn=model_fn, config=config)
 est.train(input_fn, steps=3)
 print("eval", est.evaluate(input_fn, steps=2)["loss"])
