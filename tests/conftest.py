@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,6 +106,58 @@ def _reason(rep: pytest.TestReport) -> str:
     return text.removeprefix("Skipped: ")
 
 
+#: the session's own temp dir (set in the environment, so subprocesses and xdist workers share it)
+TEMP_ENV = "OPENMSPROF_TEST_TMPDIR"
+TEMP_PREFIX = "openmsprof-tests-"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every temp file of the run (pytest's tmp_path, ``tempfile`` in the tests and in every
+    process they start) goes into one directory of the session's own, removed at the end when the
+    run passed, so nothing piles up in the machine's temp dir. Dirs of dead earlier runs go first."""
+    if os.environ.get(TEMP_ENV):  # an xdist worker or a nested run: the controller's dir
+        tempfile.tempdir = os.environ["TMPDIR"] = os.environ[TEMP_ENV]
+        return
+    base = Path(tempfile.gettempdir())
+    for old in base.glob(TEMP_PREFIX + "*"):
+        pid = old.name.removeprefix(TEMP_PREFIX)
+        if pid.isdigit() and not old.is_symlink() and not _pid_alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    root = base / f"{TEMP_PREFIX}{os.getpid()}"
+    root.mkdir(mode=0o700, exist_ok=True)
+    os.environ[TEMP_ENV] = os.environ["TMPDIR"] = tempfile.tempdir = str(root)
+    config.stash[_TEMP_KEY] = root
+
+
+_TEMP_KEY = pytest.StashKey[Path]()
+
+
+#: written by others, not by us: ``import onnxruntime`` writes ``$TMPDIR/.ses`` (51 bytes)
+FOREIGN_TEMP = {".ses"}
+
+
+def temp_litter(root: Path) -> list[str]:
+    """What the run left in its temp dir besides pytest's own tmp_path tree and FOREIGN_TEMP."""
+    return sorted(p.name for p in root.iterdir()
+                  if not p.name.startswith("pytest-of-") and p.name not in FOREIGN_TEMP)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    root = config.stash.get(_TEMP_KEY, None)
+    if root is not None and getattr(config, "_openmsprof_passed", False):
+        shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: after the short test summary
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
                             config: pytest.Config) -> Iterator[None]:
@@ -111,6 +165,16 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     reasons = [_reason(rep) for rep in terminalreporter.stats.get("skipped", [])
                if getattr(rep, "when", "") in ("setup", "call", "teardown")]
     terminalreporter.write_line(skip_summary(reasons), yellow=bool(reasons), green=not reasons)
+    root = config.stash.get(_TEMP_KEY, None)
+    if root is not None:
+        left = temp_litter(root)
+        config._openmsprof_passed = exitstatus == 0  # type: ignore[attr-defined]
+        if left:
+            terminalreporter.write_line(f"openmsprof: {len(left)} temp entries left outside tmp_path "
+                                        f"(removed with {root} when the run passes): {', '.join(left[:8])}",
+                                        yellow=True)
+        if exitstatus != 0:
+            terminalreporter.write_line(f"openmsprof: the run's temp files are kept in {root}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
