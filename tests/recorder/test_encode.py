@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from openmsprof.recorder import buffers, core, encode, pymarkers, rawfile, session
+from openmsprof.recorder.datadir import DataDir
 from openmsprof.recorder.encode import Encoder
 from openmsprof.recorder.records import Kind
+from openmsprof.sources import markers  # noqa: F401 - its session listener turns the markers on
 
 
 def _decode(data: memoryview) -> np.ndarray:
@@ -56,21 +58,38 @@ def test_impossible_kinds_are_dropped_and_counted_in_any_piece() -> None:
     assert recs["a"].tolist() == good and set(recs["kind"].tolist()) == {Kind.PUSH}
 
 
-def _pairs(n: int, first_a: int = 0) -> list[int]:
-    t0 = time.perf_counter_ns() - 10 * n - 100
-    return [x for i in range(n) for x in (t0 + 10 * i, 1 | (first_a + i) << 8)]
+def _pairs(n: int, first_a: int = 0, low_byte: int | None = None) -> list[int]:
+    """n marks 10 ns apart; ``low_byte``: the timestamps' low byte (the one a code's kind is in)."""
+    t0 = time.perf_counter_ns() - 10 * n - 1000
+    if low_byte is not None:
+        t0 -= (t0 - low_byte) % 256
+    step = 10 if low_byte is None else 256
+    t0 -= step * n
+    return [x for i in range(n) for x in (t0 + step * i, 1 | (first_a + i) << 8)]
 
 
+def _encoder(tmp_path: Path, strings: int) -> Encoder:
+    """An encoder whose host string table has ``strings`` ids interned (the codes' ids)."""
+    enc = Encoder()
+    enc.host = DataDir(tmp_path, "host")
+    for i in range(strings):
+        enc.host.strings.intern(f"m{i}")
+    return enc
+
+
+@pytest.mark.parametrize("low_byte", [None, 2])
 @pytest.mark.parametrize("where", [0, 1, 7, 2 * encode.PIECE - 1])
-def test_a_record_half_appended_mid_run_costs_that_record_only(where: int) -> None:
+def test_a_record_half_appended_mid_run_costs_that_record_only(tmp_path: Path, where: int,
+                                                              low_byte: int | None) -> None:
     """A producer interrupted between its two appends (KeyboardInterrupt, a signal handler that
     raises) leaves a lone timestamp: every later pair is shifted by one int.  The encoder
-    realigns: all the complete records, one counted invalid."""
+    realigns: all the complete records, one counted invalid; also when the next timestamp's low
+    byte reads as a kind (``low_byte=2``: it is no code, its ids were never interned)."""
     n = 2 * encode.PIECE
-    marks = _pairs(n)
+    marks = _pairs(n, low_byte=low_byte)
     marks.insert(2 * where, marks[2 * where] - 1)  # the interrupted call's timestamp
     take = len(marks) & ~1  # odd length: the last int waits (it is a complete record's ts here)
-    enc = Encoder()
+    enc = _encoder(tmp_path, n)
     enc.ts_lo = marks[0] - 10**9
     data, count, used, dropped = enc._encode_marks(marks, take, np.empty(3 * take, dtype="<i8"), tid=3)
     recs = _decode(data)
@@ -82,8 +101,8 @@ def test_a_record_half_appended_mid_run_costs_that_record_only(where: int) -> No
     assert len(rest) == 2 and rest[1] & 0xFF == Kind.MARK, "the list is realigned"
 
 
-def test_a_lone_timestamp_at_the_end_waits_and_a_lone_code_is_dropped() -> None:
-    enc = Encoder()
+def test_a_lone_timestamp_at_the_end_waits_and_a_lone_code_is_dropped(tmp_path: Path) -> None:
+    enc = _encoder(tmp_path, 4)
     marks = _pairs(4)
     enc.ts_lo = marks[0] - 10**9
     marks.insert(4, 99)  # a stray int that is neither: counted, skipped
@@ -104,6 +123,8 @@ def test_reused_arrays_carry_nothing_from_a_larger_earlier_chunk(out_dir: Path, 
     try:
         marks = buffers.allot_marks()
         code = 1 | 5 << 8
+        for i in range(3100):  # the ids the codes below carry are interned ones
+            s.host_dir.strings.intern(f"s{i}")
         with s.flusher._lock:  # the flusher thread stays out while this test drains by hand
             for batch in (3000, 10):
                 for i in range(batch):
@@ -148,3 +169,26 @@ def test_a_half_record_in_a_live_session_costs_one_counted_record(out_dir: Path,
     drops = s.overhead["drops_by_thread_kind"][str(threading.get_native_id())]
     assert drops == {"invalid": 1} and s.overhead["records_dropped"] == 1
     assert "openmsprofDropped" in (s.job.host / "end_info").read_text()
+
+
+def test_a_drain_with_no_valid_record_counts_them_and_collection_goes_on(out_dir: Path, python_core: None) -> None:
+    """A thread whose whole run is impossible pairs (codes with ids never interned) or one
+    interrupted mark: each counted, none written, and the session keeps collecting."""
+    s = session.start(output=out_dir)
+    try:
+        marks = buffers.allot_marks()
+        with s.flusher._lock:
+            for i in range(300):
+                marks += [time.perf_counter_ns(), 1 | (10**6 + i) << 8]
+            s.flusher._drain(wait=True)
+            assert len(marks) == 0
+        pymarkers.mark("after")
+    finally:
+        session.stop()
+    assert "collection stopped early" not in (s.job.host / "end_info").read_text()
+    drops = s.overhead["drops_by_thread_kind"][str(threading.get_native_id())]
+    assert drops == {"invalid": 300} and s.overhead["records_dropped"] == 300
+    recs = rawfile.read_all_records(s.job.host_data)
+    mine = recs[(recs["tid"] == threading.get_native_id()) & (recs["kind"] == Kind.MARK)]
+    strings = rawfile.read_strings(s.job.host_data)
+    assert [strings[a] for a in mine["a"].tolist()] == ["after"]

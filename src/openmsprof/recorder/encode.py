@@ -47,9 +47,9 @@ class Encoder:
         The ints are converted :data:`PIECE` at a time, so ``np.fromiter``'s temporary stays
         under malloc's mmap threshold and is reused from the heap instead of page-faulted in
         every cycle (``work`` is reused by the caller for the same reason); the records are
-        then built with six numpy calls for the whole run (each may hand the GIL to a producer,
+        then built with eight numpy calls for the whole run (each may hand the GIL to a producer,
         so their number is kept low).  Kinds and timestamps are checked with one min and one
-        max each; a run with an impossible pair (a producer interrupted between its two
+        max each, message ids with one max; a run with an impossible pair (a producer interrupted between its two
         appends, by KeyboardInterrupt or a signal handler, shifts every later pair by one int)
         goes to :meth:`_resync_marks`, which drops and counts what cannot be a record."""
         flat = work[2 * take:3 * take]
@@ -63,31 +63,42 @@ class Encoder:
         out = work[:4 * n].reshape(n, 4)
         word0 = out[:, 0]
         np.bitwise_and(pairs[:, 1], 0xFF, out=word0)
+        np.right_shift(pairs[:, 1], 8, out=out[:, 3])
+        np.bitwise_and(out[:, 3], _MASK32, out=out[:, 1])  # message ids (out[:, 1] is t0 later)
         if n and (int(word0.min()) < 1 or int(word0.max()) > 3 or int(pairs[:, 0].min()) < self.ts_lo
-                  or int(pairs[:, 0].max()) > time.perf_counter_ns()):
+                  or int(pairs[:, 0].max()) > time.perf_counter_ns() or int(out[:, 1].max()) >= self._ids_top()):
             pairs, used, bad = self._resync_marks(flat.tolist())  # a copy: flat may be overwritten by out
             n = len(pairs)
             out = work[:4 * n].reshape(n, 4)
             word0 = out[:, 0]
             np.bitwise_and(pairs[:, 1], 0xFF, out=word0)
+            np.right_shift(pairs[:, 1], 8, out=out[:, 3])
+            if not n:  # nothing valid (a view with a zero dimension cannot be cast)
+                return memoryview(b""), 0, used, bad
         hi = (tid & _MASK32) << 32
         np.bitwise_or(word0, hi - (1 << 64) if hi >= 1 << 63 else hi, out=word0)
         out[:, 1:3] = pairs[:, :1]  # t0 = t1 = ts
-        np.right_shift(pairs[:, 1], 8, out=out[:, 3])
         return out.data.cast("B"), n, used, bad
+
+    def _ids_top(self) -> int:
+        """One past the highest string id interned so far: a code's message and domain ids lie
+        below it (a producer interns before it appends); unbounded without a host table."""
+        host = getattr(self, "host", None)
+        return host.strings.next_id if host is not None else 1 << 40
 
     def _resync_marks(self, ints: list[int]) -> tuple[np.ndarray, int, int]:
         """The valid (ts, code) pairs of a run with impossible ones, the ints used, and the
         records skipped.  A pair
-        is valid when its code's kind is 1-3 and its timestamp lies between :attr:`ts_lo` and
-        now.  At an invalid pair, the pair after it valid means one bad record (skipped whole);
-        else the pair one int later valid means a lone int (a record half-appended: skipped, and
-        the run realigned).  Each skip counts one record.  A lone int
+        is valid when its code's kind is 1-3, its ids are interned ones and its timestamp lies
+        between :attr:`ts_lo` and now.  At an invalid pair, the pair after it valid means one bad
+        record (skipped whole); else the pair one int later valid means a lone int (a record
+        half-appended: skipped, and the run realigned).  Each skip counts one record.  A lone int
         left at the end is not used: its second half is still in the producer's list."""
-        lo, hi = self.ts_lo, time.perf_counter_ns()
+        lo, hi, top = self.ts_lo, time.perf_counter_ns(), self._ids_top()
 
-        def ok(j: int) -> bool:
-            return lo <= ints[j] <= hi and 1 <= ints[j + 1] & 0xFF <= 3
+        def ok(j: int) -> bool:  # a timestamp whose low byte reads 1-3 is no code: its ids are too high
+            c = ints[j + 1]
+            return lo <= ints[j] <= hi and 1 <= c & 0xFF <= 3 and (c >> 8) & _MASK32 < top and c >> 40 < top
 
         good: list[int] = []
         i, end, bad = 0, len(ints), 0
