@@ -54,8 +54,9 @@ STEP_COLUMNS_KEY = "step_trace_columns"
 # the CSV reader this replaces (pyarrow's defaults): cells read as null, and the typed cells
 _NULLS = frozenset(("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
                     "N/A", "NA", "NULL", "NaN", "n/a", "nan", "null"))
-_INT = re.compile(r"[+-]?[0-9]+\Z")
-_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z|[+-]?(?i:inf|infinity|nan)\Z")
+_INT = re.compile(r"\s*(?:-?[0-9]+|0[xX][0-9a-fA-F]+)\s*\Z")  # (hexadecimal unsigned only, as pyarrow)
+_FLOAT = re.compile(r"\s*[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))\s*\Z")
+_INT64 = range(-(1 << 63), 1 << 63)
 _BOOL = {"1": 1.0, "True": 1.0, "TRUE": 1.0, "true": 1.0, "0": 0.0, "False": 0.0, "FALSE": 0.0, "false": 0.0}
 
 
@@ -68,13 +69,19 @@ def num(v: Any) -> float | str:
     return f if f - f == 0 else repr(f)
 
 
+def _int(cell: str) -> int:
+    text = cell.strip()
+    return int(text, 16) if text[1:2] in ("x", "X") else int(text)
+
+
 def _column(cells: list[str]) -> list[float | str | None]:
     """One step_trace column as floats, converted as the pyarrow-typed column was (see the module doc)."""
     seen = [c for c in cells if c not in _NULLS]
     if not seen:
         return [0.0] * len(cells)
-    if all(_INT.match(c) for c in seen):
-        return [0.0 if c in _NULLS else num(c) for c in cells]
+    ints = [_int(c) for c in seen] if all(_INT.match(c) for c in seen) else []
+    if ints and all(v in _INT64 for v in ints):
+        return [0.0 if c in _NULLS else float(_int(c)) for c in cells]
     if all(c in _BOOL for c in seen):
         return [_BOOL.get(c, 0.0) for c in cells]
     if all(_FLOAT.match(c) for c in seen):
