@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from openmsprof.cluster import rank_pt
+from openmsprof.cluster import rank_pt, rank_small
 from tests.cluster.conftest import copy_tree
 
 OUT = "ASCEND_PROFILER_OUTPUT"
@@ -67,8 +67,8 @@ def test_oversized_inputs_are_refused_before_reading(synthetic: Path, tmp_path: 
     from openmsprof.cluster import run_cluster
 
     root = copy_tree(synthetic, tmp_path / "job")
-    monkeypatch.setattr(rank_pt, "STEP_TRACE_MAX_BYTES", 10)
-    monkeypatch.setattr(rank_pt, "COMM_MAX_BYTES", 10)
+    monkeypatch.setattr(rank_small, "STEP_TRACE_MAX_BYTES", 10)
+    monkeypatch.setattr(rank_small, "COMM_MAX_BYTES", 10)
     monkeypatch.setattr(rank_pt, "KERNEL_MAX_BYTES", 10)
     run = run_cluster(root, ["all"], tmp_path / "o", workers=1)
     text = "\n".join(run.problems)

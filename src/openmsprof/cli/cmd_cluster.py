@@ -56,23 +56,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def run(args: argparse.Namespace) -> int:
     try:  # here, not at the top: the package pulls in pandas/DuckDB/pyarrow (~120 MB, ~1 s) that
         # every other verb would pay for when main() builds the parsers (issue 26)
-        from openmsprof.cluster import flight_ranks
         from openmsprof.cluster.analyse import run_cluster
+        from openmsprof.cluster.discover import find_flight_jobs
     except ImportError as exc:
         raise ConfigError(f"openmsprof cluster needs {exc.name}: pip install 'openmsprof[cluster]'") from None
 
     root = resolve_output(args.dir, "cluster input")
     output = resolve_output(args.output, "cluster output") if args.output else None
     modes = [m for spec in args.modes for m in spec.split(",") if m] or ["all"]
-    diag = flight_ranks.diagnose(Path(root))
-    if diag is not None:
-        for line in flight_ranks.render(diag):
-            print(line)
-        target = fs.make_dir(Path(output or root) / "cluster_analysis_output")
-        fs.write_file_atomic(target / "flight_diagnosis.json", orjson.dumps(diag, option=orjson.OPT_INDENT_2))
-        print(target / "flight_diagnosis.json")
-        if all((p / "host" / "flight.json").is_file() for p in _prof_jobs(Path(root))):
-            return 0  # flight dumps only: their history has no tasks or communication for the views
+    if find_flight_jobs(Path(root)):  # the flight readers (numpy, the importer) only when there are dumps
+        from openmsprof.cluster import flight_ranks
+
+        diag = flight_ranks.diagnose(Path(root))
+        if diag is not None:
+            for line in flight_ranks.render(diag):
+                print(line)
+            target = fs.make_dir(Path(output or root) / "cluster_analysis_output")
+            fs.write_file_atomic(target / "flight_diagnosis.json", orjson.dumps(diag, option=orjson.OPT_INDENT_2))
+            print(target / "flight_diagnosis.json")
+            if all((p / "host" / "flight.json").is_file() for p in _prof_jobs(Path(root))):
+                return 0  # flight dumps only: their history has no tasks or communication for the views
     res = run_cluster(Path(root), modes, output and Path(output), scheduler=args.scheduler,
                       scheduler_file=args.scheduler_file, workers=args.workers, shared=not args.files_on_workers,
                       memory_limit=args.memory_limit, annotate=args.annotate)

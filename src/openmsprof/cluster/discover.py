@@ -15,7 +15,7 @@ from pathlib import Path
 from openmsprof.config.errors import ConfigError, ProfilingError
 from openmsprof.fileio.read_guard import read_json
 
-__all__ = ["Discovery", "RankSource", "discover"]
+__all__ = ["Discovery", "RankSource", "discover", "find_flight_jobs"]
 
 _INFO = re.compile(r"^profiler_info_(\d+)\.json$")
 _STAMP = re.compile(r"_(\d{8,})_ascend_pt$")
@@ -123,3 +123,21 @@ def discover(root: Path) -> Discovery:
         raise ConfigError(f"cluster input {root}: no rank outputs (*_ascend_pt with profiler_info_{{rank}}.json, "
                           "or PROF_* jobs)")
     return out
+
+
+def find_flight_jobs(root: Path, depth: int = 3) -> list[Path]:
+    """Flight recorder jobs: ``PROF_*`` dirs with ``host/flight.json`` under ``root`` (``root`` itself included)."""
+    found: list[Path] = []
+    level = [root]
+    for _ in range(depth + 1):
+        nxt = []
+        for d in level:
+            if (d / "host" / "flight.json").is_file():
+                found.append(d)
+                continue
+            try:
+                nxt += [c for c in sorted(d.iterdir()) if c.is_dir() and not c.is_symlink()]
+            except OSError:
+                continue
+        level = nxt
+    return found

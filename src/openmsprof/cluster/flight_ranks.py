@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from openmsprof.analysis.flight_explain import load_flight, top_frame
+from openmsprof.cluster.discover import find_flight_jobs
 from openmsprof.config.errors import RawDataError
 from openmsprof.fileio.read_guard import read_regular
 from openmsprof.flight.dump import TORCH_FR_FILE
@@ -42,24 +43,6 @@ def read_torch_fr(path: Path) -> dict[str, Any] | None:
     except (orjson.JSONDecodeError, pickle.UnpicklingError, EOFError, ValueError, TypeError):
         return None
     return doc if isinstance(doc, dict) and isinstance(doc.get("entries"), list) else None
-
-
-def find_flight_jobs(root: Path, depth: int = 3) -> list[Path]:
-    """``PROF_*`` dirs with ``host/flight.json`` under ``root`` (``root`` itself included)."""
-    found: list[Path] = []
-    level = [root]
-    for _ in range(depth + 1):
-        nxt = []
-        for d in level:
-            if (d / "host" / "flight.json").is_file():
-                found.append(d)
-                continue
-            try:
-                nxt += [c for c in sorted(d.iterdir()) if c.is_dir() and not c.is_symlink()]
-            except OSError:
-                continue
-        level = nxt
-    return found
 
 
 def _collective(frames: list[list[Any]]) -> str | None:

@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
-import numpy as np
+import orjson
 
+from openmsprof.cluster.rank_small import read_small, scan_sql
 from openmsprof.cluster.sqlviews import has
 from openmsprof.fileio import fs
 
-if TYPE_CHECKING:  # pandas is imported where a frame is made (not for step_trace / communication)
+if TYPE_CHECKING:  # pandas and numpy are imported where a frame is made (not for step_trace / communication)
+    import numpy as np
     import pandas as pd
 
 __all__ = ["EXACT_LIMIT", "compute_op_frames", "rank_gaps", "rank_op_stats"]
@@ -61,7 +63,7 @@ GAPS = """
 COPY (
   WITH c AS (SELECT step, op_key, start_us AS w1,
                     lag(start_us + elapse_ms * 1000) OVER (ORDER BY start_us) AS prev_end
-             FROM read_parquet({comm}) WHERE type = 'collective'),
+             FROM {comm} WHERE type = 'collective'),
   win AS (SELECT step, op_key, coalesce(prev_end, w1 - 1e12) AS w0, w1 FROM c)
   SELECT any_value(k.rank) AS rank, win.step, win.op_key, k.name,
          sum(least(k.start_us + k.dur_us, win.w1) - k.start_us) AS us
@@ -74,19 +76,23 @@ COPY (
 def rank_gaps(out: Path) -> None:
     """``gaps.parquet``: per collective of this rank, operator time (µs) by name between its
     previous collective's end and its start — what the slow-rank cause compares across ranks."""
-    if not (out / "comm.parquet").exists() or not (out / "kernels.parquet").exists():
+    comm = read_small(out).get("comm")
+    if not comm or not (out / "kernels.parquet").exists():
         return
+    src = out / ".comm.json"  # (DuckDB reads files: the store keeps the table inside small.json)
     con = duckdb.connect(":memory:")
     try:
+        fs.write_file_atomic(src, orjson.dumps(comm))
         con.execute("SET threads=1")
         con.execute("SET memory_limit='256MB'")
         tmp = out / "gaps.parquet.tmp"
-        con.execute(GAPS.format(comm=_quote(out / "comm.parquet"), kernels=_quote(out / "kernels.parquet"),
+        con.execute(GAPS.format(comm=scan_sql("comm", str(src)), kernels=_quote(out / "kernels.parquet"),
                                 dst=_quote(tmp)))
         os.chmod(tmp, fs.FILE_MODE)
         os.replace(tmp, out / "gaps.parquet")
     finally:
         con.close()
+        src.unlink(missing_ok=True)
 
 
 def _ranked(con: duckdb.DuckDBPyConnection, view: str, order: list[str]) -> pd.DataFrame:
@@ -100,6 +106,8 @@ def _ranked(con: duckdb.DuckDBPyConnection, view: str, order: list[str]) -> pd.D
 
 
 def _weighted_quantiles(points: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]) -> list[float]:
+    import numpy as np
+
     order = np.argsort(points, kind="stable")
     p, w = points[order], weights[order]
     cum = np.cumsum(w) - w / 2
@@ -109,6 +117,7 @@ def _weighted_quantiles(points: np.ndarray, weights: np.ndarray, qs: tuple[float
 def _merged_all_stats(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """all_stats from the per-rank tables: counts, sums, extremes, mean and std exact; quartiles
     from the ranks' percentile points weighted by their counts (error ≲ 1 percentile)."""
+    import numpy as np
     import pandas as pd
 
     df = con.execute("SELECT OpType, TaskType, MinNs, MaxNs, Count, SumNs, _SumSq, _Pct FROM op_by_type").df()

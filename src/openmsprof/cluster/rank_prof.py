@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -42,8 +43,8 @@ def _union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
     return int(run_end[-1] - starts[0] - gaps.sum())
 
 
-def read_prof(rank: int, job: Path) -> tuple[pa.Table, pa.Table]:
-    """(kernels, step_trace) of one PROF_ job."""
+def read_prof(rank: int, job: Path) -> tuple[pa.Table, tuple[list[str], list[list[Any]]]]:
+    """(kernels, step_trace as (columns, rows)) of one PROF_ job."""
     db = ensure_imported(job, progress=False)
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
@@ -73,10 +74,6 @@ def read_prof(rank: int, job: Path) -> tuple[pa.Table, pa.Table]:
         "dur_us": pa.array((end - start) / 1000, pa.float64()),
         "input_shapes": pa.array([r[5] for r in rows], pa.string()),
     }, schema=KERNEL_SCHEMA)
-    zeros = [0.0] * len(step_rows)
-    cols = {"rank": pa.array([rank] * len(step_rows), pa.int32()),
-            "step": pa.array([r[0] for r in step_rows], pa.string())}
-    for name in STEP_COLUMNS:
-        cols[name] = pa.array({"Computing": [r[1] for r in step_rows], "Free": [r[2] for r in step_rows],
-                               "Stage": [r[3] for r in step_rows]}.get(name, zeros), pa.float64())
-    return kernels, pa.table(cols)
+    value = {"Computing": 1, "Free": 2, "Stage": 3}
+    steps_out = [[rank, r[0], *(r[value[c]] if c in value else 0.0 for c in STEP_COLUMNS)] for r in step_rows]
+    return kernels, (["rank", "step", *STEP_COLUMNS], steps_out)

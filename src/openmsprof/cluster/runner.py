@@ -15,14 +15,16 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
-from rich.progress import Progress
 
 from openmsprof.cluster.discover import RankSource
 from openmsprof.cluster.store import cached_partial, parse_rank
 from openmsprof.config.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 __all__ = ["RETRIES", "WORKER_BUDGET", "local_workers", "run_dask", "run_local"]
 
@@ -45,6 +47,8 @@ def local_workers(n_ranks: int, requested: int | None = None) -> int:
 def _progress(total: int) -> Progress | None:
     if not sys.stderr.isatty():
         return None
+    from rich.progress import Progress  # (on a terminal only: its import is ~80 ms)
+
     bar = Progress(transient=True)
     bar.start()
     bar.add_task("parsing ranks", total=total)

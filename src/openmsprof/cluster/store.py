@@ -1,13 +1,18 @@
-"""Parse one rank once into its columnar store (Parquet files under ``STORE/rank{N}/``).
+"""Parse one rank once into its store under ``STORE/rank{N}/``: the kernels (and what the
+worker derives from them) as Parquet, the small tables (step trace, communication, links) in
+one ``small.json`` that DuckDB reads with a fixed schema (:mod:`.rank_small`).
 
 The store is keyed by the source files' size and mtime: a second run over unchanged input reuses
 it without reading the sources.  What goes back to the caller is a small ``partial`` dict (counts,
-problems, the clock pair, and the small tables as Parquet bytes so that a parent on another host
-can rebuild them); the kernel table stays in the store.
+problems, the clock pair, and small.json's bytes so that a parent on another host can rebuild
+it); the kernel table stays in the store.  Only the kernel path imports pyarrow: a
+``step_trace``/``communication`` run parses its ranks without it (and without the pandas its
+array constructors import).
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import os
 import time
@@ -15,27 +20,22 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from openmsprof.cluster.discover import RankSource
-from openmsprof.cluster.opstats import rank_gaps, rank_op_stats
-from openmsprof.cluster.rank_prof import read_prof
-from openmsprof.cluster.rank_pt import (
-    KERNEL_SCHEMA,
+from openmsprof.cluster.rank_small import (
     OUT,
+    SMALL_FILE,
+    STEP_COLUMNS_KEY,
     comm_tables,
     read_step_trace,
-    stream_kernels,
 )
 from openmsprof.config.errors import ProfilingError
 from openmsprof.fileio import fs
 from openmsprof.fileio.read_guard import read_json
 
-__all__ = ["SMALL_TABLES", "cached_partial", "parse_rank", "rank_store", "restore_small", "source_key"]
+__all__ = ["cached_partial", "parse_rank", "rank_store", "restore_small", "source_key"]
 
-SMALL_TABLES = ("step_trace", "comm", "comm_bw", "matrix")
-STORE_VERSION = 5
+STORE_VERSION = 6
 _PT_FILES = ("step_trace_time.csv", "communication.json", "communication_matrix.json", "kernel_details.csv")
 
 
@@ -61,7 +61,9 @@ def source_key(src: RankSource) -> str:
     return h.hexdigest()
 
 
-def _write(path: Path, table: pa.Table) -> None:
+def _write(path: Path, table: Any) -> None:
+    import pyarrow.parquet as pq
+
     tmp = path.with_suffix(".tmp")
     pq.write_table(table, tmp, compression="zstd")
     os.chmod(tmp, fs.FILE_MODE)
@@ -82,14 +84,17 @@ def _clock(src: RankSource) -> dict[str, Any]:
     return {"epoch_ns": end.get("collectionTimeEnd"), "mono_ns": end.get("MonotonicTimeEnd")}
 
 
-def _parse_pt_small(src: RankSource, out: Path, problems: list[str]) -> dict[str, Any]:
-    tables: dict[str, pa.Table] = {}
+def _parse_pt_small(src: RankSource, problems: list[str], counts: dict[str, int]) -> dict[str, Any]:
+    """The rank's small tables for small.json (those with rows; their row counts into ``counts``)."""
+    tables: dict[str, Any] = {}
     files = src.path / OUT
     try:
-        tables["step_trace"] = read_step_trace(src.rank, files / "step_trace_time.csv")
+        names, steps = read_step_trace(src.rank, files / "step_trace_time.csv")
+        tables.update({"step_trace": steps, STEP_COLUMNS_KEY: names[2:]})
+        counts["step_trace"] = len(steps)
     except ProfilingError as exc:  # the read guard's refusal: one line naming the file
         problems.append(f"rank {src.rank}: step_trace_time.csv unreadable ({exc})")
-    except (OSError, ValueError, pa.ArrowInvalid) as exc:
+    except (OSError, ValueError, csv.Error) as exc:
         problems.append(f"rank {src.rank}: step_trace_time.csv unreadable ({str(exc).splitlines()[0][:160]})")
     try:
         errors: list[str] = []
@@ -97,15 +102,34 @@ def _parse_pt_small(src: RankSource, out: Path, problems: list[str]) -> dict[str
         problems += [f"rank {src.rank}: communication json unreadable ({e})" for e in errors]
         for name, data in rows.items():
             if data:
-                tables[name] = pa.Table.from_pylist(data)
+                tables[name] = data
+                counts[name] = len(data)
     except OSError as exc:
         problems.append(f"rank {src.rank}: communication json unreadable ({str(exc)[:300]})")
-    for name, table in tables.items():
-        _write(out / f"{name}.parquet", table)
-    return {name: t.num_rows for name, t in tables.items()}
+    return tables
+
+
+def _write_small(out: Path, tables: dict[str, Any]) -> None:
+    """Write the store's small.json (every small table's rows)."""
+    fs.write_file_atomic(out / SMALL_FILE, orjson.dumps(tables))
+
+
+def _system_pool() -> None:
+    """pyarrow on the system allocator, which returns freed blocks: a worker's peak stays that of
+    one CSV block (mimalloc kept ~250 MiB per worker after a 1 M-row rank)."""
+    import pyarrow as pa
+
+    pa.set_memory_pool(pa.system_memory_pool())
 
 
 def _parse_pt_kernels(src: RankSource, out: Path, problems: list[str]) -> dict[str, Any]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from openmsprof.cluster.opstats import rank_gaps, rank_op_stats
+    from openmsprof.cluster.rank_pt import KERNEL_SCHEMA, stream_kernels
+
+    _system_pool()
     kernels = 0
     path = src.path / OUT / "kernel_details.csv"
     if not os.path.lexists(path):
@@ -130,11 +154,15 @@ def _parse_pt_kernels(src: RankSource, out: Path, problems: list[str]) -> dict[s
 
 
 def _parse_prof(src: RankSource, out: Path) -> dict[str, Any]:
-    kernels, steps = read_prof(src.rank, src.path)
+    from openmsprof.cluster.opstats import rank_op_stats
+    from openmsprof.cluster.rank_prof import read_prof
+
+    _system_pool()
+    kernels, (names, steps) = read_prof(src.rank, src.path)
     _write(out / "kernels.parquet", kernels)
-    _write(out / "step_trace.parquet", steps)
+    _write_small(out, {"step_trace": [dict(zip(names, r, strict=True)) for r in steps], STEP_COLUMNS_KEY: names[2:]})
     rank_op_stats(out)
-    return {"kernels": kernels.num_rows, "step_trace": steps.num_rows}
+    return {"kernels": kernels.num_rows, "step_trace": len(steps)}
 
 
 def _manifest(path: Path, key: str) -> dict[str, Any]:
@@ -158,9 +186,6 @@ def cached_partial(src: RankSource, store_root: Path, *, kernels: bool = True) -
 def parse_rank(src: RankSource, store_root: Path, *, kernels: bool = True, host: str = "") -> dict[str, Any]:
     """Parse (or reuse) one rank's store; returns the small partial.  ``kernels=False`` leaves
     kernel_details.csv for a later run that needs it (step_trace and communication do not)."""
-    # the system allocator returns freed blocks, so a worker's peak stays that of one CSV block
-    # (mimalloc kept ~250 MiB per worker after a 1 M-row rank)
-    pa.set_memory_pool(pa.system_memory_pool())
     t0 = time.perf_counter()
     out = rank_store(store_root, src.rank)
     key = source_key(src)
@@ -173,8 +198,8 @@ def parse_rank(src: RankSource, store_root: Path, *, kernels: bool = True, host:
         return partial
     fs.make_dir(out)
     if not done:
-        for stale in out.glob("*.parquet"):
-            stale.unlink()
+        for stale in [*out.glob("*.parquet"), out / SMALL_FILE]:
+            stale.unlink(missing_ok=True)
         partial = {"rank": src.rank, "path": str(src.path), "kind": src.kind, "host": src.host, "key": key,
                    "counts": {}, "problems": [], "clock": _clock(src) if src.kind == "pt" else {}}
     problems: list[str] = partial["problems"]
@@ -184,7 +209,7 @@ def parse_rank(src: RankSource, store_root: Path, *, kernels: bool = True, host:
             todo = {"small", "kernels"}
         else:
             if "small" in todo:
-                partial["counts"].update(_parse_pt_small(src, out, problems))
+                _write_small(out, _parse_pt_small(src, problems, partial["counts"]))
             if "kernels" in todo:
                 partial["counts"].update(_parse_pt_kernels(src, out, problems))
     except Exception as exc:  # one bad rank is reported, the others still analysed
@@ -195,16 +220,18 @@ def parse_rank(src: RankSource, store_root: Path, *, kernels: bool = True, host:
     return partial
 
 
-def _small(out: Path) -> dict[str, bytes]:
-    return {name: (out / f"{name}.parquet").read_bytes() for name in SMALL_TABLES
-            if (out / f"{name}.parquet").exists()}
+def _small(out: Path) -> bytes:
+    path = out / SMALL_FILE
+    return path.read_bytes() if path.exists() else b""
 
 
 def restore_small(store_root: Path, partial: dict[str, Any]) -> None:
     """Write a partial's small tables into the parent's store when the worker's is not visible here."""
-    out = rank_store(store_root, int(partial["rank"]))
-    fs.make_dir(out)
-    for name, data in (partial.get("small") or {}).items():
-        path = out / f"{name}.parquet"
-        if not path.exists() or path.stat().st_size != len(data):
-            fs.write_file_atomic(path, data)
+    data = partial.get("small") or b""
+    path = rank_store(store_root, int(partial["rank"])) / SMALL_FILE
+    try:
+        if not data or path.stat().st_size == len(data):  # (the local workers' stores are the parent's)
+            return
+    except FileNotFoundError:
+        pass
+    fs.write_file_atomic(fs.make_dir(path.parent) / SMALL_FILE, data)

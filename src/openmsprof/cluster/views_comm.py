@@ -13,7 +13,7 @@ import duckdb
 import orjson
 
 from openmsprof.cluster.sqlviews import has, memo
-from openmsprof.export.ascend_pt.communication import double_hash
+from openmsprof.parse.hccl_hash import double_hash
 
 __all__ = ["communication_groups", "communication_json", "double_hash", "group_json", "matrix_json"]
 
@@ -42,8 +42,9 @@ def communication_groups(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, 
     return groups
 
 
-def _tuple_key(ranks: set[int]) -> str:
-    return str(tuple(sorted(ranks)))
+def _tuple_keys(groups: dict[str, dict[str, set[int]]]) -> dict[tuple[str, str], str]:
+    """(kind, group) → the key of its ranks' tuple, ``"(0, 1)"`` (``"()"`` for an unknown group)."""
+    return {(kind, name): str(tuple(sorted(ranks))) for kind, g in groups.items() for name, ranks in g.items()}
 
 
 def _total(ops: dict[str, dict[str, Any]]) -> None:
@@ -79,12 +80,11 @@ def communication_json(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     """The content of cluster_communication.json (empty when no rank has communication data)."""
     if not has(con, "comm"):
         return {}
-    groups = communication_groups(con)
+    keys = _tuple_keys(communication_groups(con))
     out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
     rows = con.execute("SELECT rank, step, type, op_key, info FROM comm ORDER BY rank, seq").fetchall()
     for rank, step, kind, key, info in rows:
-        ranks = groups.get(kind, {}).get(key.split("@")[-1], set())
-        out.setdefault(_tuple_key(ranks), {}).setdefault(step, {}).setdefault(key, {}).setdefault(
+        out.setdefault(keys.get((kind, key.split("@")[-1]), "()"), {}).setdefault(step, {}).setdefault(key, {}).setdefault(
             str(rank), orjson.loads(info))
     for steps in out.values():
         for ops in steps.values():
@@ -144,12 +144,11 @@ def matrix_json(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     """The content of cluster_communication_matrix.json (links mapped to global ranks by self links)."""
     if not has(con, "matrix"):
         return {}
-    groups = communication_groups(con)
+    keys = _tuple_keys(communication_groups(con))
     out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
     for rank, step, kind, key, link, info in con.execute(
             "SELECT rank, step, type, op_key, link, info FROM matrix ORDER BY rank, seq").fetchall():
-        ranks = groups.get(kind, {}).get(key.split("@")[-1], set())
-        per_rank = out.setdefault(_tuple_key(ranks), {}).setdefault(step, {}).setdefault(key, {})
+        per_rank = out.setdefault(keys.get((kind, key.split("@")[-1]), "()"), {}).setdefault(step, {}).setdefault(key, {})
         per_rank.setdefault(str(rank), {})[link] = orjson.loads(info)
     for steps in out.values():
         for ops in steps.values():

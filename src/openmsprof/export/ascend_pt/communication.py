@@ -26,6 +26,7 @@ import numpy as np
 from openmsprof.config.errors import ProfilingError
 from openmsprof.export.ascend_pt.framework import COMM_PREFIXES, Framework
 from openmsprof.fileio.read_guard import read_json
+from openmsprof.parse.hccl_hash import double_hash
 
 P2P_TYPES = ("send", "receive", "batchsendrecv")
 HCCL_TYPES = {"all_reduce": "allReduce", "allreduce": "allReduce", "broadcast": "broadcast",
@@ -47,15 +48,6 @@ HCCL_DTYPES = {"float": "FP32", "double": "FP64", "c10::Half": "FP16", "c10::BFl
 #: the bytes are booked under LOCAL (HCCL's on-host copy link).  See docs/torch.md.
 TRANSPORT = "LOCAL"
 DEFAULT_GROUP = "0"
-
-
-def double_hash(text: str) -> int:
-    """HCCL's group-name hash: two 32-bit polynomial hashes (×29, ×131) combined as (h29 << 32) | h131."""
-    h29 = h131 = 0
-    for ch in text:
-        h29 = (h29 * 29 + ord(ch)) & 0xFFFFFFFF
-        h131 = (h131 * 131 + ord(ch)) & 0xFFFFFFFF
-    return (h29 << 32) | h131
 
 
 @dataclass
