@@ -131,3 +131,30 @@ def test_ranks_of_always_dying_workers_are_reported(slow_parse: Path, tmp_path: 
     failed = [p["rank"] for p in run.partials if p.get("failed")]
     assert failed and all(f"rank {r}: its worker process died 3 times; not analysed" in run.problems for r in failed)
     assert len(run.partials) == 4
+
+
+def test_foreign_values_in_communication_json_are_read_as_numbers_or_zero(synthetic: Path, tmp_path: Path) -> None:
+    """Times as text ("inf", "2.5"), a list where a dict belongs, a bandwidth that is not a dict:
+    the run completes; numeric text is summed as its number, anything else as 0."""
+    root = copy_tree(synthetic, tmp_path / "job")
+    comm = _rank_dir(root, 2) / OUT / "communication.json"
+    doc = orjson.loads(comm.read_bytes())
+    step = next(iter(doc))
+    kind = next(iter(doc[step]))
+    key = next(k for k in doc[step][kind] if not k.startswith("Total"))
+    info = doc[step][kind][key]
+    info["Communication Time Info"]["Wait Time(ms)"] = "2.5"
+    info["Communication Time Info"]["Transit Time(ms)"] = "inf"
+    info["Communication Time Info"]["Elapse Time(ms)"] = ["not", "a", "number"]
+    info["Communication Bandwidth Info"] = {"HCCS": [1, 2], **{k: v for k, v in
+                                            (info.get("Communication Bandwidth Info") or {}).items() if k != "HCCS"}}
+    comm.write_bytes(orjson.dumps(doc))
+    run = run_cluster(root, ["communication"], tmp_path / "o")
+    out = orjson.loads((run.output / "cluster_communication.json").read_bytes())
+    group = next(g for g, steps in out.items() if step in steps and key in steps[step])
+    mine = out[group][step][key]["2"]["Communication Time Info"]
+    assert mine["Wait Time(ms)"] == "2.5" and mine["Transit Time(ms)"] == "inf"  # the rank's own, as it was
+    totals = [v for k, v in out[group][step].items() if k.startswith("Total Op Info")]
+    assert totals, out[group][step].keys()
+    total = totals[0]["2"]["Communication Time Info"]
+    assert total["Wait Time(ms)"] >= 2.5 and total["Transit Time(ms)"] is None  # inf: JSON has no inf (null)

@@ -47,6 +47,17 @@ def _tuple_keys(groups: dict[str, dict[str, set[int]]]) -> dict[tuple[str, str],
     return {(kind, name): str(tuple(sorted(ranks))) for kind, g in groups.items() for name, ranks in g.items()}
 
 
+def _n(v: Any) -> float:
+    """A rank file's time or size as a number: numbers as they are, numeric text ("inf", "1.5")
+    parsed, anything else 0 (a hand-edited or foreign file must not end the run)."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return v
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return 0.0
+
+
 def _total(ops: dict[str, dict[str, Any]]) -> None:
     totals: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for key, per_rank in list(ops.items()):
@@ -54,17 +65,23 @@ def _total(ops: dict[str, dict[str, Any]]) -> None:
         for rank, info in per_rank.items():
             tot = totals[group].setdefault(rank, {"Communication Time Info": defaultdict(float),
                                                   "Communication Bandwidth Info": {}})
-            for k, v in (info.get("Communication Time Info") or {}).items():
+            times = info.get("Communication Time Info") if isinstance(info, dict) else None
+            for k, v in (times.items() if isinstance(times, dict) else ()):
                 if k not in RATIOS and k != "Start Timestamp(us)":
-                    tot["Communication Time Info"][k] += v
-            for transport, b in (info.get("Communication Bandwidth Info") or {}).items():
+                    tot["Communication Time Info"][k] += _n(v)
+            bands = info.get("Communication Bandwidth Info") if isinstance(info, dict) else None
+            for transport, b in (bands.items() if isinstance(bands, dict) else ()):
+                if not isinstance(b, dict):
+                    continue
                 t = tot["Communication Bandwidth Info"].setdefault(
                     transport, {"Transit Time(ms)": 0, "Transit Size(MB)": 0, "Size Distribution": defaultdict(lambda: [0, 0])})
-                t["Transit Time(ms)"] += b.get("Transit Time(ms)", 0)
-                t["Transit Size(MB)"] += b.get("Transit Size(MB)", 0)
-                for size, (count, ms) in (b.get("Size Distribution") or {}).items():
-                    t["Size Distribution"][size][0] += count
-                    t["Size Distribution"][size][1] += ms
+                t["Transit Time(ms)"] += _n(b.get("Transit Time(ms)", 0))
+                t["Transit Size(MB)"] += _n(b.get("Transit Size(MB)", 0))
+                dist = b.get("Size Distribution")
+                for size, pair in (dist.items() if isinstance(dist, dict) else ()):
+                    count, ms = pair if isinstance(pair, (list, tuple)) and len(pair) == 2 else (0, 0)
+                    t["Size Distribution"][size][0] += _n(count)
+                    t["Size Distribution"][size][1] += _n(ms)
     for group, per_rank in totals.items():
         for tot in per_rank.values():
             ti = tot["Communication Time Info"]
@@ -127,13 +144,15 @@ def _matrix_total(ops: dict[str, Any]) -> None:
         name = key.split("@")[0]
         if any(s in name for s in ("middle", "top", "bottom")) and "total" not in name:
             continue
-        for link, v in links.items():
+        for link, v in (links.items() if isinstance(links, dict) else ()):
+            if not isinstance(v, dict):
+                continue
             t = totals[key.split("@")[-1]].setdefault(
                 link, {"Transport Type": "", "Transit Time(ms)": 0, "Transit Size(MB)": 0, "Op Name": ""})
             t["Transport Type"] = v.get("Transport Type")
             t["Op Name"] = v.get("Op Name", "")
-            t["Transit Time(ms)"] += v.get("Transit Time(ms)", 0)
-            t["Transit Size(MB)"] += v.get("Transit Size(MB)", 0)
+            t["Transit Time(ms)"] += _n(v.get("Transit Time(ms)", 0))
+            t["Transit Size(MB)"] += _n(v.get("Transit Size(MB)", 0))
     for group, links in totals.items():
         for t in links.values():
             t["Bandwidth(GB/s)"] = _ratio(t["Transit Size(MB)"], t["Transit Time(ms)"])
