@@ -107,7 +107,7 @@ def test_window_end_steps_do_not_wait_for_the_analysis(tmp_path: Path) -> None:
 def test_async_mode_uses_one_worker_not_a_process_per_window(tmp_path: Path) -> None:
     proc, root = _run(tmp_path, "async")
     assert proc.returncode == 0, proc.stderr
-    assert "children 1 " in proc.stdout  # four windows, one child process in all
+    assert "children 2 " in proc.stdout  # four windows, two processes in all: the worker and its analysing child
     worker = int(proc.stdout.split("worker ")[1].split()[0])
     dirs = rank_dirs(root)
     assert len(dirs) == 4

@@ -100,5 +100,76 @@ def test_sync_stop_with_busy_cores_costs_the_analysis_not_the_wait(tmp_path: Pat
     info = [orjson.loads((d / "profiler_info_0.json").read_bytes())["openmsprof_overhead"] for d in dirs]
     here = [o for o in info if o["analysis_where"].startswith("training process")]
     assert wall < 60, out  # before: tens of seconds waiting for a worker that never ran
+    assert "worker alive" in out  # its windows taken over, not ended (it holds a claim only to save, publish)
     # stop()'s CPU: the analyses done here (the first one includes the exporter's import), no more
     assert cpu <= 2 * sum(o["analysis_cpu_s"] for o in here) + 0.5, out
+
+
+_REPEAT = textwrap.dedent("""
+    import os, sys
+    import orjson, torch
+    import openmsprof.torch.profiler as tp
+    from openmsprof.torch.profiler import _analysis_worker
+
+    root = sys.argv[1]
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    pids = []
+    for _ in range(3):  # three profiles in one run, each with a sync handler and its stop()
+        prof = tp.profile(activities=[tp.ProfilerActivity.CPU], on_trace_ready=tp.tensorboard_trace_handler(root),
+                          schedule=tp.schedule(wait=2, warmup=1, active=3, repeat=2))
+        prof.start()
+        for _ in range(14):
+            model(torch.randn(16, 32)).sum().backward()
+            prof.step()
+        prof.stop()
+        pids.append(_analysis_worker._client.proc.pid)
+    state = {}
+    for d in sorted(os.listdir(root)):
+        if d.endswith("_ascend_pt"):
+            over = orjson.loads(open(os.path.join(root, d, "profiler_info_0.json"), "rb").read())["openmsprof_overhead"]
+            tv = os.path.join(root, d, "ASCEND_PROFILER_OUTPUT", "trace_view.json")
+            state[d] = [os.lstat(tv).st_ino, over["analysis_where"]]
+    print("RESULT", orjson.dumps({"pids": pids, "state": state}).decode(), flush=True)
+""")
+
+
+def _state(root: Path) -> dict[str, list[object]]:
+    out: dict[str, list[object]] = {}
+    for d in rank_dirs(root):
+        over = orjson.loads((d / "profiler_info_0.json").read_bytes())["openmsprof_overhead"]
+        out[d.name] = [os.lstat(d / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").st_ino, over["analysis_where"]]
+    return out
+
+
+def test_repeated_profiles_with_busy_cores_keep_one_worker_and_analyse_each_window_once(tmp_path: Path) -> None:
+    """stop() takes the windows of the starved worker over without ending it (the worker holds a
+    window's claim only to save and publish it): three profiles, one worker; the worker's late
+    copies of the windows done by stop() are discarded, never published over them."""
+    import psutil
+
+    root = tmp_path / "out"
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    try:  # (files, not pipes: the worker, which inherits stderr, may outlive the run)
+        with open(out, "wb") as o, open(err, "wb") as e:
+            code = subprocess.run([sys.executable, "-c", _REPEAT, str(root)], stdout=o, stderr=e,
+                                  env={**os.environ, "PYTHONPATH": str(REPO / "src")}, timeout=400).returncode
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    stderr = err.read_text()[-3000:]
+    assert code == 0, stderr
+    res = orjson.loads(out.read_text().split("RESULT ", 1)[1])
+    assert len(set(res["pids"])) == 1, stderr  # never ended, never restarted
+    assert len(res["state"]) == 6
+    worker = res["pids"][0]
+    try:  # the worker leaves once its queue is through (the windows done by stop() are discarded)
+        psutil.Process(worker).wait(timeout=180)
+    except psutil.NoSuchProcess:
+        pass
+    assert _state(root) == res["state"]  # no window published again after stop() returned
+    for d in rank_dirs(root):
+        assert (d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file()
+    assert sorted(p.name for p in root.iterdir()) == sorted(res["state"])  # no stage dir, no claim left
+    assert "Traceback" not in stderr and "failed" not in stderr, stderr

@@ -3,9 +3,10 @@
 The save of a window handed to the worker and the analysis of a rank dir run under an exclusive
 ``flock`` on ``.{rank dir name}.claim`` beside the rank dir (in the output root, which exists before
 the dir), removed by its holder when done; a dir whose ``ASCEND_PROFILER_OUTPUT/analyse.done``
-exists is neither saved (its data may be simplified away) nor analysed again.  So when ``profile.stop()`` takes the windows of a stalled worker over
-(``_analysis_worker``), the worker skips those the training process analysed, and the training
-process waits only for the one the worker holds (or ends that worker).  The CPU time and the place
+exists is neither saved (its data may be simplified away) nor analysed again.  The worker holds a
+claim only to save a window, stage a copy of it and publish the analysed copy (``_analysis_stage``),
+so when ``profile.stop()`` takes the windows of a stalled worker over (``_analysis_worker``), the
+training process analyses them in place and the worker discards its copies of those.  The CPU time and the place
 of each analysis go into the window's ``profiler_info_{rank}.json`` (``openmsprof_overhead``).
 """
 

@@ -1,7 +1,7 @@
 """One persistent background process that saves and analyses the windows ``tensorboard_trace_handler`` ends.
 
-The training process starts it once (``python -c "…_worker_process.main()"``, under SCHED_IDLE
-where Linux has it and at nice 19, SIGINT ignored).  At each window end the training thread, having
+The training process starts it once (``python -c "…_worker_process.main()"``, SIGINT ignored; it
+analyses in a forked child under SCHED_IDLE where Linux has it and at nice 19).  At each window end the training thread, having
 exported Kineto's raw trace to a temp file, writes one line on the worker's stdin (``hand_off``):
 the worker makes the rank dir, moves the trace in, writes profiler_info / metadata (answering
 ``saved <dir>``) and then analyses it (``ok|fail <dir>``).  So no file work and no analysis of a
@@ -12,7 +12,8 @@ worker makes progress, ``wait_saved()`` (an async handler's ``stop()``, interpre
 saves only.  A SCHED_IDLE worker gets no CPU while every core is busy: a worker that got under
 ``MIN_SHARE`` of a core for ``STALL_S`` seconds (starved, SIGSTOPped, wedged) is not waited for:
 the waiting thread analyses the windows itself, at the caller's priority (``_take_over``; the
-worker, ended if it holds one of them, skips those done here, ``_analysis_claim``).  So a sync
+worker analyses a staged copy holding no claim, ``_analysis_stage``, and discards the windows done
+here, ``_analysis_claim``; it is ended only if it holds a window's claim ``HELD_WAIT_S`` or is stopped).  So a sync
 ``stop()`` costs the analysis CPU it waits for plus at most ``STALL_S`` of waiting.
 
 Fallbacks: without a live worker a window's files are saved on the writer thread and its dir
@@ -37,7 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from openmsprof.torch.profiler import _analysis_claim, _writer
+from openmsprof.torch.profiler import _analysis_claim, _analysis_stage, _writer
 from openmsprof.torch.profiler._worker_pipe import Client, Job
 
 log = logging.getLogger("openmsprof")
@@ -49,6 +50,9 @@ SAVE_WAIT_S = 5.0  # then the training process saves what the worker has not con
 STALL_S = 0.5
 MIN_SHARE = 0.25
 STOP_WAIT_S = 300.0
+#: a window's claim held by the worker (saving or publishing it: a few ms at normal priority) is
+#: waited for this long before the worker is taken for wedged and ended
+HELD_WAIT_S = 10.0
 _POLL_S = 0.05
 
 
@@ -194,7 +198,9 @@ def _stalled(c: Client, marks: list[tuple[float, float]], started: float) -> boo
 
 def _take_over(c: Client, why: str, sync_only: bool) -> None:
     """Analyse the windows still pending (the sync ones if ``sync_only``) on this waiting thread;
-    the worker is ended if it holds one.  Windows it has not saved are saved here first."""
+    the worker is ended only if it holds one's claim ``HELD_WAIT_S`` (a few ms at normal priority
+    while saving or publishing; the whole analysis where it cannot stage).  Windows it has not
+    saved are saved here first."""
     with c.cond:  # taken out first: ending the worker re-routes only what is left
         mine = [(p, j) for p, j in c.pending.items() if j.analyse and (j.sync or not sync_only)]
         for p, _ in mine:
@@ -203,11 +209,12 @@ def _take_over(c: Client, why: str, sync_only: bool) -> None:
                 len(mine))
     where = f"training process, on the thread that waited (the worker {why})"
     if c.stopped():
-        c.end()  # it would hold the windows handed to it next, and its pipes, for good
+        _end(c, mine)  # it would hold the windows handed to it next, and its pipes, for good
     for path, job in mine:
-        try:
-            if not _analyse_claimed(Path(path), where, job):
-                c.end()  # it holds this window: ending it frees the claim
+        try:  # the worker holds a window's claim only a few ms at normal priority (saving, publishing)
+            held = HELD_WAIT_S if _analysis_stage.supported() else 0.0
+            if not _analyse_claimed(Path(path), where, job, wait_s=held):
+                _end(c, mine)  # wedged while holding it: ending it frees the claim
                 if not _analyse_claimed(Path(path), where, job, wait_s=5.0):
                     log.warning("openmsprof: %s is still held by another process; left for offline analyse", path)
         except Exception as exc:
@@ -218,6 +225,13 @@ def _take_over(c: Client, why: str, sync_only: bool) -> None:
             job.out.append(Path(path))
     with c.cond:
         c.cond.notify_all()
+
+
+def _end(c: Client, windows: list[tuple[str, Job]]) -> None:
+    """End the worker and remove the stage dirs it left beside ``windows``."""
+    c.end()
+    for root in {Path(p).parent for p, _ in windows}:
+        _analysis_stage.sweep(root, c.proc.pid)
 
 
 def wait(timeout: float = STOP_WAIT_S, sync_only: bool = False) -> bool:
@@ -266,7 +280,7 @@ def analyse_now(path: Path) -> Path:
             raise TimeoutError(f"{path} is still being analysed by another process after {STOP_WAIT_S:.0f} s")
         c = _client
         if c is not None and c.alive() and _stalled(c, marks, started):
-            c.end()
+            _end(c, [(os.fspath(path), Job(False, False, None, None))])
         time.sleep(_POLL_S)
     return path / "ASCEND_PROFILER_OUTPUT"
 

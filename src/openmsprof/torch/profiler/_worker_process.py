@@ -2,18 +2,21 @@
 
 It reads one JSON line per job on its stdin: ``{"dir", "tmp", "files", "analyse"}`` for a window
 whose files it saves (``_window_files.save``: rank dir, raw trace moved in, profiler_info,
-metadata), then analyses if asked; ``{"dir", "analyse": true}`` for a dir already saved.  A
-reader thread saves each window as soon as its line arrives (``saved|unsaved <dir>`` answered at
-once), so the raw traces land within milliseconds even while the main thread analyses an earlier
-window (``ok|fail <dir>`` when done; ``taken <dir>`` for one the training process analysed, see
-``_analysis_claim``).  Runs under SCHED_IDLE and nice 19, SIGINT ignored; at the
-end of its input it finishes the queued analyses and leaves.
+metadata), then analyses if asked; ``{"dir", "analyse": true}`` for a dir already saved.  The
+worker itself runs at normal priority and does only short file work: it saves each window as its
+line arrives (``saved|unsaved <dir>`` answered at once) and, under the dir's claim, stages a
+hard-linked copy of it (``_analysis_stage``); the analysis runs in its forked child, under
+SCHED_IDLE and nice 19, on that copy, holding no claim; the worker then publishes the analysed
+copy (``ok|fail <dir>``; ``taken <dir>`` for one the training process analysed meanwhile, see
+``_analysis_claim``: the copy is discarded).  So every claim the worker holds is held a few
+milliseconds at normal priority: ``profile.stop()`` never ends a worker for holding a window.
+SIGINT is ignored; at the end of its input it finishes the queued analyses and leaves.
 """
 
 from __future__ import annotations
 
+import collections
 import os
-import queue
 import signal
 import sys
 import threading
@@ -24,14 +27,14 @@ from typing import IO
 import orjson
 
 from openmsprof.recorder import threads
-from openmsprof.torch.profiler import _analysis_claim, analysis
+from openmsprof.torch.profiler import _analysis_claim, _analysis_stage, analysis
 
 NICE = 19
-PRIORITY = f"nice {NICE}"  # what the worker set (``_lower_priority``)
+PRIORITY = f"nice {NICE}"  # what the analysing child set (``_lower_priority``)
 
 
 class _Answers:
-    """The answer pipe, shared by the saving and the analysing thread."""
+    """The answer pipe, shared by the saving and the publishing thread."""
 
     def __init__(self, out: IO[bytes]) -> None:
         self.out, self.lock, self.open = out, threading.Lock(), True
@@ -47,63 +50,208 @@ class _Answers:
                 self.open = False
 
 
-def _save_jobs(lines: IO[bytes], answer: _Answers, todo: queue.SimpleQueue[Path | None]) -> None:
-    """Save each window as its line arrives; queue its analysis."""
+class _Analyser:
+    """The worker's end of its analysing child, fed one window at a time: the windows queued here
+    that the training process analysed meanwhile are discarded at once, at normal priority, never
+    handed to the child (which gets little CPU when the training process had to take over)."""
+
+    def __init__(self, answer: _Answers, close: list[int]) -> None:
+        jobs_r, jobs_w = os.pipe()
+        res_r, res_w = os.pipe()
+        worker = os.getpid()
+        pid = os.fork()  # (before any thread starts)
+        if pid == 0:
+            code = 1
+            try:
+                for fd in (jobs_w, res_r, *close):  # the training process sees the worker's end alone
+                    os.close(fd)
+                _child(jobs_r, res_w, worker)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(jobs_r)
+        os.close(res_w)
+        self.pid, self.jobs_fd, self.answer = pid, jobs_w, answer
+        self.results = os.fdopen(res_r, "rb")
+        self.lock = threading.Lock()
+        self.queue: collections.deque[tuple[Path, Path | None]] = collections.deque()
+        self.current: tuple[Path, Path | None] | None = None
+        self.finishing = self.in_place = self.killed = False
+
+    def send(self, path: Path, staged: Path | None, first: bool = False) -> None:
+        with self.lock:
+            (self.queue.appendleft if first else self.queue.append)((path, staged))
+            self._feed()
+
+    def answered(self) -> None:
+        """The child answered the current window."""
+        with self.lock:
+            self.current = None
+            self._feed()
+
+    def finish(self) -> None:
+        """No more jobs from the training process: the child leaves once the queue is through; one
+        analysing a window the training process analysed meanwhile is ended (its copy discarded)."""
+        with self.lock:
+            self.finishing = True
+            self._feed()
+            for path, staged in [j for j in self.queue if j[1] is not None and _analysis_claim.done(j[0])]:
+                self.queue.remove((path, staged))
+                _analysis_stage.discard(staged)  # type: ignore[arg-type]
+                self.answer("taken", path)
+            if self.current is not None and not self.queue and _analysis_claim.done(self.current[0]):
+                self.killed = True
+                try:
+                    os.kill(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+    def _feed(self) -> None:
+        """Hand the child the next window not analysed yet (under ``lock``); close its input at the end."""
+        while self.current is None and self.queue:
+            path, staged = self.queue.popleft()
+            if staged is not None and _analysis_claim.done(path):
+                _analysis_stage.discard(staged)
+                self.answer("taken", path)
+                continue
+            line = orjson.dumps({"dir": os.fspath(path), "stage": os.fspath(staged) if staged else None}) + b"\n"
+            view = memoryview(line)
+            try:
+                while view:  # (the child reads one line at a time: the pipe has room for it)
+                    view = view[os.write(self.jobs_fd, view):]
+            except OSError:
+                return  # the child died: the worker leaves (``_publish_results``)
+            self.current = (path, staged)
+        if self.finishing and self.current is None and not self.queue and self.jobs_fd >= 0:
+            os.close(self.jobs_fd)
+            self.jobs_fd = -1
+
+
+def _save_jobs(lines: IO[bytes], answer: _Answers, analyser: _Analyser) -> None:
+    """Save each window as its line arrives and stage it for the analysing child."""
     from openmsprof.torch.profiler import _window_files
 
-    try:
-        for raw in lines:
-            try:
-                job = orjson.loads(raw)
-                path = Path(job["dir"])
-            except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-                print(f"openmsprof: analysis worker: bad job line ({exc})", file=sys.stderr, flush=True)
-                continue
-            if "tmp" in job:
-                try:  # (under the dir's claim: the training process may have taken the window over)
-                    with _analysis_claim.claim(path, wait_s=float("inf")) as todo_here:
-                        if todo_here:
-                            _window_files.save(path, Path(job["tmp"]), job["files"], "worker")
-                except Exception as exc:
-                    print(f"openmsprof: saving {path} failed: {exc}", file=sys.stderr, flush=True)
-                    answer("unsaved", path)
+    for raw in lines:
+        try:
+            job = orjson.loads(raw)
+            path = Path(job["dir"])
+        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+            print(f"openmsprof: analysis worker: bad job line ({exc})", file=sys.stderr, flush=True)
+            continue
+        staged, todo = None, True
+        try:  # (under the dir's claim: the training process may have taken the window over)
+            with _analysis_claim.claim(path, wait_s=float("inf")) as todo_here:
+                todo = bool(todo_here)
+                if todo and "tmp" in job:
+                    _window_files.save(path, Path(job["tmp"]), job["files"], "worker")
+                if todo and job.get("analyse") and not analyser.in_place:
+                    staged = _analysis_stage.stage(path, os.getpid())
+        except Exception as exc:
+            print(f"openmsprof: saving {path} failed: {exc}", file=sys.stderr, flush=True)
+            answer("unsaved", path)
+            continue
+        if "tmp" in job:
+            answer("saved", path)
+        if job.get("analyse"):
+            if todo:
+                analyser.send(path, staged)
+            else:
+                answer("taken", path)
+
+
+def _publish_results(analyser: _Analyser, answer: _Answers) -> None:
+    """Publish what the child analysed and answer; the worker leaves if the child died."""
+    for raw in analyser.results:
+        res = orjson.loads(raw)
+        path, staged, status = Path(res["dir"]), res["stage"], res["status"]
+        if staged is not None:
+            if status == "ok":
+                try:
+                    done = _analysis_stage.publish(Path(staged), path)
+                except OSError as exc:
+                    print(f"openmsprof: publishing {path} failed: {exc}", file=sys.stderr, flush=True)
+                    done, status = False, "fail"
+                if done is None:  # this file system cannot exchange dirs: analysed in place from now on
+                    analyser.in_place = True
+                    _analysis_stage.discard(Path(staged))
+                    analyser.answered()
+                    analyser.send(path, None, first=True)
                     continue
-                answer("saved", path)
-            if job.get("analyse"):
-                todo.put(path)
-    finally:
-        todo.put(None)
+                status = status if done or status == "fail" else "taken"
+            _analysis_stage.discard(Path(staged))
+        answer(status, path)
+        analyser.answered()
+    with analyser.lock:
+        left = [analyser.current] if analyser.current is not None else []
+    if analyser.killed and left:  # ended at the end: its window was analysed by the training process
+        path, staged = left[0]
+        if staged is not None:
+            _analysis_stage.discard(staged)
+        answer("taken", path)
+    elif left:
+        print("openmsprof: the analysing child of the worker died; its windows go back to the training process",
+              file=sys.stderr, flush=True)
+        os._exit(1)
+
+
+def _analyse(path: Path, staged: Path | None, where: str) -> str:
+    """Child: analyse the staged copy (None: ``path`` in place, under its claim); the status."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        if staged is None:
+            with _analysis_claim.claim(path) as mine:
+                if mine:
+                    analysis.analyse_dir(path, parallel=True)
+                    _analysis_claim.record_overhead(path, time.process_time() - c0, time.perf_counter() - t0, where)
+            return "ok" if mine else "taken"
+        if _analysis_claim.done(path):
+            return "taken"  # analysed meanwhile by the training process: no work here
+        analysis.analyse_dir(staged, parallel=True)  # a large trace forks its second half
+        _analysis_claim.record_overhead(staged, time.process_time() - c0, time.perf_counter() - t0, where)
+        return "ok"
+    except Exception as exc:
+        if _analysis_claim.done(path):
+            return "taken"
+        print(f"openmsprof: analysing {path} failed: {exc}", file=sys.stderr, flush=True)
+        return "fail"
+
+
+def _child(jobs_fd: int, res_fd: int, worker: int) -> None:
+    """The analysing child: one job line in, one result line out, until the worker closes."""
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    _lower_priority()
+    analysis.preload()  # imported once, before the first window
+    where = f"background worker process (pid {worker}, {PRIORITY})"
+    out = os.fdopen(res_fd, "wb", buffering=0)
+    with os.fdopen(jobs_fd, "rb") as jobs:
+        for raw in jobs:
+            job = orjson.loads(raw)
+            staged = job["stage"]
+            status = _analyse(Path(job["dir"]), Path(staged) if staged else None, where)
+            try:
+                out.write(orjson.dumps({"dir": job["dir"], "stage": staged, "status": status}) + b"\n")
+            except OSError:
+                return  # the worker is gone
 
 
 def _serve(lines: IO[bytes], answers: IO[bytes]) -> None:
     answer = _Answers(answers)
-    todo: queue.SimpleQueue[Path | None] = queue.SimpleQueue()
-    saver = threading.Thread(target=_save_jobs, args=(lines, answer, todo), name="openmsprof-window-saver")
-    saver.start()
-    analysis.preload()  # imported once, before the first window
-    where = f"background worker process (pid {os.getpid()}, {PRIORITY})"
-    while (path := todo.get()) is not None:
-        t0, c0 = time.perf_counter(), time.process_time()
-        status = "ok"
-        try:
-            with _analysis_claim.claim(path) as mine:  # the training process may have taken it over
-                if mine:
-                    analysis.analyse_dir(path, parallel=True)  # a large trace forks its second half
-                    _analysis_claim.record_overhead(path, time.process_time() - c0, time.perf_counter() - t0,
-                                                    where)
-            status = "ok" if mine else "taken"
-        except Exception as exc:
-            status = "fail"
-            print(f"openmsprof: analysing {path} failed: {exc}", file=sys.stderr, flush=True)
-        answer(status, path)
-    saver.join()
+    analyser = _Analyser(answer, close=[answers.fileno()])
+    publisher = threading.Thread(target=_publish_results, args=(analyser, answer), name="openmsprof-publisher")
+    publisher.start()
+    try:
+        _save_jobs(lines, answer, analyser)
+    finally:
+        analyser.finish()
+        publisher.join()
+        os.waitpid(analyser.pid, 0)
 
 
 def _lower_priority() -> str:
     """SCHED_IDLE where the OS has it, and nice 19 in any case; returns what was set.  At nice 19
     alone, a worker that got a core keeps it for its time slice (~1-3 ms under EEVDF) while a
     training thread that woke up waits; a SCHED_IDLE task is preempted at once by any normal one.
-    Threads started afterwards inherit both."""
+    Threads and children started afterwards inherit both."""
     global PRIORITY
     done = []
     if threads.idle_policy():
@@ -119,7 +267,6 @@ def _lower_priority() -> str:
 
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops training; queued windows finish
-    _lower_priority()
     answers = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # nothing else may write into the answer pipe
     _serve(sys.stdin.buffer, answers)

@@ -1,0 +1,150 @@
+"""A window analysed off its rank dir: staged in a private hard-linked copy, published in one rename.
+
+The analysis worker copies a saved rank dir into ``{output root}/.openmsprof.{worker pid}.stage/{rank
+dir name}`` (hard links of its files, under the dir's claim right after the save: a consistent
+copy) and analyses that copy holding no claim, so ``profile.stop()`` can analyse the window in
+place meanwhile without ending the worker.  ``publish`` exchanges the analysed copy with the rank
+dir (``renameat2(RENAME_EXCHANGE)``: one syscall) under the claim and only if the rank dir is not
+analysed yet, so the dir is seen unanalysed or complete, never torn, and a window analysed
+elsewhere first is left as it is (the copy is discarded: nothing is written twice).  Where the
+exchange is not supported (``publish`` returns None), the caller analyses in place as before.
+Stage dirs a killed worker left are removed by ``sweep`` (offline ``analyse``) or by the training
+process that ended the worker.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import re
+import shutil
+import stat
+from pathlib import Path
+
+from openmsprof.fileio import fs
+from openmsprof.torch.profiler import _analysis_claim
+
+__all__ = ["STAGE_RE", "discard", "publish", "stage", "stage_root", "supported", "sweep"]
+
+#: ``stage_root``'s name: ``.openmsprof.{worker pid}.stage``.
+STAGE_RE = re.compile(r"^\.openmsprof\.(?P<pid>\d+)\.stage$")
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+_UNSUPPORTED = {errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP}
+
+
+def _renameat2() -> object | None:
+    try:
+        return getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    except (OSError, TypeError):  # (no C library by that name here)
+        return None
+
+
+_RENAME = _renameat2()
+
+
+def supported() -> bool:
+    """Windows can be staged here (else the worker analyses them in place, holding the claim)."""
+    return _RENAME is not None
+
+
+def stage_root(rank_dir: Path, pid: int) -> Path:
+    """The worker ``pid``'s stage dir beside ``rank_dir``."""
+    return rank_dir.parent / f".openmsprof.{pid}.stage"
+
+
+def _copy(src: Path, dst: Path) -> bool:
+    """Hard-link ``src``'s tree into the new dir ``dst`` (modes kept); False for anything but
+    dirs and regular files (a link, a FIFO: that dir is analysed in place)."""
+    os.mkdir(dst, fs.DIR_MODE)
+    os.chmod(dst, stat.S_IMODE(os.lstat(src).st_mode))
+    with os.scandir(src) as it:
+        for e in it:
+            if e.is_dir(follow_symlinks=False):
+                if not _copy(Path(e.path), dst / e.name):
+                    return False
+            elif e.is_file(follow_symlinks=False):
+                os.link(e.path, dst / e.name, follow_symlinks=False)
+            else:
+                return False
+    return True
+
+
+def stage(rank_dir: Path, pid: int) -> Path | None:
+    """A hard-linked copy of ``rank_dir`` in worker ``pid``'s stage dir (call under the dir's
+    claim), or None where it cannot be staged (then it is analysed in place)."""
+    if _RENAME is None:
+        return None
+    dst = stage_root(rank_dir, pid) / rank_dir.name
+    try:
+        fs.make_dir(dst.parent)
+        if dst.exists():
+            shutil.rmtree(dst)
+        if _copy(rank_dir, dst):
+            return dst
+    except OSError:
+        pass
+    discard(dst)
+    return None
+
+
+def _exchange(a: Path, b: Path) -> None:
+    rename = _RENAME
+    assert callable(rename)
+    if rename(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), os.fspath(b))
+
+
+def publish(staged: Path, rank_dir: Path) -> bool | None:
+    """Exchange the analysed copy ``staged`` with ``rank_dir`` unless the dir is analysed or held
+    by another process (False: left as it is; the copy is to be discarded).  None where this file
+    system cannot exchange.  Afterwards ``staged`` holds what was replaced (``discard`` it)."""
+    with _analysis_claim.claim(rank_dir) as mine:
+        if not mine:
+            return False
+        try:
+            _exchange(staged, rank_dir)
+        except OSError as exc:
+            if exc.errno in _UNSUPPORTED:
+                return None
+            raise
+    return True
+
+
+def discard(staged: Path) -> None:
+    """Remove a staged copy, and its stage dir once empty."""
+    shutil.rmtree(staged, ignore_errors=True)
+    try:
+        staged.parent.rmdir()
+    except OSError:
+        pass
+
+
+def sweep(root: Path, pid: int | None = None) -> list[Path]:
+    """Remove the stage dirs under the output ``root`` of worker ``pid`` (None: of every worker
+    no longer running); returns those removed."""
+    import psutil
+
+    gone: list[Path] = []
+    try:
+        found = [(p, m) for p in root.iterdir() if (m := STAGE_RE.match(p.name))]
+    except OSError:
+        return gone
+    for p, m in found:
+        owner = int(m["pid"])
+        if pid is None:
+            try:
+                if psutil.Process(owner).status() != psutil.STATUS_ZOMBIE:
+                    continue
+            except psutil.NoSuchProcess:
+                pass
+            except psutil.Error:
+                continue
+        elif owner != pid:
+            continue
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+            gone.append(p)
+    return gone

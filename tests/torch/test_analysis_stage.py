@@ -1,0 +1,135 @@
+"""A window analysed in a staged hard-linked copy and published by one exchange (``_analysis_stage``)
+ends byte for byte as one analysed in place; a dir analysed elsewhere first is left untouched."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+import openmsprof.torch.profiler as tp
+from openmsprof.fileio import fs
+from openmsprof.torch.profiler import _analysis_claim, _analysis_stage, analysis
+from tests.torch.conftest import Trainer, rank_dirs
+
+pytestmark = pytest.mark.skipif(not _analysis_stage.supported(), reason="no renameat2 here")
+
+
+def _raw_window(trainer: Trainer, root: Path) -> Path:
+    """One saved, unanalysed window with shapes, stacks and memory (the worker saves it)."""
+    with tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=0, active=2, repeat=1),
+                    on_trace_ready=tp.tensorboard_trace_handler(str(root), analyse_flag=False),
+                    record_shapes=True, with_stack=True, profile_memory=True) as prof:
+        for _ in range(3):
+            trainer.step()
+            prof.step()
+    (rd,) = rank_dirs(root)
+    assert not (rd / "ASCEND_PROFILER_OUTPUT").exists()
+    return rd
+
+
+def _tree(d: Path) -> dict[str, tuple[int, str]]:
+    out = {}
+    for p in sorted(d.rglob("*")):
+        st = os.lstat(p)
+        out[str(p.relative_to(d))] = (st.st_mode, hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "")
+    return out
+
+
+def _variant(src: Path, dst: Path, level: str, simplify: bool, stack: bool) -> Path:
+    shutil.copytree(src, dst)
+    info = next(dst.glob("profiler_info*.json"))
+    doc = orjson.loads(info.read_bytes())
+    doc["config"]["experimental_config"].update(_profiler_level=level, _data_simplification=simplify,
+                                                _export_type=["text", "db"] if level == "Level2" else ["text"])
+    doc["config"]["common_config"]["with_stack"] = stack
+    info.write_bytes(orjson.dumps(doc))
+    os.chmod(info, 0o640)
+    return dst
+
+
+@pytest.mark.parametrize(("level", "simplify", "stack"), [("Level0", True, False), ("Level1", False, True),
+                                                          ("Level2", True, False)])
+def test_staged_analysis_publishes_the_bytes_of_an_in_place_one(trainer: Trainer, tmp_path: Path, level: str,
+                                                                simplify: bool, stack: bool) -> None:
+    raw = _raw_window(trainer, tmp_path / "raw")
+    name = raw.name
+    here = _variant(raw, tmp_path / "here" / name, level, simplify, stack)
+    staged_side = _variant(raw, tmp_path / "staged" / name, level, simplify, stack)
+    analysis.analyse_dir(here, parallel=False)  # the path before staging: in place
+
+    with _analysis_claim.claim(staged_side) as mine:
+        assert mine
+        staged = _analysis_stage.stage(staged_side, 4242)
+    assert staged is not None and staged.parent.name == ".openmsprof.4242.stage" and staged.name == name
+    analysis.analyse_dir(staged, parallel=False)
+    assert not (staged_side / "ASCEND_PROFILER_OUTPUT").exists()  # nothing in the rank dir meanwhile
+    assert (staged_side / "FRAMEWORK").is_dir()  # (its raw trace kept: a hard link was simplified away)
+    assert _analysis_stage.publish(staged, staged_side) is True
+    _analysis_stage.discard(staged)
+
+    assert _tree(staged_side) == _tree(here)
+    assert "ASCEND_PROFILER_OUTPUT/analyse.done" in _tree(here)
+    assert sorted(p.name for p in staged_side.parent.iterdir()) == [name]  # no stage dir, no claim left
+    if simplify and not stack:
+        assert not (staged_side / "FRAMEWORK").exists()
+
+
+def test_a_dir_analysed_first_elsewhere_is_left_as_it_is(trainer: Trainer, tmp_path: Path) -> None:
+    rd = _raw_window(trainer, tmp_path / "out")
+    with _analysis_claim.claim(rd) as mine:
+        assert mine
+        staged = _analysis_stage.stage(rd, 4242)
+    assert staged is not None
+    analysis.analyse_dir(rd, parallel=False)  # stop() took the window over meanwhile
+    analysis.analyse_dir(staged, parallel=False)  # the worker's late analysis of its copy
+    tv = rd / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    before = (os.lstat(tv).st_ino, _tree(rd))
+    assert _analysis_stage.publish(staged, rd) is False
+    _analysis_stage.discard(staged)
+    assert (os.lstat(tv).st_ino, _tree(rd)) == before  # nothing written twice
+    assert sorted(p.name for p in rd.parent.iterdir()) == [rd.name]
+
+
+def test_a_held_claim_is_not_published_over(trainer: Trainer, tmp_path: Path) -> None:
+    """Another holder of the claim (the training process analysing in place) wins."""
+    rd = _raw_window(trainer, tmp_path / "out")
+    with _analysis_claim.claim(rd) as mine:
+        assert mine
+        staged = _analysis_stage.stage(rd, 4242)
+    assert staged is not None
+    analysis.analyse_dir(staged, parallel=False)
+    lock = _analysis_claim.claim_path(rd)
+    os.close(fs.open_lock_file(lock))
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'rb'); "
+                               "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
+                               str(lock)], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        assert _analysis_stage.publish(staged, rd) is False
+        assert not (rd / "ASCEND_PROFILER_OUTPUT").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    _analysis_stage.discard(staged)
+    assert not staged.parent.exists()
+
+
+def test_sweep_removes_the_stage_dirs_of_gone_workers_only(tmp_path: Path) -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    mine = tmp_path / f".openmsprof.{os.getpid()}.stage"
+    dead = tmp_path / f".openmsprof.{gone.pid}.stage"
+    other = tmp_path / ".openmsprof.x.stage"
+    for d in (mine, dead, other):
+        (d / "w_ascend_pt").mkdir(parents=True)
+    assert _analysis_stage.sweep(tmp_path) == [dead]
+    assert mine.is_dir() and other.is_dir() and not dead.exists()
+    assert _analysis_stage.sweep(tmp_path, os.getpid()) == [mine]
+    assert not mine.exists() and other.is_dir()
