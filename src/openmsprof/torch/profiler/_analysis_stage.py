@@ -54,7 +54,7 @@ def stage_root(rank_dir: Path, pid: int) -> Path:
     return rank_dir.parent / f".openmsprof.{pid}.stage"
 
 
-def _copy(src: Path, dst: Path) -> bool:
+def _copy(src: str, dst: str) -> bool:
     """Hard-link ``src``'s tree into the new dir ``dst`` (modes kept); False for anything but
     dirs and regular files (a link, a FIFO: that dir is analysed in place)."""
     os.mkdir(dst, fs.DIR_MODE)
@@ -62,10 +62,10 @@ def _copy(src: Path, dst: Path) -> bool:
     with os.scandir(src) as it:
         for e in it:
             if e.is_dir(follow_symlinks=False):
-                if not _copy(Path(e.path), dst / e.name):
+                if not _copy(e.path, os.path.join(dst, e.name)):
                     return False
             elif e.is_file(follow_symlinks=False):
-                os.link(e.path, dst / e.name, follow_symlinks=False)
+                os.link(e.path, os.path.join(dst, e.name), follow_symlinks=False)
             else:
                 return False
     return True
@@ -76,12 +76,18 @@ def stage(rank_dir: Path, pid: int) -> Path | None:
     claim), or None where it cannot be staged (then it is analysed in place)."""
     if _RENAME is None:
         return None
-    dst = stage_root(rank_dir, pid) / rank_dir.name
+    root = stage_root(rank_dir, pid)
+    dst = root / rank_dir.name
     try:
-        fs.make_dir(dst.parent)
-        if dst.exists():
+        try:
+            os.mkdir(root, fs.DIR_MODE)
+            os.chmod(root, fs.DIR_MODE)
+        except FileExistsError:
+            if not stat.S_ISDIR(os.lstat(root).st_mode):
+                return None
+        if os.path.lexists(dst):
             shutil.rmtree(dst)
-        if _copy(rank_dir, dst):
+        if _copy(os.fspath(rank_dir), os.fspath(dst)):
             return dst
     except OSError:
         pass

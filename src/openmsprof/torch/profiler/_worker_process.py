@@ -110,7 +110,7 @@ class _Analyser:
         """Hand the child the next window not analysed yet (under ``lock``); close its input at the end."""
         while self.current is None and self.queue:
             path, staged = self.queue.popleft()
-            if staged is not None and _analysis_claim.done(path):
+            if staged is not None and (_analysis_claim.done(path) or not path.is_dir()):  # (or removed)
                 _analysis_stage.discard(staged)
                 self.answer("taken", path)
                 continue
@@ -210,7 +210,7 @@ def _analyse(path: Path, staged: Path | None, where: str) -> str:
         _analysis_claim.record_overhead(staged, time.process_time() - c0, time.perf_counter() - t0, where)
         return "ok"
     except Exception as exc:
-        if _analysis_claim.done(path):
+        if _analysis_claim.done(path) or not path.is_dir():  # analysed meanwhile, or removed by its owner
             return "taken"
         print(f"openmsprof: analysing {path} failed: {exc}", file=sys.stderr, flush=True)
         return "fail"
