@@ -470,6 +470,15 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.only, args.steady_rounds, args.steady_block = "4", 5, 1.0
+    with tempfile.TemporaryDirectory(prefix="bench_acl_") as root:
+        tempfile.tempdir = root  # every model, probe and profile directory below goes in it, removed at the end
+        try:
+            run(args)
+        finally:
+            tempfile.tempdir = None
+
+
+def run(args: argparse.Namespace) -> None:
     print(f"load avg {' '.join(f'{v:.2f}' for v in os.getloadavg())} at the start")
     paths = models.save_all(tempfile.mkdtemp(prefix="bench_acl_"))
     acl.init()
