@@ -141,10 +141,7 @@ def one_round(path: str, x: np.ndarray, plain: ort.InferenceSession, mid: int, i
     for _ in range(WARM):
         sess_io.run_with_iobinding(io)
     model = acl.mdl.models()[mid]
-    model.harvest(keep_running=True)  # start from an empty generation
-    session.current().flusher.drain()
     free = getattr(ortt, "empty_trash", lambda: None)  # (absent before sessions were freed in the background)
-    free()
     t = dict.fromkeys(("bare", "run", "run_io", "exec"), 0)
     for k in range(parts):
         m = n // parts + (k < n % parts)
@@ -238,6 +235,12 @@ def _bench_on_model(path: str, name: str, rounds: int, block_s: float, with_stea
             _model.HARVESTER.period = 1.0
             steady = min(ours_steady(mid, inp, out, 1) for _ in range(3))
             _model.HARVESTER.period = 1e9
+        # the warm-up's and the steady figure's executes are no round's: harvested here, once; each
+        # round ends with its own harvest and drain timed, so the next starts empty (nothing of a
+        # measured block is drained untimed)
+        acl.mdl.models()[mid].harvest(keep_running=True)
+        session.current().flusher.drain()
+        ortt.empty_trash()
         for i in range(rounds):
             for k, v in one_round(path, x, plain, mid, inp, out, n, os.path.join(d, f"o{i}")).items():
                 res[k].append(v)
@@ -467,6 +470,15 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.only, args.steady_rounds, args.steady_block = "4", 5, 1.0
+    with tempfile.TemporaryDirectory(prefix="bench_acl_") as root:
+        tempfile.tempdir = root  # every model, probe and profile directory below goes in it, removed at the end
+        try:
+            run(args)
+        finally:
+            tempfile.tempdir = None
+
+
+def run(args: argparse.Namespace) -> None:
     print(f"load avg {' '.join(f'{v:.2f}' for v in os.getloadavg())} at the start")
     paths = models.save_all(tempfile.mkdtemp(prefix="bench_acl_"))
     acl.init()

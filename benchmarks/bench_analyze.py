@@ -1,7 +1,13 @@
 """Benchmark ``openmsprof analyze`` and ``openmsprof peaks``, and measure how well the roofline
 predicts CPU operator times.
 
-Run: ``.venv/bin/python benchmarks/bench_analyze.py [--events 1000000] [--repeat 5]``.
+Run: ``.venv/bin/python benchmarks/bench_analyze.py [--events 1000000] [--repeat 5] [--corunner both]``.
+
+Every timed part runs with and without the co-runner (one busy process per core,
+``benchmarks/corunner.py``), conditions and sides interleaved round by round; each figure is
+wall beside the process-tree CPU (fresh processes are waited-for children: counted), median
+(min–max), with per-round ratios to the peers and the load average.  Part 4 (prediction
+accuracy, not a cost) runs once, without the co-runner.
 
 1. analyze at scale: the bundled Mish CNN profiled for ``--executes`` executes (a real ONNX
    Runtime job), its database replicated in time to ``--events`` tasks (same ops, shapes, API
@@ -49,6 +55,10 @@ from openmsprof.machine import peaks
 from openmsprof.parse.costmodel import op_cost
 from openmsprof.parse.importer import ensure_imported
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.corunner import add_corunner_arg, busy, corunner_modes, interleaved, report
+
 
 def load() -> str:
     return "load {:.2f}/{:.2f}/{:.2f}".format(*os.getloadavg())
@@ -93,17 +103,17 @@ def scale_job(job: Path, dest: Path, tasks_wanted: int) -> tuple[Path, int]:
     return dest, total + apis
 
 
-def msprof_analyze(job: Path, out: Path) -> float | None:
+def msprof_analyze(job: Path, out: Path) -> bool:
+    """``msprof-analyze advisor all`` on ``job``; whether it ran and succeeded."""
     exe = Path(sys.executable).with_name("msprof-analyze")
     if not exe.exists():
-        return None
-    t = time.perf_counter()
+        return False
     r = subprocess.run([str(exe), "advisor", "all", "-d", str(job), "-o", str(out)],
                        capture_output=True, timeout=900, check=False)
-    return time.perf_counter() - t if r.returncode == 0 else None
+    return r.returncode == 0
 
 
-def bench_analyze(root: Path, executes: int, events: int, repeat: int) -> None:
+def bench_analyze(root: Path, executes: int, events: int, repeat: int, modes: list[bool]) -> None:
     model = root / "mish.onnx"
     onnx.save(resnet_like("mish"), os.fspath(model))
     (root / "small").mkdir()
@@ -111,42 +121,34 @@ def bench_analyze(root: Path, executes: int, events: int, repeat: int) -> None:
     ensure_imported(small)
     job, n_events = scale_job(small, root / "big" / small.name, events)
     print(f"job: resnet_like(mish) x {executes} executes, replicated to {n_events:,} events "
-          f"(tasks + API calls)")
-    ours: list[float] = []
-    cli: list[float] = []
-    html: list[float] = []
-    peer_summary: list[float] = []
-    peer_adv: list[float] = []
-    size = 0
-    for i in range(repeat):
-        t = time.perf_counter()
-        doc = advisor.report(job)
-        ours.append(time.perf_counter() - t)
-        cli.append(cli_wall(["analyze", "-dir", str(job)]))
+          f"(tasks + API calls); {repeat} rounds; HTML and summary include opening the job")
+    docs: list[dict[str, Any]] = []
+    sizes: list[int] = []
+
+    def html() -> None:
         with open_job(job) as db:
-            t = time.perf_counter()
-            page = build_html(db)
-            html.append(time.perf_counter() - t)
-            size = len(page.encode())
-            t = time.perf_counter()
-            write_summary(db, root / f"summary{i}")
-            peer_summary.append(time.perf_counter() - t)
-        if i < 2:  # the peer advisor is slow: two runs
-            r = msprof_analyze(job, root / f"adv{i}")
-            if r is not None:
-                peer_adv.append(r)
-        print(f"  run {i + 1}: analyze {ours[-1]:.3f} s, CLI {cli[-1]:.3f} s, html {html[-1]:.3f} s,"
-              f" {load()}")
-    top = doc["findings"][0]
-    print(f"analyze (all rules, incl. open)  {stats(ours)}   {load()}")
-    print(f"`openmsprof analyze -dir JOB`    {stats(cli)}   (fresh process, what users type)")
-    print(f"  top finding: [{top['severity']}] {top['rule']}: {top['summary'][:100]}…")
-    print(f"HTML report build                {stats(html)}; size {size / 1e6:.2f} MB")
-    print(f"peer: export summary (csv)       {stats(peer_summary)}  ratio analyze/peer "
-          f"{statistics.median(ours) / statistics.median(peer_summary):.2f}")
-    if peer_adv:
-        print(f"peer: msprof-analyze advisor all {stats(peer_adv)}  ratio analyze/peer "
-              f"{statistics.median(ours) / statistics.median(peer_adv):.3f}")
+            sizes.append(len(build_html(db).encode()))
+
+    def summary_peer() -> None:
+        with open_job(job) as db:
+            write_summary(db, root / "summary")
+
+    res = interleaved({
+        "analyze (all rules, incl. open)": lambda: docs.append(advisor.report(job)),
+        "`openmsprof analyze -dir JOB` (fresh process)": lambda: cli_wall(["analyze", "-dir", str(job)]),
+        "HTML report build": html,
+        "peer: export summary (csv)": summary_peer,
+    }, repeat, modes, cleanup=lambda: shutil.rmtree(root / "summary", ignore_errors=True))
+    report(res, [("analyze (all rules, incl. open)", "peer: export summary (csv)")], unit="s", scale=1.0)
+    top = docs[-1]["findings"][0]
+    print(f"  top finding: [{top['severity']}] {top['rule']}: {top['summary'][:100]}…; HTML {sizes[-1] / 1e6:.2f} MB")
+    ok: list[bool] = []
+    adv = interleaved({
+        "analyze (all rules, incl. open)": lambda: advisor.report(job),
+        "peer: msprof-analyze advisor all": lambda: ok.append(msprof_analyze(job, root / "adv")),
+    }, min(2, repeat), modes, cleanup=lambda: shutil.rmtree(root / "adv", ignore_errors=True))
+    if ok and all(ok):
+        report(adv, [("analyze (all rules, incl. open)", "peer: msprof-analyze advisor all")], unit="s", scale=1.0)
     else:
         print("peer: msprof-analyze advisor all did not run on this job")
     print("peer: HTA reads Kineto traces, not this job: see bench_analyze_hta.py")
@@ -156,30 +158,32 @@ def bench_analyze(root: Path, executes: int, events: int, repeat: int) -> None:
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def cli_wall(args: list[str]) -> float:
-    t = time.perf_counter()
+def cli_wall(args: list[str]) -> None:
+    """``openmsprof ARGS`` in a fresh process (measured by the caller)."""
     subprocess.run([str(Path(sys.executable).with_name("openmsprof")), *args], check=True,
                    stdout=subprocess.DEVNULL, env=ENV)
-    return time.perf_counter() - t
 
 
-def bench_rank(root: Path, kernels: int, repeat: int) -> None:
+def bench_rank(root: Path, kernels: int, repeat: int, modes: list[bool]) -> None:
     """`openmsprof analyze` of a torch rank dir of ``kernels`` kernels (gen_cluster's
-    kernel_details.csv): the first run builds the kernel database, the next reuses it."""
-    sys.path.insert(0, str(Path(__file__).parent))
+    kernel_details.csv): the first run builds the kernel database (removing the previous one is
+    inside its time), the next reuses it."""
     from gen_cluster import generate
 
     generate(root / "pt", ranks=1, events=kernels)
     (rank,) = sorted((root / "pt").glob("*_ascend_pt"))
     size = (rank / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").stat().st_size
-    first, again = [], []
-    for _ in range(repeat):
+
+    def first() -> None:
         shutil.rmtree(rank / ".openmsprof", ignore_errors=True)
-        first.append(cli_wall(["analyze", "-dir", str(rank)]))
-        again.append(cli_wall(["analyze", "-dir", str(rank)]))
+        cli_wall(["analyze", "-dir", str(rank)])
+
+    res = interleaved({"`openmsprof analyze` first (builds kernels.db)": first,
+                       "`openmsprof analyze` again": lambda: cli_wall(["analyze", "-dir", str(rank)])},
+                      repeat, modes, alternate=False)
     print(f"torch rank dir, {kernels:,} kernels ({size / 2**20:.0f} MiB kernel_details.csv):")
-    print(f"  `openmsprof analyze` first (builds kernels.db) {stats(first)}   {load()}")
-    print(f"  `openmsprof analyze` again                     {stats(again)}")
+    report(res, [("`openmsprof analyze` again", "`openmsprof analyze` first (builds kernels.db)")], unit="s",
+           scale=1.0)
 
 
 TORCH_WORK = """
@@ -198,7 +202,7 @@ with prof:
 """
 
 
-def bench_torch_rank(root: Path, iterations: int, repeat: int) -> None:
+def bench_torch_rank(root: Path, iterations: int, repeat: int, modes: list[bool]) -> None:
     """A real torch window (softplus then tanh ``iterations`` times: 2 kernels each), analysed
     by the torch analysis ``repeat`` times; each time the share of writing kernels.db from the
     kernel columns, then `openmsprof analyze -dir RANK` the first time after it (a cache hit)."""
@@ -217,35 +221,38 @@ def bench_torch_rank(root: Path, iterations: int, repeat: int) -> None:
         spent.append(time.perf_counter() - t)
         return out
 
-    whole, bare, cache, first, first_bare = [], [], [], [], []
+    cache: list[float] = []
+    kernels: list[int] = []
+
+    def analysis_bare() -> None:
+        kernel_job.write_kernel_db = lambda *a: None  # type: ignore[assignment]
+        shutil.rmtree(rank / ".openmsprof", ignore_errors=True)
+        export(rank, parallel=True)
+
+    def analysis_writing() -> None:
+        kernel_job.write_kernel_db = timed_write  # type: ignore[assignment]
+        shutil.rmtree(rank / ".openmsprof", ignore_errors=True)
+        k = len(spent)
+        kernels.append(export(rank, parallel=True).kernels)
+        cache.append(spent[-1] if len(spent) > k else 0.0)  # (none below kernel_job.EAGER_MIN_KERNELS)
+
     try:
-        for _ in range(repeat):
-            # without the kernels.db write (as before): analysis, then analyze builds it
-            kernel_job.write_kernel_db = lambda *a: None  # type: ignore[assignment]
-            shutil.rmtree(rank / ".openmsprof", ignore_errors=True)
-            t = time.perf_counter()
-            export(rank, parallel=True)
-            bare.append(time.perf_counter() - t)
-            first_bare.append(cli_wall(["analyze", "-dir", str(rank)]))
-            kernel_job.write_kernel_db = timed_write  # type: ignore[assignment]
-            shutil.rmtree(rank / ".openmsprof", ignore_errors=True)
-            t = time.perf_counter()
-            res = export(rank, parallel=True)
-            whole.append(time.perf_counter() - t)
-            cache.append(spent[-1])
-            first.append(cli_wall(["analyze", "-dir", str(rank)]))
-            print(f"  run: analysis {whole[-1]:.2f} s (kernels.db {cache[-1]:.2f} s), first "
-                  f"analyze {first[-1]:.2f} s; without the write {bare[-1]:.2f} s, first analyze"
-                  f" {first_bare[-1]:.2f} s; {load()}")
+        # in this order each round: the analysis without the kernels.db write (as before), the
+        # first analyze after it (builds it), then the analysis writing it and the first analyze
+        # after that (a cache hit); removing the previous .openmsprof is inside each analysis
+        res = interleaved({
+            "analysis without the kernels.db write": analysis_bare,
+            "`openmsprof analyze` first, after it": lambda: cli_wall(["analyze", "-dir", str(rank)]),
+            "analysis writing kernels.db": analysis_writing,
+            "`openmsprof analyze` first after analysis": lambda: cli_wall(["analyze", "-dir", str(rank)]),
+        }, repeat, modes, alternate=False)
     finally:
         kernel_job.write_kernel_db = real  # type: ignore[assignment]
-    print(f"torch window, {res.kernels:,} kernels, analysed by the torch analysis:")
-    print(f"  analysis writing kernels.db                {stats(whole)}   {load()}")
-    print(f"  of which the kernels.db write              {stats(cache)}")
-    print(f"  analysis without it                        {stats(bare)}  (ratio "
-          f"{statistics.median(whole) / statistics.median(bare):.3f})")
-    print(f"  `openmsprof analyze` first after analysis  {stats(first)}")
-    print(f"  ... when the analysis did not write it     {stats(first_bare)}")
+    print(f"torch window, {kernels[-1]:,} kernels, analysed by the torch analysis; of which the "
+          f"kernels.db write: {stats(cache)}")
+    report(res, [("analysis writing kernels.db", "analysis without the kernels.db write"),
+                 ("`openmsprof analyze` first after analysis", "`openmsprof analyze` first, after it")],
+           unit="s", scale=1.0)
 
 
 def best_of(docs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -270,21 +277,21 @@ def best_of(docs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def bench_peaks(repeat: int) -> dict[str, Any]:
-    times = []
-    docs: list[dict[str, Any]] = []
-    for _ in range(repeat):  # what `openmsprof peaks` runs (in a fresh process: imports too)
-        t = time.perf_counter()
+def bench_peaks(repeat: int, modes: list[bool]) -> dict[str, Any]:
+    docs: dict[bool, list[dict[str, Any]]] = {m: [] for m in modes}
+
+    def run() -> None:  # what `openmsprof peaks` runs (in a fresh process: imports too)
         r = subprocess.run([str(Path(sys.executable).with_name("openmsprof")), "peaks",
                             "--format", "json"], capture_output=True, check=True, env=ENV)
-        times.append(time.perf_counter() - t)
-        docs.append(json.loads(r.stdout))
-    print(f"openmsprof peaks (fresh process) {stats(times)}   {load()}")
-    for d in docs:
+        docs[busy()].append(json.loads(r.stdout))
+
+    report(interleaved({"openmsprof peaks (fresh process)": run}, repeat, modes), [], unit="s", scale=1.0)
+    quiet = docs[False] if False in docs else docs[True]  # the prediction's ceilings: without the co-runner
+    for d in quiet:
         print(f"  measure {d['seconds']:.2f} s, load {d['load_avg']}: DRAM "
               f"{peaks.bandwidth(d) / 1e9:.1f} GB/s, GEMM {peaks.gemm_peak(d) / 1e9:.1f} "
               f"GFLOP/s; skipped {d['skipped'] or 'none'}; CV > 10 %: {d['loaded'] or 'none'}")
-    return best_of(docs)
+    return best_of(quiet)
 
 
 CLASS_OPS = ("Exp", "Log", "Tanh", "Erf")
@@ -348,19 +355,21 @@ def main() -> None:
                     help="softplus+tanh iterations of the torch window (2 kernels each)")
     ap.add_argument("--skip", default="",
                     help="comma list of parts to skip: analyze,rank,torch,peaks,predict")
+    add_corunner_arg(ap)
     a = ap.parse_args()
     skip = set(a.skip.split(","))
+    modes = corunner_modes(a.corunner)
     with tempfile.TemporaryDirectory(prefix="bench_analyze_") as tmp:
         root = Path(tmp)
-        doc = bench_peaks(a.repeat) if "peaks" not in skip else peaks.cached() or {}
+        doc = bench_peaks(a.repeat, modes) if "peaks" not in skip else peaks.cached() or {}
         if "predict" not in skip:
             bench_prediction(root, doc, 20)
         if "analyze" not in skip:
-            bench_analyze(root, a.executes, a.events, a.repeat)
+            bench_analyze(root, a.executes, a.events, a.repeat, modes)
         if "rank" not in skip:
-            bench_rank(root, a.kernels, a.repeat)
+            bench_rank(root, a.kernels, a.repeat, modes)
         if "torch" not in skip:
-            bench_torch_rank(root, a.iterations, a.repeat)
+            bench_torch_rank(root, a.iterations, a.repeat, modes)
 
 
 

@@ -7,7 +7,11 @@ Peers measured in the same run:
   ``sftpcopy.fetch_jobs`` vs paramiko's plain ``SFTPClient.get`` per file vs a local
   ``shutil.copytree`` (the disk-only floor).
 
-    .venv/bin/python benchmarks/bench_collect.py [--repeat 5] [--mb 64]
+Sides and co-runner conditions interleaved round by round (``benchmarks/corunner.py``): wall
+and process-tree CPU (the collect and program processes are waited-for children, so their CPU
+is counted), median (min–max), per-round ratios, load average.
+
+    .venv/bin/python benchmarks/bench_collect.py [--repeat 5] [--mb 64] [--corunner both]
 """
 
 from __future__ import annotations
@@ -16,27 +20,18 @@ import argparse
 import os
 import posixpath
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.corunner import add_corunner_arg, corunner_modes, interleaved, report
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 PY = sys.executable
 TINY = "import time\nfrom openmsprof import mstx\nmstx.mark('x')\ntime.sleep(0.05)\n"
-
-
-def timed(fn: Callable[[], object], repeat: int) -> float:
-    runs = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - t0)
-    return statistics.median(runs)
 
 
 def run(cmd: list[str], cwd: Path) -> None:
@@ -45,17 +40,19 @@ def run(cmd: list[str], cwd: Path) -> None:
         raise SystemExit(f"benchmark command failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr}")
 
 
-def bench_local(work: Path, repeat: int) -> None:
+def bench_local(work: Path, repeat: int, modes: list[bool]) -> None:
     prog = work / "tiny.py"
     prog.write_text(TINY)
     out = work / "out"
-    plain = timed(lambda: run([PY, str(prog)], work), repeat)
-    coll = timed(lambda: run([PY, "-m", "openmsprof", "collect", "--output", str(out), "-m", str(prog)], work), repeat)
-    allp = timed(lambda: run([PY, "-m", "openmsprof", "collect", "--output", str(out), "--all", "-m", str(prog)], work), repeat)
-    print(f"local (median of {repeat} runs)")
-    print(f"  plain python program          {plain * 1000:8.1f} ms")
-    print(f"  openmsprof collect            {coll * 1000:8.1f} ms   x{coll / plain:5.2f} of plain, +{(coll - plain) * 1000:.0f} ms")
-    print(f"  openmsprof collect --all      {allp * 1000:8.1f} ms   x{allp / plain:5.2f} of plain")
+    res = interleaved({
+        "plain python program": lambda: run([PY, str(prog)], work),
+        "openmsprof collect": lambda: run([PY, "-m", "openmsprof", "collect", "--output", str(out), "-m", str(prog)],
+                                          work),
+        "openmsprof collect --all": lambda: run([PY, "-m", "openmsprof", "collect", "--output", str(out), "--all",
+                                                 "-m", str(prog)], work),
+    }, repeat, modes, cleanup=lambda: shutil.rmtree(out, ignore_errors=True))
+    print(f"local ({repeat} rounds)")
+    report(res, [("openmsprof collect", "plain python program"), ("openmsprof collect --all", "plain python program")])
 
 
 def _synthetic_job(root: Path, mb: int) -> Path:
@@ -72,7 +69,7 @@ def _synthetic_job(root: Path, mb: int) -> Path:
     return job
 
 
-def bench_remote(work: Path, repeat: int, mb: int) -> None:
+def bench_remote(work: Path, repeat: int, mb: int, modes: list[bool]) -> None:
     from tests.collector import conftest as C
 
     exe = C.find_sshd()
@@ -86,27 +83,24 @@ def bench_remote(work: Path, repeat: int, mb: int) -> None:
         ini = C.write_ini(work / "board.ini", {"ip": "127.0.0.1", "port": sshd.port, "username": sshd.user,
                                                "key_file": sshd.key, "known_hosts": sshd.known_hosts(work)},
                           {"python": PY, "workdir": work / "board"})
-        whole = timed(lambda: run([PY, "-m", "openmsprof", "collect", "--config", str(ini), "--output",
-                                   str(work / "rout"), "-m", str(prog)], work), repeat)
-        print("remote over loopback sshd")
-        print(f"  collect --config (tiny prog)  {whole * 1000:8.1f} ms")
-        bench_bundle(work, repeat, sshd, prog, ini)
+        print("remote over loopback sshd (the sshd and its sessions are this process's children: counted)")
+        res = interleaved({"collect --config (tiny prog)": lambda: run(
+            [PY, "-m", "openmsprof", "collect", "--config", str(ini), "--output", str(work / "rout"), "-m", str(prog)],
+            work)}, repeat, modes, cleanup=lambda: shutil.rmtree(work / "rout", ignore_errors=True))
+        report(res, [])
+        bench_bundle(work, repeat, sshd, prog, ini, modes)
         src = work / "boardjobs"
         job = _synthetic_job(src, mb)
         size = sum(p.stat().st_size for p in job.rglob("*") if p.is_file())
         client = ssh.connect(board.load(ini))
         sftp = client.open_sftp()
-        n = [0]
+        dest = work / "copy"
 
         def ours() -> None:
-            n[0] += 1
-            dest = work / f"ours{n[0]}"
             dest.mkdir()
             sftpcopy.fetch_jobs(sftp, str(src), dest)
 
         def naive() -> None:
-            n[0] += 1
-            dest = work / f"naive{n[0]}"
             for p in job.rglob("*"):
                 local = dest / p.relative_to(src)
                 if p.is_dir():
@@ -116,20 +110,20 @@ def bench_remote(work: Path, repeat: int, mb: int) -> None:
                     sftp.get(posixpath.join(str(src), str(p.relative_to(src))), str(local))
 
         def disk() -> None:
-            n[0] += 1
-            shutil.copytree(job, work / f"disk{n[0]}" / job.name)
+            shutil.copytree(job, dest / job.name)
 
         reps = max(1, repeat // 2)
-        t_ours, t_naive, t_disk = timed(ours, reps), timed(naive, reps), timed(disk, reps)
+        res = interleaved({"sftpcopy.fetch_jobs": ours, "paramiko sftp.get per file": naive,
+                           "local shutil.copytree (disk floor)": disk}, reps, modes,
+                          cleanup=lambda: shutil.rmtree(dest, ignore_errors=True))
         client.close()
         mbs = size / (1 << 20)
-        print(f"  copy back {mbs:.0f} MB, 200+ files (median of {reps})")
-        print(f"    sftpcopy.fetch_jobs         {t_ours * 1000:8.1f} ms  {mbs / t_ours:7.1f} MB/s")
-        print(f"    paramiko sftp.get per file  {t_naive * 1000:8.1f} ms  {mbs / t_naive:7.1f} MB/s  (time ratio plain/ours {t_naive / t_ours:.2f})")
-        print(f"    local shutil.copytree       {t_disk * 1000:8.1f} ms  {mbs / t_disk:7.1f} MB/s  (disk floor)")
+        print(f"  copy back {mbs:.0f} MB, 200+ files ({reps} rounds; MB/s = {mbs:.0f} / wall)")
+        report(res, [("sftpcopy.fetch_jobs", "paramiko sftp.get per file"),
+                     ("sftpcopy.fetch_jobs", "local shutil.copytree (disk floor)")])
 
 
-def bench_bundle(work: Path, repeat: int, sshd: object, prog: Path, ini: Path) -> None:
+def bench_bundle(work: Path, repeat: int, sshd: object, prog: Path, ini: Path, modes: list[bool]) -> None:
     """A board with openmsprof installed vs a bare Python (a venv without pip: openmsprof and
     its packages are uploaded for the run), interleaved; median and min-max."""
     from tests.collector import conftest as C
@@ -144,28 +138,27 @@ def bench_bundle(work: Path, repeat: int, sshd: object, prog: Path, ini: Path) -
     t0 = time.perf_counter()
     size = len(bundle.bundle_bytes(bundle.needed()))
     build = time.perf_counter() - t0
-    sides: dict[str, list[float]] = {"installed": [], "uploaded": []}
-    for _ in range(repeat):  # interleaved
-        for name, cfg in (("installed", ini), ("uploaded", bare_ini)):
-            t0 = time.perf_counter()
-            run([PY, "-m", "openmsprof", "collect", "-m", str(prog), "--config", str(cfg), "--output", str(work / "bout")], work)
-            sides[name].append(time.perf_counter() - t0)
+    res = interleaved({
+        f"collect --config, openmsprof {name}": (
+            lambda cfg=cfg: run([PY, "-m", "openmsprof", "collect", "-m", str(prog), "--config", str(cfg), "--output",
+                                 str(work / "bout")], work))
+        for name, cfg in (("installed", ini), ("uploaded", bare_ini))}, repeat, modes)
     print(f"  board without openmsprof: bundle {size / 1e6:.1f} MB built in {build * 1000:.0f} ms; "
           f"load average {os.getloadavg()[0]:.2f}")
-    for name, runs in sides.items():
-        print(f"    collect --config, openmsprof {name:9} median {statistics.median(runs) * 1000:7.0f} ms "
-              f"(min {min(runs) * 1000:.0f}, max {max(runs) * 1000:.0f}, {len(runs)} runs)")
+    report(res, [("collect --config, openmsprof uploaded", "collect --config, openmsprof installed")])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--mb", type=int, default=64, help="size of the synthetic job copied back")
+    add_corunner_arg(ap)
     args = ap.parse_args()
+    modes = corunner_modes(args.corunner)
     work = Path(tempfile.mkdtemp(prefix="bench_collect_"))
     try:
-        bench_local(work, args.repeat)
-        bench_remote(work, args.repeat, args.mb)
+        bench_local(work, args.repeat, modes)
+        bench_remote(work, args.repeat, args.mb, modes)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -15,7 +15,8 @@
 5. Native burst: one thread flat out for 1 s at the default budget, share kept and drop reasons.
 
 Every part runs with and without the co-runner (``--corunner {off,on,both}``, default both),
-rounds interleaved.  Nothing is drained or paused untimed: each timed block is one run of calls.
+rounds interleaved.  Nothing is drained or paused untimed: each timed block is one run of calls
+and the drain of what it left buffered.
 
 Run: ``.venv/bin/python benchmarks/bench_markers.py [--quick] [--kills 20] [--seconds 10] [--per-call-only]``.
 """
@@ -110,15 +111,20 @@ BACKEND_FNS = {
 }
 
 
-def timed_block(body: Callable[[int], None], n: int) -> tuple[float, float]:
+def timed_block(body: Callable[[int], None], n: int,
+                tail: Callable[[], object] | None = None) -> tuple[float, float]:
     """ns per call over ``n`` calls in one timed block, as wall time and as the CPU time of the
     whole process (every thread, the flusher's included; time the machine's other work
     preempted this process is not in it).  Nothing runs untimed in between: a recorder's
-    flusher runs, and a fallback producer drains its own full list, inside the block."""
+    flusher runs, and a fallback producer drains its own full list, inside the block, and
+    ``tail`` (the session flusher's ``drain``: what the block left in the threads' lists,
+    encoded and written) ends it inside the timer too."""
     wall_ns, cpu_ns = time.perf_counter_ns, time.process_time_ns
     c0 = cpu_ns()
     t0 = wall_ns()
     body(n)
+    if tail is not None:
+        tail()
     t1 = wall_ns()
     return (t1 - t0) / n, (cpu_ns() - c0) / n
 
@@ -150,8 +156,12 @@ def per_call(n: int, rounds: int, tmp: Path, modes: list[bool]) -> dict[bool, tu
                     core.BACKEND = b
                     add(f"{b} off, mark in a domain", timed_block(mark_body(mark, "noisy"), n))
                     s = session.start(output=tmp / f"{b}{r}{int(busy)}")
-                    add(f"{b} mark", timed_block(mark_body(mark), n))
-                    add(f"{b} push+pop", timed_block(pushpop_body(push, pop), n // 2))
+                    # each block's records drained inside its own timer (the native core's ring
+                    # is written by its C flusher thread as it runs; what it holds at the end is
+                    # written by stop(), as every session ends)
+                    tail = s.flusher.drain
+                    add(f"{b} mark", timed_block(mark_body(mark), n, tail))
+                    add(f"{b} push+pop", timed_block(pushpop_body(push, pop), n // 2, tail))
                     session.stop()
                     if s.overhead["records_dropped"]:
                         print(f"  ({b} round {r}, co-runner {'on' if busy else 'off'}: "

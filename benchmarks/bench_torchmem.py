@@ -1,10 +1,11 @@
 """Cost of the profile_memory outputs (memory_record.csv, operator_memory.csv) in ``analyse``.
 
 One profile_memory run of a small CNN training loop is analysed twice in this process, with the
-memory view on (as recorded) and off (profile_memory flipped to false in profiler_info), best of
-``--repeats`` each; prints the allocator event count, both times and the ratio.
+memory view on (as recorded) and off (profile_memory flipped to false in profiler_info),
+``--repeats`` interleaved rounds with and without the co-runner (``benchmarks/corunner.py``);
+prints the allocator event count, wall and process-tree CPU of both and the per-round ratios.
 
-    .venv/bin/python benchmarks/bench_torchmem.py [--steps N] [--repeats N]
+    .venv/bin/python benchmarks/bench_torchmem.py [--steps N] [--repeats N] [--corunner both]
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from __future__ import annotations
 import argparse
 import logging
 import shutil
+import sys
 import tempfile
-import time
 from pathlib import Path
 
 import orjson
@@ -21,6 +22,9 @@ import orjson
 import openmsprof.torch.profiler as tp
 import torch
 from openmsprof.export.ascend_pt.rank_analyse import export
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.corunner import add_corunner_arg, corunner_modes, interleaved, report
 
 
 def _record(root: Path, steps: int) -> Path:
@@ -40,19 +44,11 @@ def _record(root: Path, steps: int) -> Path:
     return next(p for p in root.iterdir() if p.name.endswith("_ascend_pt"))
 
 
-def _best(rank_dir: Path, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        export(rank_dir, parallel=False)
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--repeats", type=int, default=3)
+    add_corunner_arg(ap)
     args = ap.parse_args()
     logging.disable(logging.WARNING)
     with tempfile.TemporaryDirectory() as tmp:
@@ -65,12 +61,13 @@ def main() -> None:
         info.write_bytes(orjson.dumps(doc))
         trace = orjson.loads((on / "FRAMEWORK" / "torch.kineto_trace.json").read_bytes())["traceEvents"]
         n_mem = sum(1 for e in trace if e.get("name") == "[memory]")
-        t_on, t_off = _best(on, args.repeats), _best(off, args.repeats)
+        res = interleaved({"with memory view": lambda: export(on, parallel=False),
+                           "without memory view": lambda: export(off, parallel=False)},
+                          args.repeats, corunner_modes(args.corunner))
         rows = (on / "ASCEND_PROFILER_OUTPUT" / "operator_memory.csv").read_bytes().count(b"\n") - 1
     print(f"[1] analyse of {len(trace)} Kineto events incl. {n_mem} allocator events ({rows} allocations), "
-          f"best of {args.repeats}:")
-    print(f"    without memory view {t_off:.3f} s   with memory view {t_on:.3f} s   "
-          f"ratio {t_on / t_off:.2f}  ({(t_on - t_off) / max(n_mem, 1) * 1e6:.2f} µs per allocator event)")
+          f"{args.repeats} rounds:")
+    report(res, [("with memory view", "without memory view")], unit="s", scale=1.0)
 
 
 if __name__ == "__main__":

@@ -43,24 +43,22 @@ _dom_names: frozenset[str] = frozenset()
 #: Whether the filter skips markers given no domain (the "default" domain).
 _skip_default = False
 #: Explicit domains whose markers are skipped (tested first on the domain path: a skipped
-#: marker costs a set lookup); only filled while the filter is on.
+#: marker costs an identity test against the last one skipped, else a set lookup); only filled
+#: while the filter is on.
 _SKIP: set[Any] = set()
+_LAST_SKIP: Any = object()
 #: ``len(marks) < _POPCAP`` is pop's fast path: 0 while a filter is on, so that every pop goes
 #: to :func:`_slow`, which skips the pop of a skipped push.
 _POPCAP = 2 * buffers.MARK_CAP
 _PUSHCAP = 2 * buffers.MARK_CAP  # the same for push (every push's filter state is stacked)
-#: mark's fast-path cap: 0 while the filter skips the default domain, so that a mark without a
-#: domain goes to :func:`_slow` (one flag test there) instead of recording.
-_MARKCAP = 2 * buffers.MARK_CAP
 
 
 def begin(string_ids: Any) -> None:
     """A session starts: codes are string ids of its host data directory."""
-    global _ids, _CAP2, _POPCAP, _PUSHCAP, _MARKCAP
+    global _ids, _CAP2, _POPCAP, _PUSHCAP
     _ids = string_ids
     _CAP2 = 2 * buffers.MARK_CAP
     _POPCAP = _PUSHCAP = 0 if _dom_mode else _CAP2
-    _MARKCAP = 0 if _skip_default else _CAP2
     for d in (_MARK, _PUSH, _DOM):
         d.clear()
     _tls.skips = []
@@ -69,15 +67,18 @@ def begin(string_ids: Any) -> None:
 def set_domains(mode: int, names: Any) -> None:
     """The marker domain filter: 0 none, 1 record only ``names``, 2 all but ``names``
     (``"default"`` names the domain of a marker given none).  Set before :func:`begin`."""
-    global _dom_mode, _dom_names, _skip_default
+    global _dom_mode, _dom_names, _skip_default, _LAST_SKIP
     _dom_mode = mode
     _dom_names = frozenset(str(n) for n in names)
     _skip_default = mode != 0 and (("default" in _dom_names) == (mode == 2))
     _SKIP.clear()
+    _LAST_SKIP = object()
 
 
 def _skipped(domain: Any) -> bool:
-    """Whether the filter skips markers of ``domain`` (None: "default"); remembered in _SKIP."""
+    """Whether the filter skips markers of ``domain`` (None: "default"); remembered in _SKIP
+    (and as _LAST_SKIP)."""
+    global _LAST_SKIP
     if domain is None:
         return _skip_default
     name = domain if isinstance(domain, str) else str(domain)
@@ -88,6 +89,8 @@ def _skipped(domain: Any) -> bool:
             _SKIP.add(domain)
         except TypeError:
             pass
+        else:
+            _LAST_SKIP = domain
     return skip
 
 
@@ -213,18 +216,19 @@ def mark(message: str, domain: str | None = None) -> None:
     if _on:
         # one try around the whole hot path (free in 3.11 until something raises): no thread
         # buffer yet, a full list, an uncached or unhashable message or domain all go to _slow;
-        # a domain the filter skipped costs one set lookup, the default domain skipped a flag
+        # the default domain skipped costs a flag test (before the thread's list is looked up),
+        # a domain the filter skipped an identity test (the last one skipped) or a set lookup
         try:
             if domain is None:
+                if _skip_default:
+                    return None
                 marks = _tls.marks
-                if len(marks) < _MARKCAP:
+                if len(marks) < _CAP2:
                     code = _MARK[message]
                     marks.append(_now())
                     marks.append(code)
                     return None
-                if _skip_default:
-                    return None
-            elif domain in _SKIP:
+            elif domain is _LAST_SKIP or domain in _SKIP:
                 return None
         except (AttributeError, KeyError, TypeError):
             pass
@@ -243,7 +247,7 @@ def push(message: str, domain: str | None = None) -> None:
                     marks.append(_now())
                     marks.append(code)
                     return None
-            elif domain in _SKIP:
+            elif domain is _LAST_SKIP or domain in _SKIP:
                 _tls.skips.append(True)  # its pop is skipped too
                 return None
         except (AttributeError, KeyError, TypeError):
@@ -269,7 +273,7 @@ def pop() -> None:
 
 def range_start(message: str, domain: str | None = None) -> int:
     """Open a range that may end on another thread; returns its id (0 when off)."""
-    if not _on or (_dom_mode and (domain in _SKIP or _skipped(domain))):
+    if not _on or (_dom_mode and (domain is _LAST_SKIP or domain in _SKIP or _skipped(domain))):
         return 0
     rid = next_range_id()
     buffers.append((4, _now(), message, domain, rid))
