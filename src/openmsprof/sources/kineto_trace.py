@@ -9,9 +9,10 @@ trace) falls back to one whole-document parse, as does a block that does not par
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -26,7 +27,7 @@ from openmsprof.fileio.read_guard import (
     read_regular,
 )
 
-__all__ = ["BLOCK", "GPU_CATS", "MAX_TRACE_BYTES", "MAX_WHOLE_BYTES", "Restart", "TraceReader"]
+__all__ = ["BLOCK", "GPU_CATS", "MAX_TRACE_BYTES", "MAX_WHOLE_BYTES", "Restart", "TraceReader", "scan"]
 
 #: Kineto categories of device activity (a GPU trace; CPU-only traces have none).
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -37,6 +38,21 @@ MAX_WHOLE_BYTES = 2 << 30
 _SEP = b"\n  },\n  {"
 _END = b"\n  ]"
 _EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
+
+
+def _native() -> Callable[[bytes], Any] | None:
+    if os.environ.get("OPENMSPROF_KINETO_SCAN_PYTHON") == "1":
+        return None
+    try:
+        return importlib.import_module("openmsprof.sources._kineto_scan").ops  # type: ignore[no-any-return]
+    except ImportError:
+        return None
+
+
+#: The native scan of one block (``_kineto_scan.c``: the operator and flow columns straight from
+#: the bytes, or None for a block it leaves to orjson); None when not built.  The analysis'
+#: ``Columns.add_block`` uses it; ``Columns.add`` of the parsed events is the reference path.
+scan = _native()
 
 
 class _NotKinetoLayout(Exception):
@@ -71,10 +87,25 @@ class TraceReader:
 
         On an unexpected layout the whole document is parsed instead; that happens before any
         block is yielded, or the caller gets ``Restart`` and must drop what it received."""
+        for block in self.blocks():
+            yield self.events(block)
+
+    def blocks(self) -> Iterator[bytes]:
+        """The blocks of ``chunks`` unparsed: each a JSON array of events for ``events`` (or a
+        native scan, ``scan``).  ``Restart`` as for ``chunks``."""
         try:
             yield from self._stream()
         except _NotKinetoLayout:
             raise Restart() from None
+
+    @classmethod
+    def events(cls, block: bytes) -> list[Any]:
+        """One block of ``blocks`` parsed (``Restart`` when it is not a JSON array)."""
+        try:
+            out: list[Any] = cls._parse(block)
+        except _NotKinetoLayout:
+            raise Restart() from None
+        return out
 
     def whole(self) -> list[Any]:
         """The whole document parsed at once (the fallback)."""
@@ -100,7 +131,7 @@ class TraceReader:
         fd, _size = open_regular(self.path, "trace", MAX_TRACE_BYTES, RawDataError)
         return os.fdopen(fd, "rb")
 
-    def _stream(self) -> Iterator[list[Any]]:
+    def _stream(self) -> Iterator[bytes]:
         with self._open() as f:
             stop = self.stop
 
@@ -129,17 +160,17 @@ class TraceReader:
                     if len(buf) > 8 * self.block:
                         raise _NotKinetoLayout()
                     continue
-                yield self._parse(b"[" + buf[:cut + 4] + b"]")
+                yield b"[" + buf[:cut + 4] + b"]"
                 buf = buf[cut + 5:]
             if stop is not None:  # the first half ends with a whole event
                 if f.tell() != stop or not buf.endswith(b"\n  }"):
                     raise _NotKinetoLayout()
-                yield self._parse(b"[" + buf + b"]")
+                yield b"[" + buf + b"]"
                 return
             end = buf.rfind(_END)
             if end < 0:
                 raise _NotKinetoLayout()
-            yield self._parse(b"[" + buf[:end] + b"]")
+            yield b"[" + buf[:end] + b"]"
             tail = buf[end + len(_END):].strip()
             if tail != b"}":
                 rest = self._parse(b"{" + tail[1:], dict) if tail[:1] == b"," else None

@@ -9,10 +9,13 @@ are kept as dicts (CUDA machines only).
 
 from __future__ import annotations
 
+import re
 from typing import Any, Generic, TypeVar
 
 import numpy as np
 import orjson
+
+from openmsprof.sources import kineto_trace
 
 T = TypeVar("T")
 ARG_KEYS = ("Input Dims", "Input type", "Sequence number", "Fwd thread id")
@@ -22,6 +25,7 @@ OP_CATS = frozenset(("cpu_op", "user_annotation"))
 _EMPTY: dict[str, Any] = {}
 _EMPTY_KEY = ("absent",)
 _I64 = 2**63
+_PARTS = re.compile(rb"([\x01\x02])([^\x01\x02]*)")
 MEMORY = "[memory]"
 
 
@@ -86,6 +90,49 @@ class Columns:
         self._fl: list[list[np.ndarray]] = [[] for _ in range(4)]
         self._mem: list[list[np.ndarray]] = [[] for _ in range(8)]
         self._seq_args: dict[tuple[Any, Any], int] = {}
+        self._shape_args: dict[str, tuple[int, int]] = {}
+        self._raw_args: dict[bytes, tuple[int, int]] = {}
+
+    def add_block(self, block: bytes) -> None:
+        """One unparsed block (``TraceReader.blocks``): the native scan's columns when it takes
+        the block, else orjson's events through ``add`` (the same columns either way)."""
+        scan = kineto_trace.scan
+        res = scan(block) if scan is not None else None
+        if res is None:
+            self.add(kineto_trace.TraceReader.events(block))
+            return
+        pid, names, keys, ts, dur, tid, annot, ext, seq, fwd, fts, fstart, fid, ftid = res
+        if names:
+            if not self._pid_set and pid is not None:
+                self.pid, self._pid_set = pid, True
+            codes = self.names.codes(names)
+            shape, arg = self._raw_codes(keys)
+            f64, i64 = np.float64, np.int64
+            for col, vals in zip(self._op, (np.frombuffer(ts, f64), np.frombuffer(dur, f64), np.frombuffer(tid, i64),
+                                            np.asarray(codes, np.int32), np.frombuffer(annot, bool),
+                                            np.asarray(arg, np.int32), np.asarray(shape, np.int32),
+                                            np.frombuffer(seq, i64), np.frombuffer(fwd, i64),
+                                            np.frombuffer(ext, i64)), strict=True):
+                col.append(vals)
+        if fts:
+            for col, vals in zip(self._fl, (np.frombuffer(fts, np.float64), np.frombuffer(fstart, bool),
+                                            np.frombuffer(fid, np.int64), np.frombuffer(ftid, np.int64)), strict=True):
+                col.append(vals)
+
+    def _raw_codes(self, keys: list[bytes]) -> tuple[list[int], list[int]]:
+        """(shape codes, args codes) from the scan's keys (the kept args' raw JSON bytes): one
+        parse, ``_shapes`` text and serialisation per distinct key, codes in first-seen order."""
+        memo = self._raw_args
+        pairs = []
+        for k in keys:
+            pair = memo.get(k)
+            if pair is None:
+                sub = {name: orjson.loads(raw) for name, (mark, raw) in zip(ARG_KEYS, _PARTS.findall(k), strict=True)
+                       if mark == b"\x01"}
+                s = _shapes(sub) if "Input Dims" in sub or "Input type" in sub else ("", "")
+                pair = memo[k] = (self.shapes.code(s), self.args.code(orjson.dumps(sub)))
+            pairs.append(pair)
+        return [p[0] for p in pairs], [p[1] for p in pairs]
 
     def add(self, events: list[Any]) -> None:
         """Take one block of raw events (dicts straight from the JSON)."""
@@ -124,9 +171,7 @@ class Columns:
         fwd = [x if isinstance(x := a.get("Fwd thread id", 0), int) else 0 for a in args]
         arg = None if any("Input Dims" in a or "Input type" in a for a in args) else self._seq_codes(args)
         if arg is None:
-            dumps, none = orjson.dumps, ("", "")
-            shape = self.shapes.codes([_shapes(a) if "Input Dims" in a or "Input type" in a else none for a in args])
-            arg = self.args.codes([dumps({k: a[k] for k in ARG_KEYS if k in a}) for a in args])
+            shape, arg = self._shape_codes(args)
         else:
             shape = [0] * len(ops)
         for col, vals, dt in zip(self._op, ([e["ts"] for e in ops], [e.get("dur", 0) for e in ops], tid, codes,
@@ -134,6 +179,36 @@ class Columns:
                                  (np.float64, np.float64, np.int64, np.int32, bool, np.int32, np.int32, np.int64,
                                   np.int64, np.int64), strict=True):
             col.append(np.asarray(vals, dt))
+
+    def _shape_codes(self, args: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
+        """(shape codes, args codes) of ops that recorded shapes: one ``_shapes`` text and one
+        serialisation per distinct kept-args value (``repr`` of the four kept values is the key:
+        equal reprs of JSON values are equal values), codes assigned in first-seen order as
+        ``Vocab.codes`` would.  Values ``repr`` cannot key (nested too deep) take the plain path."""
+        try:
+            return self._memo_codes(args)
+        except RecursionError:
+            dumps, none = orjson.dumps, ("", "")
+            return (self.shapes.codes([_shapes(a) if "Input Dims" in a or "Input type" in a else none for a in args]),
+                    self.args.codes([dumps({k: a[k] for k in ARG_KEYS if k in a}) for a in args]))
+
+    def _memo_codes(self, args: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
+        memo = self._shape_args
+        keys = [repr((a.get("Input Dims", ...), a.get("Input type", ...), a.get("Sequence number", ...),
+                      a.get("Fwd thread id", ...))) for a in args]
+        new = set(keys).difference(memo)
+        if not new:
+            pairs = [memo[k] for k in keys]
+        else:
+            dumps, none, shapes, vocab = orjson.dumps, ("", ""), self.shapes, self.args
+            pairs = []
+            for k, a in zip(keys, args, strict=True):
+                pair = memo.get(k)
+                if pair is None:
+                    s = _shapes(a) if "Input Dims" in a or "Input type" in a else none
+                    pair = memo[k] = (shapes.code(s), vocab.code(dumps({n: a[n] for n in ARG_KEYS if n in a})))
+                pairs.append(pair)
+        return [p[0] for p in pairs], [p[1] for p in pairs]
 
     def _seq_codes(self, args: list[dict[str, Any]]) -> list[int] | None:
         """Args codes when the kept args are at most Sequence number / Fwd thread id (no shapes):

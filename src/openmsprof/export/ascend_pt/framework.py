@@ -158,8 +158,8 @@ def _read(path: Path, parallel: bool = False) -> tuple[Columns, int | None]:
     reader = TraceReader(path)
     cols = Columns()
     try:
-        for chunk in reader.chunks():
-            cols.add(chunk)
+        for block in reader.blocks():
+            cols.add_block(block)
     except Restart:
         cols = Columns()
         events = reader.whole()

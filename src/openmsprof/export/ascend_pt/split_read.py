@@ -23,8 +23,8 @@ MIN_BYTES = 48 << 20
 
 def _child(path: Path, start: int, wfd: int) -> int:  # pragma: no cover - runs in the child
     cols = Columns()
-    for chunk in TraceReader(path, start=start).chunks():
-        cols.add(chunk)
+    for block in TraceReader(path, start=start).blocks():
+        cols.add_block(block)
     view = memoryview(pickle.dumps(cols.state(), protocol=pickle.HIGHEST_PROTOCOL))
     while view:
         view = view[os.write(wfd, view):]
@@ -44,8 +44,8 @@ def read(path: Path) -> tuple[Columns, int | None] | None:
     try:
         reader = TraceReader(path, stop=split + 4)
         cols = Columns()
-        for chunk in reader.chunks():
-            cols.add(chunk)
+        for block in reader.blocks():
+            cols.add_block(block)
         running, worker = worker, None
         data, code = running.result()
         if code != 0:

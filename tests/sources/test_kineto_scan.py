@@ -1,0 +1,227 @@
+"""The native Kineto block scan (``sources/_kineto_scan.c``): the columns it gives equal those of
+orjson's events through ``Columns.add`` (the reference path), blocks it does not reproduce are
+left to orjson, and a real profile's analysis is byte-identical with and without it."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pytest
+
+import openmsprof.torch.profiler as tp
+from openmsprof.export.ascend_pt.columns import Columns
+from openmsprof.export.ascend_pt.rank_analyse import export
+from openmsprof.sources import kineto_trace
+from openmsprof.sources.kineto_trace import Restart, TraceReader
+from tests.torch.conftest import Trainer, rank_dirs
+
+pytestmark = pytest.mark.skipif(kineto_trace.scan is None, reason="native Kineto scan not built")
+
+COLUMNS = ("op_ts", "op_dur", "op_tid", "op_name", "op_annot", "op_args", "op_shape", "op_seq", "op_fwd",
+           "op_ext", "flow_ts", "flow_start", "flow_id", "flow_tid")
+
+
+def _reference(blocks: list[bytes]) -> Columns:
+    cols = Columns()
+    for b in blocks:
+        cols.add(TraceReader.events(b))
+    cols.finish(1_000)
+    return cols
+
+
+def _native(blocks: list[bytes]) -> Columns:
+    cols = Columns()
+    for b in blocks:
+        cols.add_block(b)
+    cols.finish(1_000)
+    return cols
+
+
+def _same(a: Columns, b: Columns) -> None:
+    assert (a.pid, a.names.items, a.args.items, a.shapes.items) == (b.pid, b.names.items, b.args.items, b.shapes.items)
+    for name in COLUMNS:
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype and np.array_equal(x, y), name
+
+
+def _op(rng: random.Random, i: int) -> dict[str, Any]:
+    annot = rng.random() < 0.1
+    e: dict[str, Any] = {"ph": "X", "cat": "user_annotation" if annot else "cpu_op",
+                         "name": rng.choice(["aten::mm", "aten::add_", "ProfilerStep#3", "a \"quoted\"\\name\n",
+                                             "aten::empty", ""]),
+                         "pid": rng.choice([7, 7, "Spans"]), "tid": rng.choice([7, 8, "stream 1", 9.5]),
+                         "ts": rng.choice([1_000_000 + i * 1.25, 1_000_000 + i, 1.5e6 + i, 123456789012.345678])}
+    if rng.random() < 0.9:
+        e["dur"] = rng.choice([3.5, 2, 0, 1e-3, 7.25e2])
+    args: dict[str, Any] = {"External id": rng.choice([i, i, "x", None]), "Record function id": i, "Ev Idx": i}
+    if rng.random() < 0.6:
+        args["Input Dims"] = rng.choice([[[64, 64], [], []], [[2, 3]], [], [[1, 2], [3]], [["a"], 1.5]])
+    if rng.random() < 0.5:
+        args["Input type"] = rng.choice([["float", "Scalar"], ["float"], [], ["c10::Half", "\t"]])
+    if rng.random() < 0.8:
+        args["Sequence number"] = rng.choice([0, 5, 17, "7", 2.0, [1]])
+    if rng.random() < 0.7:
+        args["Fwd thread id"] = rng.choice([0, 1, None])
+    args["Concrete Inputs"] = ["", "1", {"deep": [[[1]]]}]
+    if rng.random() < 0.9:
+        e["args"] = args if rng.random() < 0.95 else None
+    return e
+
+
+def _other(rng: random.Random, i: int) -> dict[str, Any]:
+    return rng.choice([
+        {"ph": "M", "name": "thread_name", "pid": 7, "tid": 7, "args": {"name": "thread 7 (python)"}},
+        {"ph": "s", "cat": "fwdbwd", "id": i, "pid": 7, "tid": 7, "ts": 1e6 + i, "bp": "e"},
+        {"ph": "f", "cat": "fwdbwd", "id": rng.choice([i, "z"]), "pid": 7, "tid": rng.choice([8, "t"]),
+         "ts": 1e6 + i, "bp": "e"},
+        {"ph": "f", "cat": "ac2g", "id": i, "pid": 7, "tid": 7, "ts": 1e6 + i},
+        {"ph": "i", "s": "g", "name": "Record Window End", "pid": "", "tid": "", "ts": 5.5},
+        {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "PyTorch Profiler",
+         "ts": 1.0, "dur": 9.0, "args": {"Op count": 0}},
+    ])
+
+
+def _block(events: list[dict[str, Any]], rng: random.Random) -> bytes:
+    """Kineto's indented layout (one field a line), or orjson's compact one."""
+    if rng.random() < 0.5:
+        return orjson.dumps(events)
+    return b"[" + b",".join(orjson.dumps(e, option=orjson.OPT_INDENT_2) for e in events) + b"]"
+
+
+def test_native_columns_equal_the_orjson_path() -> None:
+    rng = random.Random(26)
+    blocks = []
+    for b in range(40):
+        events = [(_op if rng.random() < 0.8 else _other)(rng, b * 100 + i) for i in range(rng.randint(0, 60))]
+        blocks.append(_block(events, rng))
+    assert all(kineto_trace.scan(b) is not None for b in blocks)  # every block took the native path
+    _same(_native(blocks), _reference(blocks))
+
+
+def test_whitespace_and_key_order_do_not_change_the_columns() -> None:
+    e = _op(random.Random(1), 1) | {"args": {"Input Dims": [[1, 2]], "Sequence number": 3}}
+    spaced = (b'[ {"args" : { "Sequence number" : 3 , "Input Dims" : [ [1 , 2] ] } ,\n "ts": '
+              + orjson.dumps(e["ts"]) + b', "ph":"X", "cat":"' + e["cat"].encode() + b'", "name":'
+              + orjson.dumps(e["name"]) + b', "pid":' + orjson.dumps(e["pid"]) + b', "tid":'
+              + orjson.dumps(e["tid"]) + b', "dur":' + orjson.dumps(e.get("dur", 0)) + b"} ]")
+    compact = orjson.dumps([e | {"dur": e.get("dur", 0)}])
+    assert kineto_trace.scan(spaced) is not None
+    a, b = _native([spaced, compact]), _reference([spaced, compact])
+    _same(a, b)
+    assert len(a.args.items) == 2 and len(a.shapes.items) == 2  # one value, keyed twice
+
+
+ODD = [
+    '[{"ph":"X","cat":"cpu_op","name":"\\u00e9","ts":1}]',                  # \u escape
+    '[{"ph":"X","cat":"cpu_op","name":"é","ts":1}]',                        # non-ASCII
+    '[{"ph":"X","cat":"cpu_op","name":"a","ts":1,"ts":2}]',                 # duplicated key
+    '[{"ph":"X","cat":"cpu_op","name":"a","ts":1,"tid":true}]',             # bool as int
+    '[{"ph":"X","cat":"cpu_op","name":"a","ts":1,"args":{"External id":false}}]',
+    '[{"ph":"X","cat":"cpu_op","name":"a","ts":1,"args":{"Sequence number":1,"Sequence number":2}}]',
+    '[{"ph":"X","cat":"python_function","name":"f","ts":1,"dur":1}]',       # with_stack events
+    '[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1}]',                # GPU events
+    '[{"ph":"i","name":"[memory]","ts":1,"args":{"Bytes":4}}]',             # profile_memory
+    '[{"ph":"X","cat":"cpu_op","name":"a","ts":1234567890123456789}]',      # 19 digits
+    '[{"ph":"X","cat":"cpu_op","name":"a"}]',                               # no ts
+    '[{"ph":"X","cat":"cpu_op","name":null,"ts":1}]',
+    '[{"ph":"X","cat":"cpu_op","name":"a","ts":1,"dur":null}]',
+    '[{"ph":"X","cat":"cpu_op","name":"a","ts":1,"args":[1]}]',
+    '[{"ph":"X","cat":["cpu_op"],"name":"a","ts":1}]',
+    '[{"ph":"X","cat":"cpu_op","name":"a","ts":1,"na\\u006de":"b"}]',
+    '[{"ph":"X","cat":"cpu_op","n\\"":"a","ts":1}]',
+    '[{"ph":"X","cat":"cpu_op","name":"a","ts":1,"args":{"x":' + '[' * 70 + ']' * 70 + '}}]',   # deep
+    '[1]',
+    '{"ph":"X"}',
+    # not JSON: orjson's error is the caller's
+    '[{"ph":"X","cat":"cpu_op","name":"a","ts":1},]',
+    '[{"ph":"X","cat":"cpu_op","name":"a","ts":01}]',
+    '[{"ph":"X","cat":"cpu_op","name":"a","ts":1.}]',
+    '[{"ph":"X","cat":"cpu_op","name":"a","ts":1e}]',
+    '[{"ph":"X","cat":"cpu_op","name":"a","ts":tru}]',
+    '[{"ph":"X","cat":"cpu_op","name":"a\tb","ts":1}]',
+    '[{"ph":"X","cat":"cpu_op","name":"a\\x","ts":1}]',
+    '[{"ph":"X","cat":"cpu_op","name":"a","ts":1}',
+    '[{"ph":"X","cat":"cpu_op","name":"a","ts":1}] x',
+    '[{"ph":"X","cat":"cpu_op","name":"a","ts":1e999}]',
+    '[{"ph":"X" "cat":"cpu_op"}]',
+    '[{ph:"X"}]',
+    '',
+]
+
+
+@pytest.mark.parametrize("text", ODD)
+def test_blocks_the_scan_does_not_reproduce_are_left_to_orjson(text: str) -> None:
+    block = text.encode()
+    assert kineto_trace.scan(block) is None
+    try:
+        expected: Columns | type[Exception] = _reference([block])
+    except (Restart, AttributeError, KeyError, TypeError, ValueError) as exc:
+        expected = type(exc)
+    if isinstance(expected, Columns):
+        _same(_native([block]), expected)
+    else:
+        with pytest.raises(expected):
+            _native([block])
+
+
+@pytest.fixture(scope="module")
+def rank_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real training window with shapes and backward (fwdbwd flows), not yet analysed."""
+    root = tmp_path_factory.mktemp("scan") / "r"
+    t = Trainer("mlp")
+    with tp.profile(schedule=tp.schedule(wait=0, active=2, repeat=1), record_shapes=True,
+                    on_trace_ready=tp.tensorboard_trace_handler(root, analyse_flag=False),
+                    experimental_config=tp._ExperimentalConfig(data_simplification=False)) as prof:
+        for _ in range(3):
+            t.step()
+            prof.step()
+    (rd,) = rank_dirs(root)
+    return rd
+
+
+def test_blocks_of_a_real_trace_are_the_reference_blocks(rank_dir: Path, tmp_path: Path) -> None:
+    """TraceReader.blocks → add_block and TraceReader.chunks → add read a real trace alike, and
+    the analysis writes the same bytes with and without the native scan."""
+    rd = rank_dir
+    trace = rd / "FRAMEWORK" / "torch.kineto_trace.json"
+    blocks = list(TraceReader(trace, block=4096).blocks())
+    assert len(blocks) > 3 and all(kineto_trace.scan(b) is not None for b in blocks)
+    native = _native(blocks)
+    assert len(native.op_ts) > 50 and len(native.flow_ts) > 0 and len(native.shapes.items) > 3
+    _same(native, _reference(blocks))
+    a, b = (shutil.copytree(rd, tmp_path / side / rd.name) for side in ("a", "b"))
+    export(a, parallel=False)
+    scan, kineto_trace.scan = kineto_trace.scan, None
+    try:
+        export(b, parallel=False)
+    finally:
+        kineto_trace.scan = scan
+    out = "ASCEND_PROFILER_OUTPUT"
+    files = sorted(p.name for p in (a / out).iterdir())
+    assert "trace_view.json" in files and "kernel_details.csv" in files
+    assert files == sorted(p.name for p in (b / out).iterdir())
+    for name in files:
+        assert (a / out / name).read_bytes() == (b / out / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_shape_and_args_texts_per_distinct_value(native: bool) -> None:
+    """Both paths key the shape/args texts by value: literal expected texts and codes."""
+    a = {"Input Dims": [[64, 64], [], []], "Input type": ["float", "Scalar", "Scalar"], "Sequence number": 0}
+    b = {"Input Dims": [[2, 3]], "Input type": ["float"], "Fwd thread id": 1}
+    ops = [{"ph": "X", "cat": "cpu_op", "name": "op", "ts": i, "dur": 1,
+            "args": dict(x, **{"External id": i, "Ev Idx": i})} for i, x in enumerate([a, b, a, {}, b, a])]
+    block = orjson.dumps(ops)
+    cols = _native([block]) if native else _reference([block])
+    assert cols.shapes.items == [("", ""), ("64,64;;", "float;Scalar;Scalar"), ("2,3", "float")]
+    assert cols.op_shape.tolist() == [1, 2, 1, 0, 2, 1]
+    assert cols.args.items == [b"{}", b'{"Input Dims":[[64,64],[],[]],"Input type":["float","Scalar","Scalar"],'
+                                      b'"Sequence number":0}',
+                               b'{"Input Dims":[[2,3]],"Input type":["float"],"Fwd thread id":1}']
+    assert cols.op_args.tolist() == [1, 2, 1, 0, 2, 1]
+    assert cols.op_ext.tolist() == [0, 1, 2, 3, 4, 5] and cols.op_seq.tolist() == [0, -1, 0, -1, -1, 0]
