@@ -1,7 +1,7 @@
 """``openmsprof analyze`` of a torch run against HolisticTraceAnalysis (HTA) on the same workload.
 
 Run: ``.venv/bin/python benchmarks/bench_analyze_hta.py [--iterations 500000] [--repeat 3]
-[--hta-python .venv-hta/bin/python] [--corunner {off,on,both}]``.
+[--hta-python .venv-hta/bin/python] [--corunner {off,on,both}] [--inputs DIR]``.
 
 Also the torch ``analyse`` of the same rank dir (``python -m openmsprof.torch.profiler.analysis``,
 the Ascend views from the raw Kineto trace, kept by ``data_simplification=False``) against HTA's
@@ -10,8 +10,11 @@ its peak RSS (goal: CPU ratio <= 0.3).  Rounds interleave the sides, and the con
 and with a co-runner on every core (``benchmarks/corunner.py``).
 
 The workload (softplus then tanh on a 64×64 tensor, ``--iterations`` times: two aten ops per
-iteration) is profiled twice: by ``openmsprof.torch.profiler`` with its trace handler (a rank
-dir) and by bare ``torch.profiler`` with ``export_chrome_trace`` (the Kineto JSON HTA reads).
+iteration) is profiled once, by ``openmsprof.torch.profiler`` with its trace handler (a rank
+dir).  Both sides read the same file: HTA's trace dir holds a hard link (or a copy) of the rank
+dir's ``FRAMEWORK/torch.kineto_trace.json`` (the Kineto JSON torch.profiler wrote).  ``--inputs
+DIR`` keeps the rank dir in DIR and reuses it on the next run (a 1 M-event collection takes many
+minutes on a busy machine).
 Then, each in a fresh process, interleaved: ``openmsprof analyze -dir RANK`` the first time
 (it builds the rank's kernel database) and again, and HTA's ``TraceAnalysis(trace_dir=…)``
 (parsing the trace into its frames) followed by ``get_temporal_breakdown()``.  HTA's analyses
@@ -54,19 +57,13 @@ a = torch.randn(64, 64)
 def loop():
     for _ in range(n):
         torch.tanh(torch.nn.functional.softplus(a))
-if sys.argv[3] == "ours":
-    import openmsprof.torch.profiler as tp
-    prof = tp.profile(schedule=tp.schedule(wait=0, active=1, repeat=1), record_shapes=True,
-                      on_trace_ready=tp.tensorboard_trace_handler(sys.argv[1]),
-                      experimental_config=tp._ExperimentalConfig(data_simplification=False))  # re-analysed
-    with prof:
-        loop()
-        prof.step()
-else:
-    from torch.profiler import profile, ProfilerActivity
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-        loop()
-    prof.export_chrome_trace(sys.argv[1] + "/rank0.json")
+import openmsprof.torch.profiler as tp
+prof = tp.profile(schedule=tp.schedule(wait=0, active=1, repeat=1), record_shapes=True,
+                  on_trace_ready=tp.tensorboard_trace_handler(sys.argv[1]),
+                  experimental_config=tp._ExperimentalConfig(data_simplification=False))  # re-analysed
+with prof:
+    loop()
+    prof.step()
 """
 
 
@@ -139,6 +136,26 @@ def analyse_vs_hta(rank: Path, kineto: Path, hta: Path, repeat: int, conditions:
             print(f"  HTA: not measured ({hta} missing)")
 
 
+def prepare(root: Path, iterations: int) -> Path:
+    """The rank dir under ``root/ours`` (profiled unless there already) and HTA's trace dir
+    ``root/kineto`` holding the same Kineto file."""
+    ranks = sorted((root / "ours").glob("*_ascend_pt"))
+    if not ranks:
+        (root / "ours").mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-c", WORK, str(root / "ours"), str(iterations)], check=True,
+                       capture_output=True)
+        ranks = sorted((root / "ours").glob("*_ascend_pt"))
+    (rank,) = ranks
+    src, dst = rank / "FRAMEWORK" / "torch.kineto_trace.json", root / "kineto" / "rank0.json"
+    dst.parent.mkdir(exist_ok=True)
+    dst.unlink(missing_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+    return rank
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iterations", type=int, default=500_000)
@@ -147,20 +164,16 @@ def main() -> None:
     ap.add_argument("--corunner", choices=("off", "on", "both"), default="both",
                     help="the analyse comparison without / with one busy process per core")
     ap.add_argument("--only", default="analyse,analyze", help="analyse (torch analyse vs HTA), analyze (vs HTA)")
+    ap.add_argument("--inputs", help="keep the profiled rank dir under INPUTS/ITERATIONS and reuse it")
     a = ap.parse_args()
     hta = Path(a.hta_python)
     exe = str(Path(sys.executable).with_name("openmsprof"))
     with tempfile.TemporaryDirectory(prefix="bench_hta_") as tmp:
-        root = Path(tmp)
-        (root / "ours").mkdir()
-        (root / "kineto").mkdir()
-        for side in ("ours", "kineto"):
-            subprocess.run([sys.executable, "-c", WORK, str(root / side), str(a.iterations),
-                            side], check=True, capture_output=True)
-        (rank,) = list((root / "ours").glob("*_ascend_pt"))
+        root = Path(a.inputs) / str(a.iterations) if a.inputs else Path(tmp)
+        rank = prepare(root, a.iterations)
         trace = root / "kineto" / "rank0.json"
         print(f"workload: {a.iterations:,} x (softplus, tanh); Kineto trace "
-              f"{trace.stat().st_size / 2**20:.0f} MiB; {load()}")
+              f"{trace.stat().st_size / 2**20:.0f} MiB, read by both sides; {load()}")
         if "analyse" in a.only:
             analyse_vs_hta(rank, root / "kineto", hta, a.repeat, corunner_modes(a.corunner))
         if "analyze" not in a.only:

@@ -1,5 +1,5 @@
-"""``make sanitize``: the four C extensions (recorder/_ring.c, export/msprof/_task_lines.c,
-parse/_bulk_insert.c, sources/_ort_scan.c) built with AddressSanitizer and
+"""``make sanitize``: the five C extensions (recorder/_ring.c, export/msprof/_task_lines.c,
+parse/_bulk_insert.c, sources/_ort_scan.c, sources/_kineto_scan.c) built with AddressSanitizer and
 UndefinedBehaviorSanitizer into a copy of the package under build/sanitize (the venv's in-place
 build is untouched), then the recorder tests, the C extensions' tests and a slice of the fuzz corpus (tests/hostile) run against them.
 Any sanitizer report aborts the process that made it, which fails its test (or this run).
