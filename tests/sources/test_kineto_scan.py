@@ -225,3 +225,35 @@ def test_shape_and_args_texts_per_distinct_value(native: bool) -> None:
                                b'{"Input Dims":[[2,3]],"Input type":["float"],"Fwd thread id":1}']
     assert cols.op_args.tolist() == [1, 2, 1, 0, 2, 1]
     assert cols.op_ext.tolist() == [0, 1, 2, 3, 4, 5] and cols.op_seq.tolist() == [0, -1, 0, -1, -1, 0]
+
+
+def test_mutated_blocks_are_scanned_as_orjson_reads_them_or_left_to_it() -> None:
+    """Random byte edits of a block: whenever the scan takes one, orjson reads it as valid JSON
+    and the columns are the reference's; what orjson refuses the scan refuses too."""
+    rng = random.Random(7)
+    base = orjson.dumps([_op(rng, i) for i in range(6)] + [_other(rng, 9)])
+    alphabet = b'{}[]",:0123456789-+.eE \n\\tfnulrsX'
+    taken = 0
+    for _ in range(800):
+        b = bytearray(base)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(b))
+            edit = rng.random()
+            if edit < 0.4:
+                b[at] = rng.choice(alphabet)
+            elif edit < 0.7:
+                del b[at]
+            else:
+                b.insert(at, rng.choice(alphabet))
+        block = bytes(b)
+        try:
+            events = orjson.loads(block)
+        except orjson.JSONDecodeError:
+            assert kineto_trace.scan(block) is None, block
+            continue
+        if kineto_trace.scan(block) is None:
+            continue
+        taken += 1
+        assert isinstance(events, list)
+        _same(_native([block]), _reference([block]))
+    assert taken > 100  # most single edits that stay JSON keep the block in the scan's subset

@@ -160,17 +160,17 @@ class TraceReader:
                     if len(buf) > 8 * self.block:
                         raise _NotKinetoLayout()
                     continue
-                yield b"[" + buf[:cut + 4] + b"]"
+                yield b"".join((b"[", memoryview(buf)[:cut + 4], b"]"))  # one copy
                 buf = buf[cut + 5:]
             if stop is not None:  # the first half ends with a whole event
                 if f.tell() != stop or not buf.endswith(b"\n  }"):
                     raise _NotKinetoLayout()
-                yield b"[" + buf + b"]"
+                yield b"".join((b"[", buf, b"]"))
                 return
             end = buf.rfind(_END)
             if end < 0:
                 raise _NotKinetoLayout()
-            yield b"[" + buf[:end] + b"]"
+            yield b"".join((b"[", memoryview(buf)[:end], b"]"))
             tail = buf[end + len(_END):].strip()
             if tail != b"}":
                 rest = self._parse(b"{" + tail[1:], dict) if tail[:1] == b"," else None
