@@ -23,7 +23,8 @@ from tests.torch.conftest import Trainer, rank_dirs
 pytestmark = pytest.mark.skipif(kineto_trace.scan is None, reason="native Kineto scan not built")
 
 COLUMNS = ("op_ts", "op_dur", "op_tid", "op_name", "op_annot", "op_args", "op_shape", "op_seq", "op_fwd",
-           "op_ext", "flow_ts", "flow_start", "flow_id", "flow_tid")
+           "op_ext", "flow_ts", "flow_start", "flow_id", "flow_tid", "py_ts", "py_dur", "py_dur_us", "py_tid",
+           "py_name")
 
 
 def _reference(blocks: list[bytes]) -> Columns:
@@ -43,7 +44,8 @@ def _native(blocks: list[bytes]) -> Columns:
 
 
 def _same(a: Columns, b: Columns) -> None:
-    assert (a.pid, a.names.items, a.args.items, a.shapes.items) == (b.pid, b.names.items, b.args.items, b.shapes.items)
+    assert (a.pid, a.names.items, a.args.items, a.shapes.items, a.py_names.items) == \
+        (b.pid, b.names.items, b.args.items, b.shapes.items, b.py_names.items)
     for name in COLUMNS:
         x, y = getattr(a, name), getattr(b, name)
         assert x.dtype == y.dtype and np.array_equal(x, y), name
@@ -74,6 +76,13 @@ def _op(rng: random.Random, i: int) -> dict[str, Any]:
 
 
 def _other(rng: random.Random, i: int) -> dict[str, Any]:
+    e = _pick(rng, i)
+    if rng.random() < 0.2:
+        e.pop("dur", None)
+    return e
+
+
+def _pick(rng: random.Random, i: int) -> dict[str, Any]:
     return rng.choice([
         {"ph": "M", "name": "thread_name", "pid": 7, "tid": 7, "args": {"name": "thread 7 (python)"}},
         {"ph": "s", "cat": "fwdbwd", "id": i, "pid": 7, "tid": 7, "ts": 1e6 + i, "bp": "e"},
@@ -83,6 +92,9 @@ def _other(rng: random.Random, i: int) -> dict[str, Any]:
         {"ph": "i", "s": "g", "name": "Record Window End", "pid": "", "tid": "", "ts": 5.5},
         {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "PyTorch Profiler",
          "ts": 1.0, "dur": 9.0, "args": {"Op count": 0}},
+        {"ph": "X", "cat": "python_function", "name": rng.choice(["nn.Module: MLP_0", "<built-in method mm>", "f\\n"]),
+         "pid": 7, "tid": rng.choice([7, 8, "x"]), "ts": 1e6 + i * 0.5, "dur": rng.choice([1.5, 3]),
+         "args": {"Python id": i, "Python parent id": i - 1}},
     ])
 
 
@@ -123,7 +135,7 @@ ODD = [
     '[{"ph":"X","cat":"cpu_op","name":"a","ts":1,"tid":true}]',             # bool as int
     '[{"ph":"X","cat":"cpu_op","name":"a","ts":1,"args":{"External id":false}}]',
     '[{"ph":"X","cat":"cpu_op","name":"a","ts":1,"args":{"Sequence number":1,"Sequence number":2}}]',
-    '[{"ph":"X","cat":"python_function","name":"f","ts":1,"dur":1}]',       # with_stack events
+    '[{"ph":"X","cat":"python_function","name":"f","dur":1}]',              # no ts
     '[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1}]',                # GPU events
     '[{"ph":"i","name":"[memory]","ts":1,"args":{"Bytes":4}}]',             # profile_memory
     '[{"ph":"X","cat":"cpu_op","name":"a","ts":1234567890123456789}]',      # 19 digits
@@ -171,10 +183,10 @@ def test_blocks_the_scan_does_not_reproduce_are_left_to_orjson(text: str) -> Non
 
 @pytest.fixture(scope="module")
 def rank_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One real training window with shapes and backward (fwdbwd flows), not yet analysed."""
+    """One real training window with shapes, stacks and backward (fwdbwd flows), not yet analysed."""
     root = tmp_path_factory.mktemp("scan") / "r"
     t = Trainer("mlp")
-    with tp.profile(schedule=tp.schedule(wait=0, active=2, repeat=1), record_shapes=True,
+    with tp.profile(schedule=tp.schedule(wait=0, active=2, repeat=1), record_shapes=True, with_stack=True,
                     on_trace_ready=tp.tensorboard_trace_handler(root, analyse_flag=False),
                     experimental_config=tp._ExperimentalConfig(data_simplification=False)) as prof:
         for _ in range(3):
@@ -193,6 +205,7 @@ def test_blocks_of_a_real_trace_are_the_reference_blocks(rank_dir: Path, tmp_pat
     assert len(blocks) > 3 and all(kineto_trace.scan(b) is not None for b in blocks)
     native = _native(blocks)
     assert len(native.op_ts) > 50 and len(native.flow_ts) > 0 and len(native.shapes.items) > 3
+    assert len(native.py_ts) > 50
     _same(native, _reference(blocks))
     a, b = (shutil.copytree(rd, tmp_path / side / rd.name) for side in ("a", "b"))
     export(a, parallel=False)

@@ -3,14 +3,14 @@
  * sources/kineto_trace.py would hand to orjson) instead of a dict per event.
  *
  *   ops(block) -> None | (pid, names, keys, ts, dur, tid, annot, ext, seq, fwd,
- *                         flow_ts, flow_start, flow_id, flow_tid)
+ *                         flow_ts, flow_start, flow_id, flow_tid, py_names, py_ts, py_dur, py_tid)
  *
  * Every byte is validated as JSON.  The result is None (the caller parses the block with orjson
  * and takes the Python path, which stays the reference) whenever the block holds anything this
  * scan does not reproduce exactly: a byte >= 0x80, a \u escape, an escape in a key or in a
  * ph/cat, a duplicated key the columns read, a bool where an integer is read, an integer of
  * more than 18 digits, an event that is not an object, a cpu_op/user_annotation without a numeric
- * ts, python_function / GPU events, [memory] instant events, nesting deeper than 64.
+ * ts, GPU events, [memory] instant events, nesting deeper than 64.
  *
  * Per cpu_op / user_annotation X event (file order): name (str), the args key (bytes: for each
  * of "Input Dims", "Input type", "Sequence number", "Fwd thread id" \x02 when absent, else \x01
@@ -19,7 +19,8 @@
  * External id (-(2**62) unless an integer, and for annotations), Sequence number (-1 unless an
  * integer), Fwd thread id (0 unless an integer); pid: that of the first op whose pid is an
  * integer (None: none).  Per fwdbwd flow (ph s/f): ts, start (ph s), id and tid (0 unless
- * integers).  Other events (M, i, other X categories) are validated and skipped.
+ * integers).  Per python_function X event (with_stack): name, ts, dur, tid as for the ops.
+ * Other events (M, i, other X categories) are validated and skipped.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -337,8 +338,8 @@ static const char *const ARG[NARG] = {"Input Dims", "Input type", "Sequence numb
                                       "External id"};
 
 typedef struct {
-    buf ts, dur, tid, annot, ext, seq, fwd, fts, fstart, fid, ftid, key;
-    PyObject *names, *keys;
+    buf ts, dur, tid, annot, ext, seq, fwd, fts, fstart, fid, ftid, pts, pdur, ptid, key;
+    PyObject *names, *keys, *pnames;
     int64_t pid;
     int has_pid;
 } out;
@@ -424,6 +425,28 @@ static int add_op(out *o, cur *c, span *ev, span *ar) {
     return 0;
 }
 
+/* a python_function event (as Columns._add_python reads it) */
+static int add_py(out *o, span *ev) {
+    double ts, dur = 0;
+    int64_t tid = 0;
+    if (!(ev[TS].kind == 'i' || ev[TS].kind == 'n') || to_f64(&ev[TS], &ts) < 0)
+        return 1;
+    if (ev[DUR].kind && (!(ev[DUR].kind == 'i' || ev[DUR].kind == 'n') || to_f64(&ev[DUR], &dur) < 0))
+        return 1;
+    if (ev[TID].kind && int_or(&ev[TID], 0, &tid) < 0)
+        return 1;
+    if (ev[NAME].kind && ev[NAME].kind != 's')
+        return 1;
+    PyObject *name = ev[NAME].kind ? text(o, &ev[NAME]) : PyUnicode_FromStringAndSize("", 0);
+    if (name == NULL)
+        return -1;
+    int r = PyList_Append(o->pnames, name);
+    Py_DECREF(name);
+    if (r < 0 || put(&o->pts, &ts, 8) || put(&o->pdur, &dur, 8) || put(&o->ptid, &tid, 8))
+        return -1;
+    return 0;
+}
+
 static int add_flow(out *o, span *ev, int start) {
     double ts;
     int64_t id = 0, tid = 0;
@@ -465,7 +488,9 @@ static int event(out *o, cur *c) {
             return 1;
         if (is(cat, "cpu_op") || is(cat, "user_annotation"))
             return add_op(o, c, ev, ar);
-        if (is(cat, "python_function") || is(cat, "kernel") || is(cat, "gpu_memcpy") || is(cat, "gpu_memset"))
+        if (is(cat, "python_function"))
+            return add_py(o, ev);
+        if (is(cat, "kernel") || is(cat, "gpu_memcpy") || is(cat, "gpu_memset"))
             return 1;
         return 0;
     }
@@ -493,8 +518,9 @@ static PyObject *ops(PyObject *self, PyObject *arg) {
     PyObject *res = NULL;
     o.names = PyList_New(0);
     o.keys = PyList_New(0);
+    o.pnames = PyList_New(0);
     int r = 1;
-    if (o.names == NULL || o.keys == NULL) {
+    if (o.names == NULL || o.keys == NULL || o.pnames == NULL) {
         r = -1;
         goto done;
     }
@@ -534,17 +560,19 @@ static PyObject *ops(PyObject *self, PyObject *arg) {
         r = -1;
         goto done;
     }
-    res = Py_BuildValue("(NOONNNNNNNNNNN)", pid, o.names, o.keys, bytes_of(&o.ts), bytes_of(&o.dur),
+    res = Py_BuildValue("(NOONNNNNNNNNNNONNN)", pid, o.names, o.keys, bytes_of(&o.ts), bytes_of(&o.dur),
                         bytes_of(&o.tid), bytes_of(&o.annot), bytes_of(&o.ext), bytes_of(&o.seq),
                         bytes_of(&o.fwd), bytes_of(&o.fts), bytes_of(&o.fstart), bytes_of(&o.fid),
-                        bytes_of(&o.ftid));
+                        bytes_of(&o.ftid), o.pnames, bytes_of(&o.pts), bytes_of(&o.pdur), bytes_of(&o.ptid));
     if (res == NULL)
         r = -1;
 done:
     PyBuffer_Release(&view);
     Py_XDECREF(o.names);
     Py_XDECREF(o.keys);
-    buf *bs[] = {&o.ts, &o.dur, &o.tid, &o.annot, &o.ext, &o.seq, &o.fwd, &o.fts, &o.fstart, &o.fid, &o.ftid, &o.key};
+    Py_XDECREF(o.pnames);
+    buf *bs[] = {&o.ts, &o.dur, &o.tid, &o.annot, &o.ext, &o.seq, &o.fwd, &o.fts, &o.fstart, &o.fid, &o.ftid,
+                 &o.pts, &o.pdur, &o.ptid, &o.key};
     for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++)
         free(bs[i]->p);
     if (r < 0) {
@@ -560,7 +588,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"ops", ops, METH_O, "ops(block) -> None | (pid, names, keys, ts, dur, tid, annot, ext, seq, fwd, "
-                         "flow_ts, flow_start, flow_id, flow_tid); see the module source."},
+                         "flow_ts, flow_start, flow_id, flow_tid, py_names, py_ts, py_dur, py_tid); see the "
+                         "module source."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -101,7 +101,7 @@ class Columns:
         if res is None:
             self.add(kineto_trace.TraceReader.events(block))
             return
-        pid, names, keys, ts, dur, tid, annot, ext, seq, fwd, fts, fstart, fid, ftid = res
+        pid, names, keys, ts, dur, tid, annot, ext, seq, fwd, fts, fstart, fid, ftid, pnames, pts, pdur, ptid = res
         if names:
             if not self._pid_set and pid is not None:
                 self.pid, self._pid_set = pid, True
@@ -113,6 +113,11 @@ class Columns:
                                             np.asarray(arg, np.int32), np.asarray(shape, np.int32),
                                             np.frombuffer(seq, i64), np.frombuffer(fwd, i64),
                                             np.frombuffer(ext, i64)), strict=True):
+                col.append(vals)
+        if pnames:
+            for col, vals in zip(self._py, (np.frombuffer(pts, np.float64), np.frombuffer(pdur, np.float64),
+                                            np.frombuffer(ptid, np.int64),
+                                            np.asarray(self.py_names.codes(pnames), np.int32)), strict=True):
                 col.append(vals)
         if fts:
             for col, vals in zip(self._fl, (np.frombuffer(fts, np.float64), np.frombuffer(fstart, bool),
