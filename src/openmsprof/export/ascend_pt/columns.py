@@ -108,21 +108,22 @@ class Columns:
             codes = self.names.codes(names)
             shape, arg = self._raw_codes(keys)
             f64, i64 = np.float64, np.int64
-            for col, vals in zip(self._op, (np.frombuffer(ts, f64), np.frombuffer(dur, f64), np.frombuffer(tid, i64),
-                                            np.asarray(codes, np.int32), np.frombuffer(annot, bool),
-                                            np.asarray(arg, np.int32), np.asarray(shape, np.int32),
-                                            np.frombuffer(seq, i64), np.frombuffer(fwd, i64),
-                                            np.frombuffer(ext, i64)), strict=True):
-                col.append(vals)
+            op: list[np.ndarray] = [np.frombuffer(ts, f64), np.frombuffer(dur, f64), np.frombuffer(tid, i64),
+                                    np.asarray(codes, np.int32), np.frombuffer(annot, bool), np.asarray(arg, np.int32),
+                                    np.asarray(shape, np.int32), np.frombuffer(seq, i64), np.frombuffer(fwd, i64),
+                                    np.frombuffer(ext, i64)]
+            for col, arr in zip(self._op, op, strict=True):
+                col.append(arr)
         if pnames:
-            for col, vals in zip(self._py, (np.frombuffer(pts, np.float64), np.frombuffer(pdur, np.float64),
-                                            np.frombuffer(ptid, np.int64),
-                                            np.asarray(self.py_names.codes(pnames), np.int32)), strict=True):
-                col.append(vals)
+            py: list[np.ndarray] = [np.frombuffer(pts, np.float64), np.frombuffer(pdur, np.float64),
+                                    np.frombuffer(ptid, np.int64), np.asarray(self.py_names.codes(pnames), np.int32)]
+            for col, arr in zip(self._py, py, strict=True):
+                col.append(arr)
         if fts:
-            for col, vals in zip(self._fl, (np.frombuffer(fts, np.float64), np.frombuffer(fstart, bool),
-                                            np.frombuffer(fid, np.int64), np.frombuffer(ftid, np.int64)), strict=True):
-                col.append(vals)
+            fl: list[np.ndarray] = [np.frombuffer(fts, np.float64), np.frombuffer(fstart, bool),
+                                    np.frombuffer(fid, np.int64), np.frombuffer(ftid, np.int64)]
+            for col, arr in zip(self._fl, fl, strict=True):
+                col.append(arr)
 
     def _raw_codes(self, keys: list[bytes]) -> tuple[list[int], list[int]]:
         """(shape codes, args codes) from the scan's keys (the kept args' raw JSON bytes): one
