@@ -155,9 +155,22 @@ static int lit(cur *c, const char *w, size_t n) {
     return 0;
 }
 
-/* the members of an object (c->p after '{'), each key and value validated; keys are reported
- * through want: for keys in names[0..k) the value's span goes to out[i] (a second one: bail) */
-static int members(cur *c, int depth, const char *const *names, int k, span *out) {
+enum { PH, CAT, NAME, PID, TID, TS, DUR, ID, ARGS, NEV };
+static const char *const EV[NEV] = {"ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args"};
+enum { DIMS, TYPES, SEQ, FWD, EXT, NARG };
+static const char *const ARG[NARG] = {"Input Dims", "Input type", "Sequence number", "Fwd thread id",
+                                      "External id"};
+static const size_t EVLEN[NEV] = {2, 3, 4, 3, 3, 2, 3, 2, 4};
+static const size_t ARGLEN[NARG] = {10, 10, 15, 13, 11};
+
+static int members(cur *c, int depth, const char *const *names, const size_t *lens, int k, span *out,
+                   int k_args, span *args);
+
+/* the members of an object (c->p after '{'), each key and value validated; for keys in
+ * names[0..k) (lengths lens) the value's span goes to out[i] (a second one: bail); with args, the
+ * member "args" (names[k_args]) that is an object has its own members read into args (ARG) */
+static int members(cur *c, int depth, const char *const *names, const size_t *lens, int k, span *out,
+                   int k_args, span *args) {
     ws(c);
     if (c->p < c->end && *c->p == '}') {
         c->p++;
@@ -173,25 +186,37 @@ static int members(cur *c, int depth, const char *const *names, int k, span *out
             return -1;
         c->p++;
         ws(c);
-        if (value(c, &v, depth + 1) < 0)
-            return -1;
+        int at = -1;
         if (k) {
             if (key.esc) { /* might name a field read here */
                 c->bail = 1;
                 return -1;
             }
             for (int i = 0; i < k; i++) {
-                size_t ln = strlen(names[i]);
-                if (key.n == ln + 2 && memcmp(key.p + 1, names[i], ln) == 0) {
+                if (key.n == lens[i] + 2 && key.p[1] == names[i][0] && memcmp(key.p + 1, names[i], lens[i]) == 0) {
                     if (out[i].kind) {
                         c->bail = 1;
                         return -1;
                     }
-                    out[i] = v;
+                    at = i;
                     break;
                 }
             }
         }
+        if (at >= 0 && at == k_args && args != NULL && c->p < c->end && *c->p == '{') {
+            const char *start = c->p;
+            c->p++;
+            if (depth + 1 > MAX_DEPTH || members(c, depth + 1, ARG, ARGLEN, NARG, args, -1, NULL) < 0)
+                return -1;
+            v.p = start;
+            v.n = (size_t)(c->p - start);
+            v.kind = 'o';
+            v.esc = 0;
+        } else if (value(c, &v, depth + 1) < 0) {
+            return -1;
+        }
+        if (at >= 0)
+            out[at] = v;
         ws(c);
         if (c->p < c->end && *c->p == ',') {
             c->p++;
@@ -219,7 +244,7 @@ static int value(cur *c, span *s, int depth) {
         return str(c, s);
     case '{':
         c->p++;
-        if (members(c, depth, NULL, 0, NULL) < 0)
+        if (members(c, depth, NULL, NULL, 0, NULL, -1, NULL) < 0)
             return -1;
         s->kind = 'o';
         break;
@@ -331,11 +356,6 @@ static int int_or(const span *s, int64_t dflt, int64_t *v) {
     return 0;
 }
 
-enum { PH, CAT, NAME, PID, TID, TS, DUR, ID, ARGS, NEV };
-static const char *const EV[NEV] = {"ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args"};
-enum { DIMS, TYPES, SEQ, FWD, EXT, NARG };
-static const char *const ARG[NARG] = {"Input Dims", "Input type", "Sequence number", "Fwd thread id",
-                                      "External id"};
 
 typedef struct {
     buf ts, dur, tid, annot, ext, seq, fwd, fts, fstart, fid, ftid, pts, pdur, ptid, key;
@@ -470,15 +490,10 @@ static int event(out *o, cur *c) {
     if (c->p >= c->end || *c->p != '{')
         return 1;
     c->p++;
-    if (members(c, 1, EV, NEV, ev) < 0)
+    if (members(c, 1, EV, EVLEN, NEV, ev, ARGS, ar) < 0)
         return 1;
-    if (ev[ARGS].kind == 'o') {
-        cur a = {ev[ARGS].p + 1, ev[ARGS].p + ev[ARGS].n, 0};
-        if (members(&a, 2, ARG, NARG, ar) < 0)
-            return 1;
-    } else if (ev[ARGS].kind && ev[ARGS].kind != 'z') {
+    if (ev[ARGS].kind && ev[ARGS].kind != 'o' && ev[ARGS].kind != 'z')
         return 1;
-    }
     span *ph = &ev[PH];
     if (ph->kind == 's' && ph->esc)
         return 1;
