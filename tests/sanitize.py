@@ -26,9 +26,11 @@ TESTS = ["tests/recorder", "tests/parse/test_bulk_insert.py", "tests/parse/test_
          "tests/export/test_summary_task_pass.py", "tests/hostile/test_regressions.py",
          "tests/acl/test_ort_scan.py", "tests/acl/test_ort_profile.py", "tests/sources/test_kineto_scan.py"]
 #: not run here: the pure-Python backend's runs (no C code), and the bounds of memory (ASan's shadow
-#: and quarantine) and time (a 2-5x slow-down) that hold for the normal build, not the instrumented one
+#: and quarantine) and time (a 2-5x slow-down) that hold for the normal build, not the instrumented one;
+#: the real torch window with stacks (torch's with_stack tracer aborts under the ASan runtime, in
+#: torch.profiler's stop, before any of our C code runs: the scan's synthetic blocks run here)
 DESELECT = ("not python and not memory_stays_under_the_ceiling and not lose_at_most_one_second"
-            " and not still_gets_a_host_sample")
+            " and not still_gets_a_host_sample and not blocks_of_a_real_trace")
 EXTENSIONS = ("recorder/_ring", "export/msprof/_task_lines", "parse/_bulk_insert", "sources/_ort_scan",
               "sources/_kineto_scan")
 
