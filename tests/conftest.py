@@ -134,7 +134,8 @@ def pytest_configure(config: pytest.Config) -> None:
         if pid.isdigit() and not old.is_symlink() and not _pid_alive(int(pid)):
             shutil.rmtree(old, ignore_errors=True)
     root = base / f"{TEMP_PREFIX}{os.getpid()}"
-    root.mkdir(mode=0o700, exist_ok=True)
+    root.mkdir(exist_ok=True)
+    root.chmod(0o711)  # other users pass through (the ssh tests' users have their homes in it)
     os.environ[TEMP_ENV] = os.environ["TMPDIR"] = tempfile.tempdir = str(root)
     config.stash[_TEMP_KEY] = root
 
