@@ -143,14 +143,18 @@ def pytest_configure(config: pytest.Config) -> None:
 _TEMP_KEY = pytest.StashKey[Path]()
 
 
-#: written by others, not by us: ``import onnxruntime`` writes ``$TMPDIR/.ses`` (51 bytes)
-FOREIGN_TEMP = {".ses"}
+#: name prefixes of what others leave in $TMPDIR (``import onnxruntime``'s ``.ses``, TensorFlow's
+#: autograph sources, Dask's scratch space, torch's inductor cache and CUDA's debug log), and
+#: the kernel databases ``analyze`` builds in this process when a rank dir is read-only (its
+#: atexit hook removes them, after this report)
+FOREIGN_TEMP = (".ses", "__autograph_generated_file", "dask-scratch-space", "torchinductor_", "mat-debug-",
+                "openmsprof-kernels-")
 
 
 def temp_litter(root: Path) -> list[str]:
     """What the run left in its temp dir besides pytest's own tmp_path tree and FOREIGN_TEMP."""
     return sorted(p.name for p in root.iterdir()
-                  if not p.name.startswith("pytest-of-") and p.name not in FOREIGN_TEMP)
+                  if not p.name.startswith(("pytest-of-", *FOREIGN_TEMP)))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -154,6 +154,35 @@ def test_output_not_writable(capsys: pytest.CaptureFixture[str]) -> None:
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.parametrize("hide", ["dir", "file"])
+def test_program_this_user_cannot_reach_or_read_is_one_line(hide: str) -> None:
+    """A program in a directory the user cannot search, or a file it cannot read: one line, exit 1
+    (a PermissionError traceback before)."""
+    base = Path(tempfile.mkdtemp(prefix="omsp_hidden_"))
+    try:
+        os.chmod(base, 0o755)
+        (base / "out").mkdir(mode=0o777)
+        os.chmod(base / "out", 0o777)
+        hidden = base / "hidden"
+        hidden.mkdir()
+        prog = P.write(hidden, "basic.py", P.BASIC)
+        os.chmod(hidden, 0o700 if hide == "dir" else 0o711)
+        os.chmod(prog, 0o644 if hide == "dir" else 0o600)
+        cmd = [PYTHON, "-m", "openmsprof", "collect", "--output", str(base / "out" / "o"), "-m", str(prog)]
+        if os.geteuid() == 0:
+            if shutil.which("setpriv") is None:
+                pytest.skip("needs setpriv to drop root")
+            cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *cmd]
+        else:
+            pytest.skip("needs root to make a file another user cannot read")
+        r = subprocess.run(cmd, cwd=base / "out", capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, HOME=str(base)))
+        want = "cannot be reached: Permission denied" if hide == "dir" else "is not readable"
+        assert (r.returncode, r.stderr) == (1, f"openmsprof: error: program {str(prog)!r} {want}\n")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def _bootstrap_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(options.bootstrap_dir())

@@ -63,3 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a refusal no check foresaw: one line naming what and where
+        where = f": {exc.filename!r}" if exc.filename else ""
+        print(f"openmsprof: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1

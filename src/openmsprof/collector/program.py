@@ -25,12 +25,18 @@ def is_python(program: str) -> bool:
 def resolve(program: str, args: list[str], python: str | None = None) -> list[str]:
     """The argv for ``program``; a one-line :class:`PathError` when it cannot be run."""
     path = Path(program)
+    try:
+        exists, is_file = path.exists(), path.is_file()
+    except OSError as exc:  # a directory on its path this user cannot search
+        raise PathError(f"program {program!r} cannot be reached: {exc.strerror}") from None
     if is_python(program):
-        if not path.is_file():
+        if not is_file:
             raise PathError(f"program {program!r} not found")
+        if not os.access(path, os.R_OK):
+            raise PathError(f"program {program!r} is not readable")
         return [python or sys.executable, str(path), *args]
-    if os.sep in program or path.exists():
-        if not path.is_file():
+    if os.sep in program or exists:
+        if not is_file:
             raise PathError(f"program {program!r} not found")
         if not os.access(path, os.X_OK):
             raise PathError(f"program {program!r} is not executable; chmod +x it or pass a .py file")
