@@ -21,6 +21,7 @@ Only trace_view's copy changes: the CSVs and db keep the measured values.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -102,20 +103,26 @@ def _sweep(ts: np.ndarray, true_dur: np.ndarray, img: np.ndarray, out: Fitted, i
            priority: np.ndarray, keep: np.ndarray, last: bool) -> np.ndarray:
     """One pass over the events ``idx`` (and the events already on their tracks); returns the
     events to move one lane up.  ``du`` is the fitted duration on Perfetto's grid, ``end`` the
-    measured end: the nested/after/partial decisions read only measured times."""
+    measured end: the nested/after/partial decisions read only measured times.
+
+    Only clusters (``_clusters``) of two or more events are walked: a lone event pops the whole
+    stack and is pushed unchanged, so skipping it changes nothing."""
     tracks = np.unique(out.track[idx])
     sel = np.flatnonzero(np.isin(out.track, tracks))
     dur = out.dur
     order = sel[np.lexsort((-true_dur[sel], img[sel], out.track[sel]))]
-    trk, im, tt, du, pr, st = (out.track.tolist(), img.tolist(), ts.tolist(), dur.tolist(),
-                               np.asarray(priority).tolist(), keep.tolist())
-    end = (ts + true_dur).tolist()
+    first, busy = _clusters(out.track[order], img[order], dur[order])
+    sub = order[busy]
+    if not len(sub):
+        return np.zeros(0, np.int64)
+    im, tt, du, pr, st = (img[sub].tolist(), ts[sub].tolist(), dur[sub].tolist(),
+                          np.asarray(priority)[sub].tolist(), keep[sub].tolist())
+    end = (ts[sub] + true_dur[sub]).tolist()
     moved: list[int] = []
     stack: list[int] = []
-    cur = None
-    for e in order.tolist():
-        if trk[e] != cur:
-            cur, stack = trk[e], []
+    for e, new in enumerate(first[busy].tolist()):
+        if new:
+            stack = []
         s = im[e]
         while True:
             while stack and im[stack[-1]] + du[stack[-1]] <= s:
@@ -142,8 +149,31 @@ def _sweep(ts: np.ndarray, true_dur: np.ndarray, img: np.ndarray, out: Fitted, i
             break
         if e >= 0:
             stack.append(e)
-    dur[:] = du
-    return np.asarray(sorted(moved), np.int64)
+    dur[sub] = du
+    return np.sort(sub[np.asarray(moved, np.int64)])
+
+
+def _clusters(track: np.ndarray, img: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For events in sweep order: whether each starts a cluster (the first on its track, or one
+    starting at or after every earlier event of its track has ended on Perfetto's grid), and
+    whether its cluster holds two or more events.  Durations only shrink in a sweep, so at a
+    cluster's first event the sweep's stack always empties: clusters are independent."""
+    n = len(track)
+    first = np.ones(n, bool)
+    if n < 2:
+        return first, np.zeros(n, bool)
+    first[1:] = track[1:] != track[:-1]
+    ends = img + dur
+    reach = np.empty(n, np.int64)  # the latest end among the earlier events of the track
+    bounds = [*np.flatnonzero(first).tolist(), n]
+    for a, b in itertools.pairwise(bounds):
+        reach[a] = ends[a]
+        if b - a > 1:
+            reach[a + 1:b] = np.maximum.accumulate(ends[a:b - 1])
+    first[1:] |= img[1:] >= reach[1:]
+    cid = np.cumsum(first) - 1
+    busy = np.bincount(cid)[cid] >= 2
+    return first, busy
 
 
 def _shorten(du: list[int], j: int, new: int) -> None:
