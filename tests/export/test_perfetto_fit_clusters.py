@@ -119,19 +119,38 @@ def test_cluster_sweep_equals_the_full_sweep(seed: int, monkeypatch: pytest.Monk
     _same(got, want)
 
 
-def test_cases_reach_every_branch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The random cases shorten, move and use lanes, and hold both lone events and clusters."""
+def test_cases_reach_every_branch() -> None:
+    """The random cases shorten, move and use lanes, and hold lone events, clusters the sweep
+    skips (nested-or-disjoint on the grid) and clusters it walks."""
     shortened = moved = lanes = 0
-    lone = clustered = 0
+    lone = skipped = walked = 0
     for seed in range(60):
         ts, dur, trk, prio, stay = _case(seed)
         f = fit(ts, dur, trk, prio, stay=stay if seed % 2 else None)
         shortened, moved, lanes = shortened + f.shortened, moved + f.moved, lanes + len(f.lanes)
-        order = np.lexsort((-dur, perfetto_fit.image_ns(ts), trk))
-        _first, busy = perfetto_fit._clusters(trk[order], perfetto_fit.image_ns(ts)[order], dur[order])
-        lone, clustered = lone + int(np.count_nonzero(~busy)), clustered + int(np.count_nonzero(busy))
+        img = perfetto_fit.image_ns(ts)
+        order = np.lexsort((-dur, img, trk))
+        first, busy = perfetto_fit._clusters(trk[order], img[order], dur[order])
+        cid = np.cumsum(first) - 1
+        size = np.bincount(cid)[cid]
+        lone += int(np.count_nonzero(size == 1))
+        skipped += int(np.count_nonzero((size > 1) & ~busy))
+        walked += int(np.count_nonzero(busy))
     assert shortened > 50 and moved > 20 and lanes > 5
-    assert lone > 100 and clustered > 100
+    assert lone > 100 and skipped > 100 and walked > 100
+
+
+def test_a_root_over_disjoint_children_is_not_walked() -> None:
+    """A step over 1000 disjoint operators (the usual torch window): one cluster, nested on the
+    grid, so the sweep walks nothing; one child sticking out by rounding makes it walk it."""
+    ts = np.concatenate([[BASE], BASE + 10 + 2000 * np.arange(1000)]).astype(np.int64)
+    dur = np.concatenate([[2000 * 1000 + 10], np.full(1000, 1500)]).astype(np.int64)
+    img = perfetto_fit.image_ns(ts)
+    first, busy = perfetto_fit._clusters(np.zeros(1001, np.int64), img, dur)
+    assert int(first.sum()) == 1 and not busy.any()
+    dur[0] = int(img[-1] + 1500 - img[0]) - 1  # the last child now ends 1 ns after the root
+    first, busy = perfetto_fit._clusters(np.zeros(1001, np.int64), img, dur)
+    assert busy.all()
 
 
 def test_disjoint_and_nested_by_hand() -> None:

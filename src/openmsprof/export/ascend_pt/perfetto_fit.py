@@ -156,8 +156,9 @@ def _sweep(ts: np.ndarray, true_dur: np.ndarray, img: np.ndarray, out: Fitted, i
 def _clusters(track: np.ndarray, img: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For events in sweep order: whether each starts a cluster (the first on its track, or one
     starting at or after every earlier event of its track has ended on Perfetto's grid), and
-    whether its cluster holds two or more events.  Durations only shrink in a sweep, so at a
-    cluster's first event the sweep's stack always empties: clusters are independent."""
+    whether the sweep must walk its cluster.  Durations only shrink in a sweep, so at a cluster's
+    first event the sweep's stack always empties: clusters are independent.  A lone event, and a
+    cluster already nested-or-disjoint on the grid (``_laminar``), come out of the sweep unchanged."""
     n = len(track)
     first = np.ones(n, bool)
     if n < 2:
@@ -173,7 +174,43 @@ def _clusters(track: np.ndarray, img: np.ndarray, dur: np.ndarray) -> tuple[np.n
     first[1:] |= img[1:] >= reach[1:]
     cid = np.cumsum(first) - 1
     busy = np.bincount(cid)[cid] >= 2
+    if busy.any():
+        bad = _crossed(track[busy], img[busy], dur[busy], cid[busy], int(cid[-1]) + 1)
+        busy &= bad[cid]
     return first, busy
+
+
+def _crossed(track: np.ndarray, img: np.ndarray, dur: np.ndarray, cid: np.ndarray, n_clusters: int) -> np.ndarray:
+    """Per cluster: True unless its grid intervals are nested-or-disjoint in the sweep's sense
+    (an event ends at or before the end of every open event, ``end <= start`` is closed), where
+    the sweep neither shortens nor moves anything.  Checked as brackets: ordered by position
+    (closes first, opens in sweep order, equal closes innermost first), every close must match
+    the last open of its depth.  A cluster with a duration <= 0 is always walked."""
+    bad = np.zeros(n_clusters, bool)
+    bad[cid[dur <= 0]] = True
+    ok = ~bad[cid]
+    k = np.flatnonzero(ok)  # sweep rank of each checked event
+    m = len(k)
+    if not m:
+        return bad
+    trk = np.concatenate([track[k], track[k]])
+    pos = np.concatenate([img[k], img[k] + dur[k]])
+    is_open = np.concatenate([np.ones(m, bool), np.zeros(m, bool)])
+    tie = np.concatenate([k, -k])
+    ev = np.concatenate([k, k])
+    seq = np.lexsort((tie, is_open, pos, trk))
+    step = np.where(is_open[seq], 1, -1)
+    depth = np.cumsum(step)
+    level = np.where(step > 0, depth, depth + 1)
+    by_level = seq[np.lexsort((np.arange(2 * m), level))]
+    opens, closes = by_level[0::2], by_level[1::2]
+    if not (is_open[opens].all() and not is_open[closes].any()):  # not brackets: walk them all
+        bad[cid[k]] = True
+        return bad
+    wrong = ev[opens] != ev[closes]
+    bad[cid[ev[opens][wrong]]] = True
+    bad[cid[ev[closes][wrong]]] = True
+    return bad
 
 
 def _shorten(du: list[int], j: int, new: int) -> None:
