@@ -45,6 +45,7 @@ _PY_CALL, _PY_RETURN, _C_CALL, _C_RETURN = 0, 1, 2, 3
 _TORCH_OP_TAG = 1
 _HASH_RECORD = 8  # FileTag.PYTHON_TRACER_HASH
 _OP_CONST = struct.Struct("<3q4QB?")  # 58 bytes
+_OP_RECORD = struct.Struct("<HI3q4QB?")  # the TLV header, then the constant part
 _FIELD = struct.Struct("<HI")
 _NAME, _DTYPES, _SHAPES, _STACK = 2, 3, 4, 8
 _SCOPE_FUNCTION, _SCOPE_USER = 0, 7  # at::RecordScope
@@ -65,7 +66,9 @@ def _field(kind: int, text: str) -> bytes:
 
 
 def op_range_bytes(fw: Framework, offset_ns: int) -> bytes:
-    """The ``torch.op_range`` file of one rank's operators."""
+    """The ``torch.op_range`` file of one rank's operators: per operator one pack of the record
+    header and constant part, then its fields (name, shapes, stack), made once per distinct
+    (name, shapes, stack)."""
     cols = fw.cols
     names = [_field(_NAME, n) for n in fw.names]
     shapes = [(_field(_SHAPES, s) if s else b"") + (_field(_DTYPES, t) if t else b"") for s, t in cols.shapes.items]
@@ -74,13 +77,20 @@ def op_range_bytes(fw: Framework, offset_ns: int) -> bytes:
     end = (cols.op_ts + cols.op_dur - offset_ns).tolist()
     scope = np.where(cols.op_annot, _SCOPE_USER, _SCOPE_FUNCTION).tolist()
     pid = fw.pid
-    out = []
-    for s, e, seq, tid, fwd, sc, nm, sh, st in zip(start, end, cols.op_seq.tolist(), cols.op_tid.tolist(),
-                                                    cols.op_fwd.tolist(), scope, cols.op_name.tolist(),
-                                                    cols.op_shape.tolist(), fw.op_stack.tolist(), strict=True):
-        value = _OP_CONST.pack(s, e, seq, pid, tid, tid, fwd, sc, False) + names[nm] + shapes[sh] + \
-            (stacks[st] if st >= 0 else b"")
-        out.append(_FIELD.pack(_TORCH_OP_TAG, len(value)) + value)
+    pack = _OP_RECORD.pack
+    tails: dict[tuple[int, int, int], bytes] = {}
+    out: list[bytes] = []
+    add = out.append
+    for s, e, seq, tid, fwd, sc, key in zip(start, end, cols.op_seq.tolist(), cols.op_tid.tolist(),
+                                            cols.op_fwd.tolist(), scope,
+                                            zip(cols.op_name.tolist(), cols.op_shape.tolist(),
+                                                fw.op_stack.tolist(), strict=True), strict=True):
+        tail = tails.get(key)
+        if tail is None:
+            nm, sh, st = key
+            tail = tails[key] = names[nm] + shapes[sh] + (stacks[st] if st >= 0 else b"")
+        add(pack(_TORCH_OP_TAG, _OP_CONST.size + len(tail), s, e, seq, pid, tid, tid, fwd, sc, False))
+        add(tail)
     return b"".join(out)
 
 
