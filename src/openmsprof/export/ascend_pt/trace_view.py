@@ -30,8 +30,8 @@ _FLOW = b'{"ph":%b,"bp":"e","name":"fwdbwd","id":%d,"pid":{pid},"tid":%d,"ts":"%
 _KERNEL = (b'{"name":%b,"pid":{hw},"tid":%d,"ts":"%d.%03d","dur":{dur},"ph":"X","args":{"Model Id":4294967295,'
            b'"Task Type":%b,"Stream Id":%d,"Task Id":%d,"Batch Id":0,"Subtask Id":4294967295,"connection_id":%d,'
            b'"Executor":"{executor}"}}')
-_TO_NPU = (b',{"ph":"s","bp":"e","name":"torch_to_npu","id":"%b","pid":{pid},"tid":%d,"ts":"%d.%03d",'
-           b'"cat":"async_npu"},{"ph":"f","bp":"e","name":"torch_to_npu","id":"%b","pid":{hw},"tid":%d,'
+_TO_NPU = (b',{"ph":"s","bp":"e","name":"torch_to_npu","id":"%d","pid":{pid},"tid":%d,"ts":"%d.%03d",'
+           b'"cat":"async_npu"},{"ph":"f","bp":"e","name":"torch_to_npu","id":"%d","pid":{hw},"tid":%d,'
            b'"ts":"%d.%03d","cat":"async_npu"}')
 _TRACK = b'{"name":%b,"pid":{pid},"tid":{tid},"ts":"%d.%03d","dur":{dur},"ph":"X"}'
 _CANN = b'{"name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"ph":"X","args":{"connection_id":%d}}'
@@ -198,7 +198,6 @@ def flow_ids(ts: np.ndarray) -> list[bytes]:
 def _kernels(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     """Kernel events; a kernel with a source op carries its two torch_to_npu flows in its text."""
     k = fw.kernels
-    fids = flow_ids(k.ts)
     names = text.json_texts(k.names)
     cores = text.json_texts(k.cores)
     for a, b in chunks(len(k)):
@@ -215,7 +214,7 @@ def _kernels(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]
             continue
         src = ops[w]
         oq, orr = split_us(fw.op_ts[src])
-        flow = [[fids[a + i] for i in w.tolist()], fit.op_tid[src].tolist(), oq, orr]
+        flow = [(w + (TO_NPU_ID_BASE + a)).tolist(), fit.op_tid[src].tolist(), oq, orr]  # flow_ids' ids
         with_flow = _template(_KERNEL + _TO_NPU, piece, k.executor, hw=lay.hardware, pid=lay.python)
         if len(w) == b - a:
             yield fill(with_flow, [*base, flow[0], flow[1], flow[2], flow[3], flow[0], tid, q, r])
