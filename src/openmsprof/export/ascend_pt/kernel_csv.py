@@ -25,7 +25,9 @@ __all__ = ["load", "store"]
 
 _INT = r"^[+-]?[0-9]+$"
 #: kernel rows turned into Python values at a time
-_CHUNK = 1 << 17
+_CHUNK = 1 << 16
+#: staging rows bound per INSERT statement (one statement run per 64 kernels)
+_ROWS_PER_INSERT = 64
 _DECIMAL = r"^(?P<w>[+-]?[0-9]+)(?:\.(?P<f>[0-9]*))?$"
 
 
@@ -140,16 +142,21 @@ def store(con: sqlite3.Connection, start: np.ndarray[Any, Any], end: np.ndarray[
     meta(int(start.min()) if n else 0, int(end.max()) if n else 0)
     # one narrow staging row per kernel (string ids in pairs, device with step), unpacked
     # into TASK and COMPUTE_TASK_INFO by SQLite: a third of the values cross from Python
-    pair = lambda a, b: ((a << 32) | b).tolist()  # noqa: E731
+    pair = lambda a, b: (a.astype(np.int64) << 32) | b  # noqa: E731
     con.execute("CREATE TEMP TABLE kernel_rows (s INT, e INT, ds INT, p1 INT, p2 INT, p3 INT,"
                 " p4 INT, p5 INT)")
     ds = ((dev + 1) << 40) | (step + 1)
+    one = "(?, ?, ?, ?, ?, ?, ?, ?)"
+    many = f"INSERT INTO kernel_rows VALUES {', '.join([one] * _ROWS_PER_INSERT)}"
     for a in range(0, n, _CHUNK):  # Python ints for one chunk at a time: a bounded peak
-        b = a + _CHUNK
-        con.executemany("INSERT INTO kernel_rows VALUES (?, ?, ?, ?, ?, ?, ?, ?)", zip(
-            start[a:b].tolist(), end[a:b].tolist(), ds[a:b].tolist(), pair(ids[0][a:b], ids[1][a:b]),
-            pair(core[a:b], ids[3][a:b]), pair(ids[4][a:b], ids[5][a:b]),
-            pair(ids[6][a:b], ids[7][a:b]), pair(ids[8][a:b], ids[9][a:b]), strict=True))
+        b = min(a + _CHUNK, n)
+        rows = np.stack([start[a:b], end[a:b], ds[a:b], pair(ids[0][a:b], ids[1][a:b]),
+                         pair(core[a:b], ids[3][a:b]), pair(ids[4][a:b], ids[5][a:b]),
+                         pair(ids[6][a:b], ids[7][a:b]), pair(ids[8][a:b], ids[9][a:b])],
+                        axis=1).astype(np.int64)
+        full = (b - a) // _ROWS_PER_INSERT * _ROWS_PER_INSERT  # rowids in order either way
+        con.executemany(many, rows[:full].reshape(-1, 8 * _ROWS_PER_INSERT).tolist())
+        con.executemany(f"INSERT INTO kernel_rows VALUES {one}", rows[full:].tolist())
     m32, m40 = 0xFFFFFFFF, 0xFFFFFFFFFF
     con.execute(f"INSERT INTO TASK SELECT s, e, (ds >> 40) - 1, (ds & {m40}) - 1, rowid - 1, 0,"
                 f" p2 >> 32, 0, 0, rowid - 1, {invalid} FROM kernel_rows ORDER BY rowid")
