@@ -28,18 +28,27 @@ WRITE_BYTES = 1 << 20
 
 
 def _groups(fd: int, groups: Iterable[list[bytes]], first: bool) -> bool:
-    """Write each non-empty group comma-joined; returns whether nothing was written yet."""
+    """Write each non-empty group comma-joined (a comma before each but the very first); small
+    groups are gathered up to ``WRITE_BYTES``, a large one is written as it was joined (no second
+    copy).  Returns whether nothing was written yet."""
     buf: list[bytes] = []
     size = 0
     for g in groups:
-        if g:
-            part = b",".join(g)
-            buf += [b"" if first else b",", part]
-            size += len(part) + 1
-            first = False
-            if size >= WRITE_BYTES:
+        if not g:
+            continue
+        part = b",".join(g if first else [b"", *g])
+        first = False
+        if len(part) >= WRITE_BYTES:
+            if buf:
                 fs.write_all(fd, b"".join(buf))
                 buf, size = [], 0
+            fs.write_all(fd, part)
+            continue
+        buf.append(part)
+        size += len(part)
+        if size >= WRITE_BYTES:
+            fs.write_all(fd, b"".join(buf))
+            buf, size = [], 0
     if buf:
         fs.write_all(fd, b"".join(buf))
     return first
