@@ -181,6 +181,12 @@ def test_blocks_the_scan_does_not_reproduce_are_left_to_orjson(text: str) -> Non
             _native([block])
 
 
+def test_a_null_duration_is_zero_not_an_undefined_cast() -> None:
+    block = b'[{"ph":"X","cat":"cpu_op","name":"a","ts":1,"dur":null},{"ph":"X","cat":"cpu_op","name":"b","ts":2,"dur":3}]'
+    cols = _reference([block])
+    assert cols.op_dur.tolist() == [0, 3000] and cols.op_ts.tolist() == [2000, 3000]
+
+
 @pytest.fixture(scope="module")
 def rank_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real training window with shapes, stacks and backward (fwdbwd flows), not yet analysed."""

@@ -74,6 +74,16 @@ def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
     return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
 
 
+def _ns(us: np.ndarray) -> np.ndarray:
+    """µs (float) → integer ns; a null, non-finite or out-of-range time (``"dur": null``, a ts
+    past int64 ns) is 0, never the undefined value such a cast to int64 gives."""
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.abs(us) < 9.2e15)  # NaN compares false
+    if bad.any():
+        us = np.where(bad, 0.0, us)
+    return np.rint(us * 1000.0).astype(np.int64)
+
+
 class Columns:
     """Accumulates events (``add``) then turns them into arrays in epoch ns (``finish``)."""
 
@@ -278,8 +288,8 @@ class Columns:
     def finish(self, offset_ns: int) -> None:
         """Concatenate the blocks; times become epoch ns (``rint(µs × 1000) + offset``)."""
         o = self._op
-        self.op_ts = np.rint(_cat(o[0], np.float64) * 1000.0).astype(np.int64) + offset_ns
-        self.op_dur = np.rint(_cat(o[1], np.float64) * 1000).astype(np.int64)
+        self.op_ts = _ns(_cat(o[0], np.float64)) + offset_ns
+        self.op_dur = _ns(_cat(o[1], np.float64))
         self.op_tid = _cat(o[2], np.int64)
         self.op_name = _cat(o[3], np.int32)
         self.op_annot = _cat(o[4], bool)
@@ -289,18 +299,18 @@ class Columns:
         self.op_fwd = _cat(o[8], np.int64)
         self.op_ext = _cat(o[9], np.int64)
         p = self._py
-        self.py_ts = np.rint(_cat(p[0], np.float64) * 1000.0).astype(np.int64) + offset_ns
+        self.py_ts = _ns(_cat(p[0], np.float64)) + offset_ns
         self.py_dur_us = _cat(p[1], np.float64)
-        self.py_dur = np.rint(self.py_dur_us * 1000).astype(np.int64)
+        self.py_dur = _ns(self.py_dur_us)
         self.py_tid = _cat(p[2], np.int64)
         self.py_name = _cat(p[3], np.int32)
         f = self._fl
-        self.flow_ts = np.rint(_cat(f[0], np.float64) * 1000.0).astype(np.int64) + offset_ns
+        self.flow_ts = _ns(_cat(f[0], np.float64)) + offset_ns
         self.flow_start = _cat(f[1], bool)
         self.flow_id = _cat(f[2], np.int64)
         self.flow_tid = _cat(f[3], np.int64)
         m = self._mem
-        self.mem_ts = np.rint(_cat(m[0], np.float64) * 1000.0).astype(np.int64) + offset_ns
+        self.mem_ts = _ns(_cat(m[0], np.float64)) + offset_ns
         self.mem_tid, self.mem_addr, self.mem_bytes, self.mem_alloc, self.mem_reserved, self.mem_dev_type, \
             self.mem_dev_id = (_cat(c, np.int64) for c in m[1:])
         self._op, self._py, self._fl, self._mem = [], [], [], []
