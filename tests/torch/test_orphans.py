@@ -192,3 +192,12 @@ def test_a_truncated_temp_is_reported_in_one_line_and_left_as_is(tmp_path: Path)
     lines = [ln for ln in proc.stderr.splitlines() if tmp.name in ln]
     assert len(lines) == 1 and "not adopted, left as it is" in lines[0], proc.stderr
     assert tmp.read_bytes() == data and not rank_dirs(tmp_path / "out")
+
+
+def test_the_module_run_as_a_command_prints_its_own_lines_only(tmp_path: Path) -> None:
+    """``python -m openmsprof.torch.profiler.analysis PATH`` (docs/torch.md): no runpy warning
+    about the package having imported the module first; a bad path is one line."""
+    proc = subprocess.run([sys.executable, "-m", "openmsprof.torch.profiler.analysis", str(tmp_path / "nothing")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr == f"openmsprof: error: profiler_path {str(tmp_path / 'nothing')!r} is not a directory\n"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys as _sys
 import types as _types
+import warnings as _warnings
 
 from openmsprof.torch.profiler import dynamic_profile
 from openmsprof.torch.profiler._enums import (
@@ -28,6 +29,11 @@ from openmsprof.torch.profiler.kineto_profile import _KinetoProfile
 from openmsprof.torch.profiler.npu_mstx import mstx
 from openmsprof.torch.profiler.profile import profile, tensorboard_trace_handler
 from openmsprof.torch.profiler.scheduler import schedule
+
+# ``python -m openmsprof.torch.profiler.analysis PATH`` (docs/torch.md): this package imports the
+# module before runpy runs it as __main__, which runpy warns about; the run is the intended one
+_warnings.filterwarnings("ignore", message=r"'openmsprof\.torch\.profiler\.analysis' found in sys\.modules",
+                         category=RuntimeWarning)
 
 #: ``torch_npu.profiler.profiler`` (seed 004: ``torch_npu.profiler.profiler.analyse(path)``; also
 #: ``from openmsprof.torch.profiler.profiler import analyse``): the module torch_npu defines them in.
