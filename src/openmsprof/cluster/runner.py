@@ -98,11 +98,20 @@ def run_local(ranks: list[RankSource], store: Path, workers: int | None = None,
     return [done[s.rank] for s in ranks]
 
 
+def _parse_in_pool(src: RankSource, store: Path, kernels: bool) -> dict[str, Any]:
+    """``parse_rank`` in a local worker, its result without the small tables' bytes (the parent
+    reads them from the same store): a result that fits one atomic pipe write, since a worker
+    killed in the middle of a longer one leaves a torn message that hangs the pool's reader."""
+    partial = parse_rank(src, store, kernels=kernels)
+    partial.pop("small", None)
+    return partial
+
+
 def _pool_round(todo: list[RankSource], store: Path, kernels: bool, n: int, done: dict[int, dict[str, Any]],
                 bar: Progress | None) -> None:
     """One pool over ``todo``; finished ranks go into ``done`` (a dead worker breaks the round)."""
     with ProcessPoolExecutor(max_workers=n) as pool:
-        futs: dict[Future[dict[str, Any]], RankSource] = {pool.submit(parse_rank, s, store, kernels=kernels): s
+        futs: dict[Future[dict[str, Any]], RankSource] = {pool.submit(_parse_in_pool, s, store, kernels): s
                                                           for s in todo}
         pending = set(futs)
         while pending:
