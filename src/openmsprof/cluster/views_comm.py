@@ -12,6 +12,7 @@ from typing import Any
 import duckdb
 import orjson
 
+from openmsprof.cluster.rank_small import num
 from openmsprof.cluster.sqlviews import has, memo
 from openmsprof.parse.hccl_hash import double_hash
 
@@ -48,14 +49,12 @@ def _tuple_keys(groups: dict[str, dict[str, set[int]]]) -> dict[tuple[str, str],
 
 
 def _n(v: Any) -> float:
-    """A rank file's time or size as a number: numbers as they are, numeric text ("inf", "1.5")
-    parsed, anything else 0 (a hand-edited or foreign file must not end the run)."""
+    """A rank file's time or size as a number: numbers as they are (an int stays an int in the
+    sums), anything else as the store reads it (:func:`.rank_small.num`: numeric text parsed,
+    the rest 0; a hand-edited or foreign file must not end the run)."""
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return v
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return 0.0
+    return float(num(v))
 
 
 def _total(ops: dict[str, dict[str, Any]]) -> None:
