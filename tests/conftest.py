@@ -157,9 +157,16 @@ def temp_litter(root: Path) -> list[str]:
                   if not p.name.startswith(("pytest-of-", *FOREIGN_TEMP)))
 
 
+_PASSED_KEY = pytest.StashKey[bool]()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config.stash[_PASSED_KEY] = exitstatus == 0
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     root = config.stash.get(_TEMP_KEY, None)
-    if root is not None and getattr(config, "_openmsprof_passed", False):
+    if root is not None and config.stash.get(_PASSED_KEY, False):
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -173,7 +180,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     root = config.stash.get(_TEMP_KEY, None)
     if root is not None:
         left = temp_litter(root)
-        config._openmsprof_passed = exitstatus == 0  # type: ignore[attr-defined]
         if left:
             terminalreporter.write_line(f"openmsprof: {len(left)} temp entries left outside tmp_path "
                                         f"(removed with {root} when the run passes): {', '.join(left[:8])}",
