@@ -34,6 +34,16 @@ def _raw_window(trainer: Trainer, root: Path) -> Path:
     return rd
 
 
+def _staged_window(trainer: Trainer, root: Path) -> tuple[Path, Path]:
+    """A raw window and the worker's staged copy of it, made under the window's claim."""
+    rd = _raw_window(trainer, root)
+    with _analysis_claim.claim(rd) as mine:
+        assert mine
+        staged = _analysis_stage.stage(rd, 4242)
+    assert staged is not None
+    return rd, staged
+
+
 def _tree(d: Path) -> dict[str, tuple[int, str]]:
     out = {}
     for p in sorted(d.rglob("*")):
@@ -82,11 +92,7 @@ def test_staged_analysis_publishes_the_bytes_of_an_in_place_one(trainer: Trainer
 
 
 def test_a_dir_analysed_first_elsewhere_is_left_as_it_is(trainer: Trainer, tmp_path: Path) -> None:
-    rd = _raw_window(trainer, tmp_path / "out")
-    with _analysis_claim.claim(rd) as mine:
-        assert mine
-        staged = _analysis_stage.stage(rd, 4242)
-    assert staged is not None
+    rd, staged = _staged_window(trainer, tmp_path / "out")
     analysis.analyse_dir(rd, parallel=False)  # stop() took the window over meanwhile
     analysis.analyse_dir(staged, parallel=False)  # the worker's late analysis of its copy
     tv = rd / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
@@ -99,11 +105,7 @@ def test_a_dir_analysed_first_elsewhere_is_left_as_it_is(trainer: Trainer, tmp_p
 
 def test_a_held_claim_is_not_published_over(trainer: Trainer, tmp_path: Path) -> None:
     """Another holder of the claim (the training process analysing in place) wins."""
-    rd = _raw_window(trainer, tmp_path / "out")
-    with _analysis_claim.claim(rd) as mine:
-        assert mine
-        staged = _analysis_stage.stage(rd, 4242)
-    assert staged is not None
+    rd, staged = _staged_window(trainer, tmp_path / "out")
     analysis.analyse_dir(staged, parallel=False)
     lock = _analysis_claim.claim_path(rd)
     os.close(fs.open_lock_file(lock))
