@@ -22,7 +22,8 @@ pytestmark = pytest.mark.skipif(not _analysis_stage.supported(), reason="no rena
 
 
 def _raw_window(trainer: Trainer, root: Path) -> Path:
-    """One saved, unanalysed window with shapes, stacks and memory (the worker saves it)."""
+    """One saved, unanalysed window with shapes, stacks and memory (the worker saves it; stop() does not
+    wait for that, so the window's claim is waited for)."""
     with tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=0, active=2, repeat=1),
                     on_trace_ready=tp.tensorboard_trace_handler(str(root), analyse_flag=False),
                     record_shapes=True, with_stack=True, profile_memory=True) as prof:
@@ -30,6 +31,8 @@ def _raw_window(trainer: Trainer, root: Path) -> Path:
             trainer.step()
             prof.step()
     (rd,) = rank_dirs(root)
+    with _analysis_claim.claim(rd, wait_s=120) as mine:  # the worker saves it in the background, under its claim
+        assert mine is True
     assert not (rd / "ASCEND_PROFILER_OUTPUT").exists()
     return rd
 
