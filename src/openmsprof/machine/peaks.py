@@ -57,6 +57,7 @@ __all__ = [
     "bandwidth",
     "cache_path",
     "cached",
+    "cached_read_only",
     "covers",
     "gemm_peak",
     "load_peaks",
@@ -256,4 +257,25 @@ def cached(measure_missing: bool = True) -> dict[str, Any] | None:
             fs.write_file_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
     except Exception:
         pass
+    return doc
+
+
+_kept: tuple[tuple[int, ...], dict[str, Any] | None] | None = None
+
+
+def cached_read_only() -> dict[str, Any] | None:
+    """``cached(measure_missing=False)`` for callers that never modify the document (the torch
+    analysis of each window): read and validated again only when the cache file's identity,
+    size, mode or times changed since the last read (one ``lstat`` otherwise)."""
+    global _kept
+    try:
+        st = os.stat(cache_path(), follow_symlinks=False)
+        key: tuple[int, ...] | None = (st.st_dev, st.st_ino, st.st_size, st.st_mode, st.st_mtime_ns, st.st_ctime_ns)
+    except OSError:
+        key = None  # (missing: cached() fails as fast)
+    kept = _kept
+    if key is not None and kept is not None and kept[0] == key:
+        return kept[1]
+    doc = cached(measure_missing=False)
+    _kept = (key, doc) if key is not None else None
     return doc

@@ -132,10 +132,26 @@ def kernel_columns(fw: Framework, device_id: int) -> tuple[np.ndarray, np.ndarra
              (shape, [t or NA for _s, t in items]), (shape, [s or NA for s, _t in items]), None, None, None])
 
 
+_values: list[tuple[object, Callable[..., tuple[float | None, float | None, float | None]], int]] = []
+#: the cost model's per-signature cache is kept this many windows (then rebuilt: bounded memory)
+_VALUES_WINDOWS = 1000
+
+
+def _cost_values() -> Callable[..., tuple[float | None, float | None, float | None]]:
+    """``cost_values`` of this machine's cached peaks, kept from window to window while the peaks
+    stand (its per-signature cache too: the same operators window after window)."""
+    doc = P.cached_read_only()
+    kept = _values[0] if _values else None
+    if kept is None or kept[0] is not doc or kept[2] >= _VALUES_WINDOWS:
+        kept = (doc, cost_values(doc), 0)
+    _values[:] = [(kept[0], kept[1], kept[2] + 1)]
+    return kept[1]
+
+
 def _cost_texts(fw: Framework, names: list[str]) -> Callable[[int, int], bytes]:
     """(kernel name code, shape code) → the ``FLOPs,Bytes,Memory Bound Ratio`` cells (cost model
     of the kernel's type and input shapes; this machine's cached peaks, else the ratio is N/A)."""
-    values = cost_values(P.cached(measure_missing=False))
+    values = _cost_values()
     items = fw.cols.shapes.items
     cache: dict[tuple[int, int], bytes] = {}
 

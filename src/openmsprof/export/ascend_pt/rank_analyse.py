@@ -4,6 +4,7 @@ output file is written, before data_simplification removes the raw data)."""
 from __future__ import annotations
 
 import gc
+import os
 import re
 import shutil
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from openmsprof.config.errors import AlreadySimplified, RawDataError
+from openmsprof.config.errors import AlreadySimplified, PathError, RawDataError
 from openmsprof.export import overhead
 from openmsprof.export.ascend_pt import (
     cann,
@@ -98,8 +99,7 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
     ov = Overlap(fw)
     extra = Extras(rank_dir, fw, rank if rank is not None else _rank_id(info), level,
                    common.get("profile_memory") is True)
-    out = fs.make_dir(rank_dir / OUTPUT)
-    (out / "analyse.done").unlink(missing_ok=True)
+    out = _output_dir(rank_dir / OUTPUT)
     files: list[str] = []
     if "text" in types or not types:
         lay = trace_view.Layout(fw, device_id)
@@ -127,10 +127,30 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
         files += names
     # analyse.done before the simplification: a process killed between the two leaves a finished
     # analysis with its FRAMEWORK/ (kept), never one whose raw data is gone and that reads as unfinished
-    fs.write_file_atomic(out / "analyse.done", b"")
+    _mark_done(out / "analyse.done")
     if simplifying:
         simplify(rank_dir, keep_framework=keep_framework)
     return Result(out, files, len(fw.kernels), fw.n_ops)
+
+
+def _output_dir(out: Path) -> Path:
+    """``ASCEND_PROFILER_OUTPUT/`` made fresh (two syscalls: the usual case, a window analysed
+    once), or the existing one with its ``analyse.done`` removed (checked as ``fs.make_dir`` does)."""
+    try:
+        return fs.make_new_dir(out)
+    except PathError:
+        out = fs.make_dir(out)
+    (out / "analyse.done").unlink(missing_ok=True)
+    return out
+
+
+def _mark_done(path: Path) -> None:
+    """The empty ``analyse.done``: created at once where it is absent (``_output_dir`` removed
+    it; an empty file needs no temp file to appear whole), else replaced atomically."""
+    try:
+        os.close(fs.open_new(path, append=False))
+    except PathError:
+        fs.write_file_atomic(path, b"")
 
 
 def folded_stacks(rank_dir: Path, metric: str) -> str:

@@ -5,7 +5,9 @@ whose files it saves (``_window_files.save``: rank dir, raw trace moved in, prof
 metadata), then analyses if asked; ``{"dir", "analyse": true}`` for a dir already saved.  The
 worker itself runs at normal priority and does only short file work: it saves each window as its
 line arrives (``saved|unsaved <dir>`` answered at once) and, under the dir's claim, stages a
-hard-linked copy of it (``_analysis_stage``); the analysis runs in its forked child, under
+hard-linked copy of it (``_analysis_stage``: right after the save when the child is idle, else
+when the child takes the window, so a window the training process took over meanwhile is never
+copied); the analysis runs in its forked child, under
 SCHED_IDLE and nice 19, on that copy, holding no claim; the worker then publishes the analysed
 copy (``ok|fail <dir>``; ``taken <dir>`` for one the training process analysed meanwhile, see
 ``_analysis_claim``: the copy is discarded).  So every claim the worker holds is held a few
@@ -74,13 +76,21 @@ class _Analyser:
         self.pid, self.jobs_fd, self.answer = pid, jobs_w, answer
         self.results = os.fdopen(res_r, "rb")
         self.lock = threading.Lock()
-        self.queue: collections.deque[tuple[Path, Path | None]] = collections.deque()
+        #: (dir, its staged copy or None, whether to stage it when the child takes it)
+        self.queue: collections.deque[tuple[Path, Path | None, bool]] = collections.deque()
         self.current: tuple[Path, Path | None] | None = None
         self.finishing = self.in_place = self.killed = False
 
-    def send(self, path: Path, staged: Path | None, first: bool = False) -> None:
+    def idle(self) -> bool:
+        """The child would take a window sent now at once (so it is staged under the save's claim)."""
         with self.lock:
-            (self.queue.appendleft if first else self.queue.append)((path, staged))
+            return self.current is None and not self.queue and not self.in_place
+
+    def send(self, path: Path, staged: Path | None, first: bool = False, later: bool = False) -> None:
+        """Queue ``path`` (``staged``: its copy; ``later``: staged when the child takes it, so a
+        window the training process analyses meanwhile is never copied)."""
+        with self.lock:
+            (self.queue.appendleft if first else self.queue.append)((path, staged, later))
             self._feed()
 
     def answered(self) -> None:
@@ -95,10 +105,11 @@ class _Analyser:
         with self.lock:
             self.finishing = True
             self._feed()
-            for path, staged in [j for j in self.queue if j[1] is not None and _analysis_claim.done(j[0])]:
-                self.queue.remove((path, staged))
-                _analysis_stage.discard(staged)  # type: ignore[arg-type]
-                self.answer("taken", path)
+            for job in [j for j in self.queue if (j[1] is not None or j[2]) and _analysis_claim.done(j[0])]:
+                self.queue.remove(job)
+                if job[1] is not None:
+                    _analysis_stage.discard(job[1])
+                self.answer("taken", job[0])
             if self.current is not None and not self.queue and _analysis_claim.done(self.current[0]):
                 self.killed = True
                 try:
@@ -109,8 +120,13 @@ class _Analyser:
     def _feed(self) -> None:
         """Hand the child the next window not analysed yet (under ``lock``); close its input at the end."""
         while self.current is None and self.queue:
-            path, staged = self.queue.popleft()
-            if staged is not None and (_analysis_claim.done(path) or not path.is_dir()):  # (or removed)
+            path, staged, later = self.queue.popleft()
+            if later and not self.in_place:
+                todo, staged = _stage_now(path)
+                if not todo:
+                    self.answer("taken", path)
+                    continue
+            elif staged is not None and (_analysis_claim.done(path) or not path.is_dir()):  # (or removed)
                 _analysis_stage.discard(staged)
                 self.answer("taken", path)
                 continue
@@ -127,6 +143,20 @@ class _Analyser:
             self.jobs_fd = -1
 
 
+def _stage_now(path: Path) -> tuple[bool, Path | None]:
+    """(still to analyse, its staged copy) of a queued window, staged under its claim when the
+    child takes it; the copy is None where it cannot be staged (analysed in place).  Not to
+    analyse: analysed already, removed, or being analysed by the training process (which holds
+    a window's claim only to analyse it)."""
+    try:
+        if not path.is_dir():
+            return False, None
+        with _analysis_claim.claim(path) as mine:
+            return (True, _analysis_stage.stage(path, os.getpid())) if mine else (False, None)
+    except Exception:  # (no claim file: the child analyses in place and reports what fails)
+        return True, None
+
+
 def _save_jobs(lines: IO[bytes], answer: _Answers, analyser: _Analyser) -> None:
     """Save each window as its line arrives and stage it for the analysing child."""
     from openmsprof.torch.profiler import _window_files
@@ -138,14 +168,15 @@ def _save_jobs(lines: IO[bytes], answer: _Answers, analyser: _Analyser) -> None:
         except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
             print(f"openmsprof: analysis worker: bad job line ({exc})", file=sys.stderr, flush=True)
             continue
-        staged, todo = None, True
+        staged, todo, later = None, True, False
         try:  # (under the dir's claim: the training process may have taken the window over)
             with _analysis_claim.claim(path, wait_s=float("inf")) as todo_here:
                 todo = bool(todo_here)
                 if todo and "tmp" in job:
                     _window_files.save(path, Path(job["tmp"]), job["files"], "worker")
                 if todo and job.get("analyse") and not analyser.in_place:
-                    staged = _analysis_stage.stage(path, os.getpid())
+                    later = not analyser.idle()  # a queued window is staged when the child takes it
+                    staged = None if later else _analysis_stage.stage(path, os.getpid())
         except Exception as exc:
             print(f"openmsprof: saving {path} failed: {exc}", file=sys.stderr, flush=True)
             answer("unsaved", path)
@@ -154,7 +185,7 @@ def _save_jobs(lines: IO[bytes], answer: _Answers, analyser: _Analyser) -> None:
             answer("saved", path)
         if job.get("analyse"):
             if todo:
-                analyser.send(path, staged)
+                analyser.send(path, staged, later=later)
             else:
                 answer("taken", path)
 
