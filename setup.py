@@ -1,7 +1,8 @@
 """Build of the optional native code: the recorder core (``openmsprof.recorder._ring``), the
 export task loop (``openmsprof.export.msprof._task_lines``), the import writer
 (``openmsprof.parse._bulk_insert``), the ONNX Runtime profile scan
-(``openmsprof.sources._ort_scan``) and the Kineto trace scan (``openmsprof.sources._kineto_scan``).
+(``openmsprof.sources._ort_scan``), the Kineto trace scan (``openmsprof.sources._kineto_scan``) and the
+torch analysis' operator nesting sweep (``openmsprof.export.ascend_pt._nest_sweep``).
 
 ``pip install`` compiles them with the system C compiler.  Without a compiler (or with
 ``OPENMSPROF_NO_NATIVE=1``) the build is skipped with a warning and openmsprof runs on the
@@ -33,7 +34,7 @@ class OptionalBuildExt(build_ext):
         except Exception as exc:
             what = {"_ring": "recorder", "_task_lines": "export task loop",
                     "_bulk_insert": "import writer", "_ort_scan": "ONNX Runtime profile scan",
-                    "_kineto_scan": "Kineto trace scan"}.get(ext.name.rsplit(".", 1)[-1], ext.name)
+                    "_kineto_scan": "Kineto trace scan", "_nest_sweep": "operator nesting sweep"}.get(ext.name.rsplit(".", 1)[-1], ext.name)
             print(f"openmsprof: native {what} not built ({exc}); using its pure-Python fallback",
                   file=sys.stderr)
 
@@ -55,6 +56,9 @@ ext_modules = [] if os.environ.get("OPENMSPROF_NO_NATIVE") else [
               extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
     # the Kineto trace's operator columns for the torch analysis; columns.Columns.add is its fallback
     Extension("openmsprof.sources._kineto_scan", ["src/openmsprof/sources/_kineto_scan.c"],
+              extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
+    # the operator nesting sweep of the torch analysis; nesting.sweep is its fallback
+    Extension("openmsprof.export.ascend_pt._nest_sweep", ["src/openmsprof/export/ascend_pt/_nest_sweep.c"],
               extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
 ]
 

@@ -8,13 +8,28 @@ stack after popping events that ended at or before that start).
 
 from __future__ import annotations
 
+import importlib
 import itertools
+import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
     from openmsprof.export.ascend_pt.columns import Columns
+
+def _load_native() -> Callable[..., None] | None:
+    if os.environ.get("OPENMSPROF_NEST_SWEEP_PYTHON") == "1":
+        return None
+    try:
+        return importlib.import_module("openmsprof.export.ascend_pt._nest_sweep").sweep  # type: ignore[no-any-return]
+    except ImportError:
+        return None
+
+
+#: ``_nest_sweep.c``'s ``sweep`` (None when not built: ``sweep`` below, the reference, runs).
+_native = _load_native()
 
 #: Allocation / view / metadata operators: inside a computing operator they are part of it.
 TRIVIAL = frozenset((
@@ -53,13 +68,29 @@ def parents(ts: np.ndarray, dur: np.ndarray, tid: np.ndarray, sel: np.ndarray) -
     need = np.zeros(len(order), bool)
     need[start_of[nested]] = True
     need |= nested
-    pos = np.flatnonzero(need).tolist()
-    tsl, endl, tidl, nestl = o_ts.tolist(), o_end.tolist(), o_tid.tolist(), nested.tolist()
-    par = [-1] * len(order)
-    dep = [0] * len(order)
+    po = np.full(len(order), -1, np.int64)
+    dep = np.zeros(len(order), np.int64)
+    (_native or sweep)(np.flatnonzero(need).astype(np.int64), np.ascontiguousarray(o_ts, np.int64),
+                       np.ascontiguousarray(o_end, np.int64), np.ascontiguousarray(o_tid, np.int64),
+                       np.ascontiguousarray(nested, bool), po, dep)
+    has = po >= 0
+    parent[order[has]] = order[po[has]]
+    depth[order] = dep
+    return parent, depth
+
+
+def sweep(pos: np.ndarray, ts: np.ndarray, end: np.ndarray, tid: np.ndarray, nested: np.ndarray,
+          parent: np.ndarray, depth: np.ndarray) -> None:
+    """The stack sweep of ``parents`` over the sorted events at positions ``pos`` (increasing):
+    fills ``parent`` (position of the innermost open event) and ``depth`` (open events) where an
+    event has one; the stack restarts at a new thread or an event that is not ``nested``.  The
+    reference of the native ``_nest_sweep.sweep`` (same arguments), which runs when built."""
+    tsl, endl, tidl, nestl = ts.tolist(), end.tolist(), tid.tolist(), nested.tolist()
+    par = parent.tolist()
+    dep = depth.tolist()
     stack: list[int] = []
     cur = None
-    for p in pos:
+    for p in pos.tolist():
         t = tsl[p]
         if tidl[p] != cur or not nestl[p]:
             stack = []
@@ -70,11 +101,8 @@ def parents(ts: np.ndarray, dur: np.ndarray, tid: np.ndarray, sel: np.ndarray) -
             par[p] = stack[-1]
             dep[p] = len(stack)
         stack.append(p)
-    po = np.asarray(par, np.int64)
-    has = po >= 0
-    parent[order[has]] = order[po[has]]
-    depth[order] = np.asarray(dep, np.int64)
-    return parent, depth
+    parent[:] = par
+    depth[:] = dep
 
 
 def _segmented_max(x: np.ndarray, same: np.ndarray) -> np.ndarray:
