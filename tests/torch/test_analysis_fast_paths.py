@@ -1,0 +1,129 @@
+"""The per-window fast paths of the torch analysis give the bytes of the reference paths: a fresh
+``ASCEND_PROFILER_OUTPUT/`` (made in two syscalls, ``analyse.done`` created at once) ends as one
+re-analysed over an existing output dir, with the native nesting sweep as with its Python
+reference, whatever the umask, at every level, with and without data_simplification, stacks,
+shapes and memory; the machine peaks kept from window to window follow a changed cache file."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+import openmsprof.torch.profiler as tp
+from openmsprof.export.ascend_pt import nesting, pt_summary
+from openmsprof.machine import peaks
+from openmsprof.torch.profiler import _analysis_claim, analysis
+from tests.torch.conftest import Trainer, read_csv, rank_dirs
+
+OUT = "ASCEND_PROFILER_OUTPUT"
+
+
+@pytest.fixture
+def raw(trainer: Trainer, tmp_path: Path) -> Path:
+    """One saved, unanalysed window with shapes, stacks and memory."""
+    root = tmp_path / "raw"
+    with tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=0, active=2, repeat=1),
+                    on_trace_ready=tp.tensorboard_trace_handler(str(root), analyse_flag=False),
+                    record_shapes=True, with_stack=True, profile_memory=True) as prof:
+        for _ in range(3):
+            trainer.step()
+            prof.step()
+    (rd,) = rank_dirs(root)
+    with _analysis_claim.claim(rd, wait_s=120) as mine:  # the worker saves it in the background
+        assert mine is True
+    assert not (rd / OUT).exists()
+    return rd
+
+
+@pytest.fixture
+def own_peaks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private peaks cache (``OPENMSPROF_CACHE``), the kept copies forgotten before and after."""
+    monkeypatch.setenv("OPENMSPROF_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    peaks._kept = None
+    pt_summary._values.clear()
+    yield peaks.cache_path()
+    peaks._kept = None
+    pt_summary._values.clear()
+
+
+def _tree(d: Path) -> dict[str, tuple[int, str]]:
+    out = {}
+    for p in sorted(d.rglob("*")):
+        st = os.lstat(p)
+        out[str(p.relative_to(d))] = (st.st_mode, hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "")
+    return out
+
+
+def _variant(src: Path, dst: Path, level: str, simplify: bool, stack: bool, memory: bool) -> Path:
+    shutil.copytree(src, dst)
+    info = next(dst.glob("profiler_info*.json"))
+    doc = orjson.loads(info.read_bytes())
+    doc["config"]["experimental_config"].update(_profiler_level=level, _data_simplification=simplify,
+                                                _export_type=["text", "db"] if level == "Level2" else ["text"])
+    doc["config"]["common_config"].update(with_stack=stack, profile_memory=memory)
+    info.write_bytes(orjson.dumps(doc))
+    os.chmod(info, 0o640)
+    return dst
+
+
+@pytest.mark.parametrize(("level", "simplify", "stack", "memory"), [
+    ("Level0", True, False, False), ("Level0", False, True, True), ("Level1", True, True, False),
+    ("Level1", False, False, True), ("Level2", True, False, True), ("Level_none", True, False, False)])
+def test_a_fresh_output_dir_ends_as_a_reanalysed_one(raw: Path, tmp_path: Path, own_peaks: Path,
+                                                     monkeypatch: pytest.MonkeyPatch, level: str, simplify: bool,
+                                                     stack: bool, memory: bool) -> None:
+    own_peaks.write_bytes(orjson.dumps({"stream": {"copy": 9.5}, "gemm": {"numpy float32": 40.0}}))
+    fresh = _variant(raw, tmp_path / "fresh" / raw.name, level, simplify, stack, memory)
+    again = _variant(raw, tmp_path / "again" / raw.name, level, simplify, stack, memory)
+    old = os.umask(0o077)  # the modes are set whatever the umask
+    try:
+        analysis.analyse_dir(fresh, parallel=False)
+    finally:
+        os.umask(old)
+    # the reference: an output dir that exists (a stale analyse.done in it) and the Python sweep
+    (again / OUT).mkdir(mode=0o750)
+    (again / OUT / "analyse.done").write_bytes(b"")
+    monkeypatch.setattr(nesting, "_native", None)
+    analysis.analyse_dir(again, parallel=False)
+
+    tree = _tree(fresh)
+    assert tree == _tree(again)
+    assert tree[OUT] == (stat.S_IFDIR | 0o750, "")
+    assert tree[f"{OUT}/analyse.done"] == (stat.S_IFREG | 0o640, hashlib.sha256(b"").hexdigest())
+    assert all(m & 0o777 == (0o750 if stat.S_ISDIR(m) else 0o640) for m, _ in tree.values())
+    if level != "Level_none":
+        _, rows = read_csv(fresh / OUT / "kernel_details.csv")  # (the peaks were read: ratios)
+        assert any(r["Memory Bound Ratio"] != "N/A" for r in rows)
+
+
+def test_kept_peaks_follow_the_cache_file(raw: Path, tmp_path: Path, own_peaks: Path) -> None:
+    """The peaks (and the cost model) kept between windows are read again once the cache file
+    changes, and dropped once it is gone: every window's ratios are those of the file it saw."""
+
+    def ratios(n: int) -> list[str]:
+        d = _variant(raw, tmp_path / f"w{n}" / raw.name, "Level0", True, False, False)
+        analysis.analyse_dir(d, parallel=False)
+        _, rows = read_csv(d / OUT / "kernel_details.csv")
+        return [r["Memory Bound Ratio"] for r in rows if r["FLOPs"] != "N/A"]
+
+    own_peaks.write_bytes(orjson.dumps({"stream": {"copy": 9.5}, "gemm": {"numpy float32": 40.0}}))
+    slow = ratios(1)
+    assert any(x != "N/A" for x in slow)
+    assert ratios(2) == slow  # kept: the same figures
+    own_peaks.write_bytes(orjson.dumps({"stream": {"copy": 950.0}, "gemm": {"numpy float32": 40.0}}))
+    fast = ratios(3)  # 100x the bandwidth: every ratio the model gives changes
+    assert [x == "N/A" for x in fast] == [x == "N/A" for x in slow]
+    assert all(a != b for a, b in zip(fast, slow, strict=True) if a != "N/A")
+    peaks._kept = None  # a process that never kept anything reads the same
+    pt_summary._values.clear()
+    assert ratios(4) == fast
+    own_peaks.unlink()
+    assert set(ratios(5)) == {"N/A"}
