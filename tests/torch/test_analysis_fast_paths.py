@@ -20,7 +20,7 @@ import openmsprof.torch.profiler as tp
 from openmsprof.export.ascend_pt import nesting, pt_summary
 from openmsprof.machine import peaks
 from openmsprof.torch.profiler import _analysis_claim, analysis
-from tests.torch.conftest import Trainer, read_csv, rank_dirs
+from tests.torch.conftest import Trainer, rank_dirs, read_csv
 
 OUT = "ASCEND_PROFILER_OUTPUT"
 
