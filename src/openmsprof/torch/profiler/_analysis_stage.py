@@ -119,9 +119,12 @@ def publish(staged: Path, rank_dir: Path) -> bool | None:
     return True
 
 
-def discard(staged: Path) -> None:
-    """Remove a staged copy, and its stage dir once empty."""
+def discard(staged: Path, keep_root: bool = False) -> None:
+    """Remove a staged copy, and its stage dir once empty (unless ``keep_root``: the worker keeps
+    its stage dir until it leaves, one mkdir per output root rather than per window)."""
     shutil.rmtree(staged, ignore_errors=True)
+    if keep_root:
+        return
     try:
         staged.parent.rmdir()
     except OSError:

@@ -7,7 +7,7 @@ worker itself runs at normal priority and does only short file work: it saves ea
 line arrives (``saved|unsaved <dir>`` answered at once) and, under the dir's claim, stages a
 hard-linked copy of it (``_analysis_stage``: right after the save when the child is idle, else
 when the child takes the window, so a window the training process took over meanwhile is never
-copied); the analysis runs in its forked child, under
+copied; the stage dir itself stays until the worker leaves); the analysis runs in its forked child, under
 SCHED_IDLE and nice 19, on that copy, holding no claim; the worker then publishes the analysed
 copy (``ok|fail <dir>``; ``taken <dir>`` for one the training process analysed meanwhile, see
 ``_analysis_claim``: the copy is discarded).  So every claim the worker holds is held a few
@@ -108,7 +108,7 @@ class _Analyser:
             for job in [j for j in self.queue if (j[1] is not None or j[2]) and _analysis_claim.done(j[0])]:
                 self.queue.remove(job)
                 if job[1] is not None:
-                    _analysis_stage.discard(job[1])
+                    _discard(job[1])
                 self.answer("taken", job[0])
             if self.current is not None and not self.queue and _analysis_claim.done(self.current[0]):
                 self.killed = True
@@ -127,7 +127,7 @@ class _Analyser:
                     self.answer("taken", path)
                     continue
             elif staged is not None and (_analysis_claim.done(path) or not path.is_dir()):  # (or removed)
-                _analysis_stage.discard(staged)
+                _discard(staged)
                 self.answer("taken", path)
                 continue
             line = orjson.dumps({"dir": os.fspath(path), "stage": os.fspath(staged) if staged else None}) + b"\n"
@@ -141,6 +141,16 @@ class _Analyser:
         if self.finishing and self.current is None and not self.queue and self.jobs_fd >= 0:
             os.close(self.jobs_fd)
             self.jobs_fd = -1
+
+
+#: the stage dirs this worker used: kept while it runs (not made and removed again each window),
+#: removed when it leaves (``_serve``); those of a killed worker go at the next ``sweep``
+_roots: set[Path] = set()
+
+
+def _discard(staged: Path) -> None:
+    _roots.add(staged.parent)
+    _analysis_stage.discard(staged, keep_root=True)
 
 
 def _stage_now(path: Path) -> tuple[bool, Path | None]:
@@ -204,12 +214,12 @@ def _publish_results(analyser: _Analyser, answer: _Answers) -> None:
                     done, status = False, "fail"
                 if done is None:  # this file system cannot exchange dirs: analysed in place from now on
                     analyser.in_place = True
-                    _analysis_stage.discard(Path(staged))
+                    _discard(Path(staged))
                     analyser.answered()
                     analyser.send(path, None, first=True)
                     continue
                 status = status if done or status == "fail" else "taken"
-            _analysis_stage.discard(Path(staged))
+            _discard(Path(staged))
         answer(status, path)
         analyser.answered()
     with analyser.lock:
@@ -217,7 +227,7 @@ def _publish_results(analyser: _Analyser, answer: _Answers) -> None:
     if analyser.killed and left:  # ended at the end: its window was analysed by the training process
         path, staged = left[0]
         if staged is not None:
-            _analysis_stage.discard(staged)
+            _discard(staged)
         answer("taken", path)
     elif left:
         print("openmsprof: the analysing child of the worker died; its windows go back to the training process",
@@ -276,6 +286,11 @@ def _serve(lines: IO[bytes], answers: IO[bytes]) -> None:
         analyser.finish()
         publisher.join()
         os.waitpid(analyser.pid, 0)
+        for root in _roots:
+            try:
+                root.rmdir()
+            except OSError:  # (not empty: a copy the dying child left; ``sweep`` removes it later)
+                pass
 
 
 def _lower_priority() -> str:
