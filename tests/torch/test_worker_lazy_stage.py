@@ -81,4 +81,8 @@ def test_stage_now_says_what_is_left_to_analyse(trainer: Trainer, tmp_path: Path
     left, staged = _worker_process._stage_now(todo)
     assert left is True and staged == _analysis_stage.stage_root(todo, os.getpid()) / todo.name
     assert staged is not None and (staged / "FRAMEWORK" / "torch.kineto_trace.json").is_file()
-    _analysis_stage.discard(staged)
+    _worker_process._discard(staged)  # the worker keeps its (empty) stage dir until it leaves
+    assert not staged.exists() and list(staged.parent.iterdir()) == []
+    assert staged.parent in _worker_process._roots
+    _worker_process._roots.discard(staged.parent)
+    staged.parent.rmdir()
