@@ -1,8 +1,9 @@
 """Build of the optional native code: the recorder core (``openmsprof.recorder._ring``), the
 export task loop (``openmsprof.export.msprof._task_lines``), the import writer
 (``openmsprof.parse._bulk_insert``), the ONNX Runtime profile scan
-(``openmsprof.sources._ort_scan``), the Kineto trace scan (``openmsprof.sources._kineto_scan``) and the
-torch analysis' operator nesting sweep (``openmsprof.export.ascend_pt._nest_sweep``).
+(``openmsprof.sources._ort_scan``), the Kineto trace scan (``openmsprof.sources._kineto_scan``), the
+torch analysis' operator nesting sweep (``openmsprof.export.ascend_pt._nest_sweep``) and the torch
+views' row texts (``openmsprof.export.ascend_pt._row_text``).
 
 ``pip install`` compiles them with the system C compiler.  Without a compiler (or with
 ``OPENMSPROF_NO_NATIVE=1``) the build is skipped with a warning and openmsprof runs on the
@@ -34,7 +35,8 @@ class OptionalBuildExt(build_ext):
         except Exception as exc:
             what = {"_ring": "recorder", "_task_lines": "export task loop",
                     "_bulk_insert": "import writer", "_ort_scan": "ONNX Runtime profile scan",
-                    "_kineto_scan": "Kineto trace scan", "_nest_sweep": "operator nesting sweep"}.get(ext.name.rsplit(".", 1)[-1], ext.name)
+                    "_kineto_scan": "Kineto trace scan", "_nest_sweep": "operator nesting sweep",
+                    "_row_text": "row formatter"}.get(ext.name.rsplit(".", 1)[-1], ext.name)
             print(f"openmsprof: native {what} not built ({exc}); using its pure-Python fallback",
                   file=sys.stderr)
 
@@ -59,6 +61,10 @@ ext_modules = [] if os.environ.get("OPENMSPROF_NO_NATIVE") else [
               extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
     # the operator nesting sweep of the torch analysis; nesting.sweep is its fallback
     Extension("openmsprof.export.ascend_pt._nest_sweep", ["src/openmsprof/export/ascend_pt/_nest_sweep.c"],
+              extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
+    # the torch views' rows (trace_view.json, kernel_details / operator_details.csv); text.py's
+    # ``%`` templates are its fallback
+    Extension("openmsprof.export.ascend_pt._row_text", ["src/openmsprof/export/ascend_pt/_row_text.c"],
               extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
 ]
 

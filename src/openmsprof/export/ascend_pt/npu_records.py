@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from openmsprof.export.ascend_pt import text
 from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.fileio import fs
 
@@ -46,6 +47,10 @@ _TORCH_OP_TAG = 1
 _HASH_RECORD = 8  # FileTag.PYTHON_TRACER_HASH
 _OP_CONST = struct.Struct("<3q4QB?")  # 58 bytes
 _OP_RECORD = struct.Struct("<HI3q4QB?")  # the TLV header, then the constant part
+#: _OP_RECORD as a numpy record (packed, little-endian)
+_OP_DTYPE = np.dtype([("tag", "<u2"), ("len", "<u4"), ("start", "<i8"), ("end", "<i8"), ("seq", "<i8"),
+                      ("pid", "<u8"), ("tid", "<u8"), ("end_tid", "<u8"), ("fwd", "<u8"), ("scope", "u1"),
+                      ("async", "?")])
 _FIELD = struct.Struct("<HI")
 _NAME, _DTYPES, _SHAPES, _STACK = 2, 3, 4, 8
 _SCOPE_FUNCTION, _SCOPE_USER = 0, 7  # at::RecordScope
@@ -65,14 +70,67 @@ def _field(kind: int, text: str) -> bytes:
     return _FIELD.pack(kind, len(raw)) + raw
 
 
+def _tails(fw: Framework) -> tuple[list[bytes], list[bytes], list[bytes]]:
+    """The TLV fields of the names, of the (shapes, dtypes) codes and of the stacks."""
+    names = [_field(_NAME, n) for n in fw.names]
+    shapes = [(_field(_SHAPES, s) if s else b"") + (_field(_DTYPES, t) if t else b"")
+              for s, t in fw.cols.shapes.items]
+    stacks = [_field(_STACK, s.replace(";\r\n", ";")) for s in fw.stacks]
+    return names, shapes, stacks
+
+
+def _op_range_native(fw: Framework, offset_ns: int) -> bytes | None:
+    """:func:`op_range_bytes` from columns: the records' packed parts as one numpy array, the
+    fields per distinct (name, shapes, stack), joined in C (``text.NATIVE.records``); None when
+    not built or a value is beyond its field (the loop then packs, or names the error)."""
+    cols, n = fw.cols, fw.n_ops
+    if text.NATIVE is None or not n:
+        return None
+    if cols.op_ts.dtype != np.int64 or cols.op_dur.dtype != np.int64 or not 0 <= fw.pid < 1 << 64 \
+            or min(int(cols.op_tid.min()), int(cols.op_fwd.min())) < 0:
+        return None  # the loop's own arithmetic, or struct's error for a negative unsigned field
+    names, shapes, stacks = _tails(fw)
+    n_sh, n_st = len(shapes), len(stacks) + 1
+    if len(names) * n_sh * n_st >= 1 << 62 or not (
+            int(cols.op_name.min()) >= 0 and int(cols.op_name.max()) < len(names)
+            and int(cols.op_shape.min()) >= 0 and int(cols.op_shape.max()) < n_sh
+            and int(fw.op_stack.min()) >= -1 and int(fw.op_stack.max()) < n_st - 1):
+        return None  # codes out of their vocabularies: the loop's IndexError
+    key = (cols.op_name.astype(np.int64) * n_sh + cols.op_shape) * n_st + (fw.op_stack + 1)
+    uniq, code = np.unique(key, return_inverse=True)
+    tails = []
+    for k in uniq.tolist():
+        nm, rest = divmod(k, n_sh * n_st)
+        sh, st = divmod(rest, n_st)
+        tails.append(names[nm] + shapes[sh] + (stacks[st - 1] if st else b""))
+    code = code.reshape(-1).astype(np.int64)
+    sizes = np.asarray([_OP_CONST.size + len(t) for t in tails], np.int64)
+    if int(sizes.max()) >= 1 << 32:
+        return None
+    rec = np.zeros(n, _OP_DTYPE)
+    rec["tag"] = _TORCH_OP_TAG
+    rec["len"] = sizes[code]
+    rec["start"] = cols.op_ts - offset_ns
+    rec["end"] = cols.op_ts + cols.op_dur - offset_ns
+    rec["seq"] = cols.op_seq
+    rec["pid"] = fw.pid
+    rec["tid"] = cols.op_tid
+    rec["end_tid"] = cols.op_tid
+    rec["fwd"] = cols.op_fwd
+    rec["scope"] = np.where(cols.op_annot, _SCOPE_USER, _SCOPE_FUNCTION)
+    return text.NATIVE.records(rec, _OP_RECORD.size, code, tails)  # type: ignore[no-any-return]
+
+
 def op_range_bytes(fw: Framework, offset_ns: int) -> bytes:
     """The ``torch.op_range`` file of one rank's operators: per operator one pack of the record
     header and constant part, then its fields (name, shapes, stack), made once per distinct
-    (name, shapes, stack)."""
+    (name, shapes, stack).  In C where built (:func:`_op_range_native`); this loop is the
+    fallback and the reference."""
+    native = _op_range_native(fw, offset_ns)
+    if native is not None:
+        return native
     cols = fw.cols
-    names = [_field(_NAME, n) for n in fw.names]
-    shapes = [(_field(_SHAPES, s) if s else b"") + (_field(_DTYPES, t) if t else b"") for s, t in cols.shapes.items]
-    stacks = [_field(_STACK, s.replace(";\r\n", ";")) for s in fw.stacks]
+    names, shapes, stacks = _tails(fw)
     start = (cols.op_ts - offset_ns).tolist()
     end = (cols.op_ts + cols.op_dur - offset_ns).tolist()
     scope = np.where(cols.op_annot, _SCOPE_USER, _SCOPE_FUNCTION).tolist()

@@ -16,7 +16,7 @@ from openmsprof.export import classify
 from openmsprof.export.ascend_pt import nesting, text
 from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.export.ascend_pt.overlap import STEP_TRACE_HEADER, Overlap, step_rows
-from openmsprof.export.ascend_pt.text import chunks, csv_line, csv_texts, split_us
+from openmsprof.export.ascend_pt.text import chunks, csv_line, csv_texts, join, us_columns
 from openmsprof.export.ascend_pt.trace_view import step_of
 from openmsprof.export.msprof.op_cost_columns import COST_COLUMNS, cost_values
 from openmsprof.machine import peaks as P
@@ -58,12 +58,12 @@ def _shape_texts(fw: Framework) -> tuple[list[bytes], list[bytes]]:
     return csv_texts([s or NA for s, _t in items]), csv_texts([t or NA for _s, t in items])
 
 
-def _step_prefix(fw: Framework, ts: np.ndarray) -> list[bytes]:
+def _step_prefix(fw: Framework, ts: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
+    """The ``Step Id,`` cell per timestamp as (codes, texts): ``""`` without steps."""
     if not fw.steps:
-        return [b""] * len(ts)
-    texts = {s[0]: b"%d," % s[0] for s in fw.steps}
-    texts[-1] = b","
-    return [texts[s] for s in step_of(fw, ts).tolist()]
+        return np.zeros(len(ts), np.int64), [b""]
+    ids, code = np.unique(step_of(fw, ts), return_inverse=True)
+    return code.reshape(-1).astype(np.int64), [b"," if s == -1 else b"%d," % s for s in ids.tolist()]
 
 
 def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> None:
@@ -79,7 +79,7 @@ def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> Non
     names, cores = csv_texts(k.names), csv_texts(k.cores)
     types = csv_texts([classify.op_type(n) for n in k.names])
     states = csv_texts(fw.op_states()) if full else []
-    ex = csv_texts([k.executor])[0]
+    ex = csv_texts([k.executor])
     shp_t, typ_t = _shape_texts(fw)
     shape = np.where(k.op >= 0, fw.cols.op_shape[np.maximum(k.op, 0)], 0) if len(k) else np.zeros(0, np.int64)
 
@@ -89,30 +89,33 @@ def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> Non
     def rows() -> Iterator[bytes]:
         yield csv_line(header)
         for a, b in chunks(len(k)):
-            codes = k.name[a:b].tolist()
-            nm = [names[c] for c in codes]
-            ty_ = [types[c] for c in codes]
-            os_ = [states[c] for c in codes] if full else []
-            exs = [ex] * (b - a)
+            codes, sh = k.name[a:b], shape[a:b]
+            nm, ty_, co = (codes, names), (codes, types), (k.core[a:b], cores)
+            sp, ty = (sh, shp_t), (sh, typ_t)
+            exs = (np.zeros(b - a, np.int64), ex)
+            tq, tr = us_columns(k.ts[a:b])
+            dq, dr = us_columns(k.dur[a:b])
+            wq, wr = us_columns(wait[a:b])
+            pre = _step_prefix(fw, k.ts[a:b])
+            cs = _cost_column(cost, codes, sh)
             if full:
                 cube, vec = _engine_texts(k.core[a:b], k.dur[a:b])
-            co = [cores[c] for c in k.core[a:b].tolist()]
-            sh = shape[a:b].tolist()
-            sp, ty = [shp_t[c] for c in sh], [typ_t[c] for c in sh]
-            tq, tr = split_us(k.ts[a:b])
-            dq, dr = split_us(k.dur[a:b])
-            wq, wr = split_us(wait[a:b])
-            pre = _step_prefix(fw, k.ts[a:b])
-            cs = [cost(n, c) for n, c in zip(codes, sh, strict=True)]
-            if full:
-                yield b"".join([kd_full % x for x in zip(pre, range(a, b), k.stream[a:b].tolist(), nm, ty_, os_, co,
-                                                          tq, tr, dq, dr, wq, wr, sp, ty, cube, vec, exs,
-                                                          cs, strict=True)])
+                yield join(kd_full, [pre, np.arange(a, b, dtype=np.int64), k.stream[a:b], nm, ty_, (codes, states),
+                                     co, tq, tr, dq, dr, wq, wr, sp, ty, cube, vec, exs, cs], b"")
             else:
-                yield b"".join([kd_l0 % x for x in zip(pre, nm, ty_, co, tq, tr, dq, dr, wq, wr, sp, ty,
-                                                        exs, cs, strict=True)])
+                yield join(kd_l0, [pre, nm, ty_, co, tq, tr, dq, dr, wq, wr, sp, ty, exs, cs], b"")
 
     text.write_stream(path, rows())
+
+
+def _cost_column(cost: Callable[[int, int], bytes], name: np.ndarray, shape: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
+    """The cost cells of each (kernel name code, shape code) as (codes, texts)."""
+    if not len(name):
+        return np.zeros(0, np.int64), []
+    key = name.astype(np.int64) * (int(shape.max()) + 1) + shape
+    _uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    return inv.reshape(-1).astype(np.int64), [cost(n, c) for n, c in zip(name[first].tolist(), shape[first].tolist(),
+                                                                         strict=True)]
 
 
 def kernel_columns(fw: Framework, device_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
@@ -191,21 +194,19 @@ def operator_details(path: Path, fw: Framework) -> None:
         child, dev_self, dev_total = fw.op_times()
     names = csv_texts(fw.names)
     shp_t = csv_texts([s or NA for s, _t in fw.cols.shapes.items])
-    stacks = [*csv_texts(fw.stacks), NA.encode()]  # code -1 → N/A
+    stacks = [NA.encode(), *csv_texts(fw.stacks)]  # code -1 → N/A
 
     def rows() -> Iterator[bytes]:
         yield csv_line(OPERATOR_DETAILS)
         for a, b in chunks(len(ops)):
             i = ops[a:b]
             dur = fw.op_dur[i]
-            nm = [names[c] for c in fw.cols.op_name[i].tolist()]
-            sp = [shp_t[c] for c in fw.cols.op_shape[i].tolist()]
-            st = [stacks[c] for c in fw.op_stack[i].tolist()]
-            sq, sr = split_us(np.maximum(dur - child[i], 0))
-            hq, hr = split_us(dur)
-            dq, dr = split_us(dev_self[i])
-            tq, tr = split_us(dev_total[i])
-            yield b"".join([_OPD % x for x in zip(nm, sp, st, sq, sr, hq, hr, dq, dr, tq, tr, strict=True)])
+            sq, sr = us_columns(np.maximum(dur - child[i], 0))
+            hq, hr = us_columns(dur)
+            dq, dr = us_columns(dev_self[i])
+            tq, tr = us_columns(dev_total[i])
+            yield join(_OPD, [(fw.cols.op_name[i], names), (fw.cols.op_shape[i], shp_t),
+                              (fw.op_stack[i].astype(np.int64) + 1, stacks), sq, sr, hq, hr, dq, dr, tq, tr], b"")
 
     text.write_stream(path, rows())
 

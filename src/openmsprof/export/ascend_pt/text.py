@@ -4,12 +4,20 @@ vocabulary entries, and a chunked atomic file writer (temp file + rename, 0640).
 Numbers are formatted with ``%`` templates over columns prepared by numpy, so each output row costs
 one formatting call: ``"%d.%03d" % divmod(ns, 1000)`` is docs/formats.md §1's µs text, and
 ``"%d.%b" % (q, FRAC[r])`` equals orjson's shortest form of ``ns / 1000`` for 0 ≤ ns < 10**12.
+
+:func:`join` and :func:`fill` take whole columns (int64 arrays for ``%d`` / ``%03d``; for ``%b`` a
+list of bytes or ``(codes, vocabulary)``) and fill the template in C (``_row_text.c``); the
+``template % row`` loop over the columns' Python values is the fallback and the reference
+(``OPENMSPROF_ROW_TEXT_PYTHON=1``, or ``NATIVE = None``, forces it; without the extension it is
+the only path).
 """
 
 from __future__ import annotations
 
 import csv
+import importlib
 import io
+import os
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -26,15 +34,32 @@ SHORT_LIMIT = 10**12
 CHUNK = 4096  # rows per formatted group: bigger groups cost page faults (fresh pages per join), not less CPU
 
 
+#: a column of :func:`join` / :func:`fill`: int64 values, bytes per row, or (codes, vocabulary)
+Column = np.ndarray | list[bytes] | tuple[np.ndarray, Sequence[bytes]]
+
+
+def _native() -> Any:
+    if os.environ.get("OPENMSPROF_ROW_TEXT_PYTHON") == "1":
+        return None
+    try:
+        return importlib.import_module("openmsprof.export.ascend_pt._row_text")
+    except ImportError:
+        return None
+
+
+#: the C row formatter (``_row_text.c``), None when not built or forced off
+NATIVE = _native()
+
+
 def ts_text(ns: int) -> str:
     """µs with exactly 3 decimals by integer formatting (docs/formats.md §1)."""
     return f"{ns // 1000}.{ns % 1000:03d}"
 
 
-def split_us(ns: np.ndarray) -> tuple[list[int], list[int]]:
-    """(whole µs, ns remainder) lists for ``%d.%03d`` templates."""
-    q, r = np.divmod(ns, 1000)
-    return q.tolist(), r.tolist()
+def us_columns(ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(whole µs, ns remainder) columns for ``%d.%03d`` in :func:`join` / :func:`fill`."""
+    q, r = np.divmod(np.asarray(ns, np.int64), 1000)
+    return q, r
 
 
 def short_ok(ns: np.ndarray) -> bool:
@@ -42,23 +67,64 @@ def short_ok(ns: np.ndarray) -> bool:
     return not len(ns) or (int(ns.min()) >= 0 and int(ns.max()) < SHORT_LIMIT)
 
 
-def short_parts(ns: np.ndarray) -> tuple[list[int], list[bytes]]:
-    """(whole µs, FRAC text) for ``"%d.%b"``: the JSON float ``ns / 1000`` (needs ``short_ok``)."""
-    q, r = np.divmod(ns, 1000)
-    return q.tolist(), [FRAC[x] for x in r.tolist()]
-
-
-def dur_columns(ns: np.ndarray) -> tuple[bytes, list[Sequence[Any]]]:
+def dur_columns(ns: np.ndarray) -> tuple[bytes, list[Column]]:
     """(template piece, columns) that render the JSON float ``ns / 1000`` inside a row template."""
     if short_ok(ns):
-        q, f = short_parts(ns)
-        return b"%d.%b", [q, f]
+        q, r = np.divmod(np.asarray(ns, np.int64), 1000)
+        return b"%d.%b", [q, (r, FRAC)]
     return b"%b", [float_texts(ns)]
 
 
-def fill(template: bytes, columns: Sequence[Sequence[Any]]) -> list[bytes]:
-    """One ``template % row`` per row of ``columns``."""
-    return [template % row for row in zip(*columns, strict=True)]
+def _values(col: Column) -> Sequence[Any]:
+    """The Python values of a column (the fallback's rows)."""
+    if isinstance(col, np.ndarray):
+        return col.tolist()  # type: ignore[no-any-return]
+    if isinstance(col, tuple):
+        codes, vocab = col
+        return [vocab[c] for c in np.asarray(codes).tolist()]
+    return col
+
+
+def _int64(a: Any) -> np.ndarray | None:
+    """``a`` as a contiguous int64 array when its values fit unchanged, else None."""
+    a = np.asarray(a)
+    if a.dtype.kind == "i" or (a.dtype.kind == "u" and a.dtype.itemsize < 8):
+        return np.ascontiguousarray(a, np.int64)
+    return None
+
+
+def _prepared(columns: Sequence[Column]) -> tuple[Any, ...] | None:
+    """The columns as the C formatter takes them; None when one is not of its kinds."""
+    out: list[Any] = []
+    for col in columns:
+        if isinstance(col, np.ndarray):
+            a = _int64(col)
+            if a is None:
+                return None
+            out.append(a)
+        elif isinstance(col, tuple):
+            codes, vocab = col
+            c = _int64(codes)
+            if c is None:
+                return None
+            out.append((c, vocab if isinstance(vocab, (list, tuple)) else list(vocab)))
+        else:
+            out.append(col if isinstance(col, list) else list(col))
+    return tuple(out)
+
+
+def join(template: bytes, columns: Sequence[Column], sep: bytes = b",") -> bytes:
+    """``sep.join(template % row for each row of columns)``, in C where built."""
+    if NATIVE is not None and columns and (cols := _prepared(columns)) is not None:
+        return NATIVE.join(template, cols, sep)  # type: ignore[no-any-return]
+    return sep.join([template % row for row in zip(*map(_values, columns), strict=True)])
+
+
+def fill(template: bytes, columns: Sequence[Column]) -> list[bytes]:
+    """One ``template % row`` per row of ``columns``, in C where built."""
+    if NATIVE is not None and columns and (cols := _prepared(columns)) is not None:
+        return NATIVE.rows(template, cols)  # type: ignore[no-any-return]
+    return [template % row for row in zip(*map(_values, columns), strict=True)]
 
 
 def literal(template: bytes, **values: int) -> bytes:

@@ -19,7 +19,7 @@ from openmsprof.export.ascend_pt import cann, text
 from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.export.ascend_pt.overlap import Overlap
 from openmsprof.export.ascend_pt.perfetto_fit import TraceFit, fit_trace
-from openmsprof.export.ascend_pt.text import chunks, fill, short_ok, split_us, ts_text
+from openmsprof.export.ascend_pt.text import chunks, fill, join, short_ok, ts_text, us_columns
 
 HOST_DEV = 31
 __all__ = ["HOST_DEV", "TO_NPU_ID_BASE", "Layout", "enc_pid", "events", "fitted", "step_of", "ts_text", "write"]
@@ -38,6 +38,9 @@ _CANN = b'{"name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"ph":"X","a
 _H2D = (b'{"ph":"s","bp":"e","name":"HostToDevice%b","id":"%b","pid":{pid},"tid":%d,"ts":"%d.%03d",'
         b'"cat":"HostToDevice"},{"ph":"f","bp":"e","name":"HostToDevice%b","id":"%b","pid":{hw},"tid":%d,'
         b'"ts":"%d.%03d","cat":"HostToDevice"}')
+
+
+_PH = [b'"f"', b'"s"']  # a fwdbwd flow's ph by flow_start
 
 
 def _template(t: bytes, dur: bytes = b"", executor: str = "CPU", **values: int) -> bytes:
@@ -135,25 +138,24 @@ def _ops(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     names = text.json_texts(fw.names)
     args_code, args = _op_args(fw)
     for a, b in chunks(fw.n_ops):
-        q, r = split_us(cols.op_ts[a:b])
+        q, r = us_columns(cols.op_ts[a:b])
         piece, durs = text.dur_columns(fit.op_dur[a:b])
-        yield fill(_template(_OP, piece, pid=lay.python),
-                   [[names[c] for c in cols.op_name[a:b].tolist()], fit.op_tid[a:b].tolist(), q, r, *durs,
-                    [args[c] for c in args_code[a:b].tolist()]])
+        yield [join(_template(_OP, piece, pid=lay.python),
+                    [(cols.op_name[a:b], names), fit.op_tid[a:b], q, r, *durs, (args_code[a:b], args)])]
 
 
 def _python(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     cols = fw.cols
     names = text.json_texts(cols.py_names.items)
     for a, b in chunks(len(cols.py_ts)):
-        q, r = split_us(cols.py_ts[a:b])
+        q, r = us_columns(cols.py_ts[a:b])
         us, ns = fit.py_dur_us[a:b], fit.py_dur[a:b]
+        durs: list[text.Column]
         if short_ok(ns) and bool(np.all(ns / 1000 == us)):
             piece, durs = text.dur_columns(ns)
         else:
             piece, durs = b"%b", [[orjson.dumps(v) for v in us.tolist()]]
-        yield fill(_template(_PY, piece, pid=lay.python),
-                   [[names[c] for c in cols.py_name[a:b].tolist()], fit.py_tid[a:b].tolist(), q, r, *durs])
+        yield [join(_template(_PY, piece, pid=lay.python), [(cols.py_name[a:b], names), fit.py_tid[a:b], q, r, *durs])]
 
 
 def _cross_thread(cols: Any) -> np.ndarray:
@@ -176,9 +178,8 @@ def _flows(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
     keep = _cross_thread(cols)
     for a, b in chunks(len(keep)):
         j = keep[a:b]
-        q, r = split_us(cols.flow_ts[j])
-        yield fill(tmpl, [[b'"s"' if s else b'"f"' for s in cols.flow_start[j].tolist()],
-                          cols.flow_id[j].tolist(), cols.flow_tid[j].tolist(), q, r])
+        q, r = us_columns(cols.flow_ts[j])
+        yield [join(tmpl, [(cols.flow_start[j].astype(np.int64), _PH), cols.flow_id[j], cols.flow_tid[j], q, r])]
 
 
 #: torch_to_npu flow ids start here: exact as a double (< 2^53) and apart from the HostToDevice
@@ -195,36 +196,45 @@ def flow_ids(ts: np.ndarray) -> list[bytes]:
     return [b"%d" % (TO_NPU_ID_BASE + i) for i in range(len(ts))]
 
 
+def _pick(col: text.Column, rows: np.ndarray) -> text.Column:
+    """The rows ``rows`` of a column."""
+    if isinstance(col, np.ndarray):
+        return col[rows]
+    if isinstance(col, tuple):
+        return col[0][rows], col[1]
+    return [col[i] for i in rows.tolist()]
+
+
 def _kernels(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     """Kernel events; a kernel with a source op carries its two torch_to_npu flows in its text."""
     k = fw.kernels
     names = text.json_texts(k.names)
     cores = text.json_texts(k.cores)
     for a, b in chunks(len(k)):
-        q, r = split_us(k.ts[a:b])
+        q, r = us_columns(k.ts[a:b])
         piece, durs = text.dur_columns(fit.k_dur[a:b])
-        st, tid = k.stream[a:b].tolist(), fit.k_tid[a:b].tolist()
-        base = [[names[c] for c in k.name[a:b].tolist()], tid, q, r, *durs,
-                [cores[c] for c in k.core[a:b].tolist()], st, list(range(a, b)), list(range(a, b))]
+        tid, idx = fit.k_tid[a:b], np.arange(a, b, dtype=np.int64)
+        base: list[text.Column] = [(k.name[a:b], names), tid, q, r, *durs, (k.core[a:b], cores), k.stream[a:b],
+                                   idx, idx]
         ops = k.op[a:b]
         w = np.flatnonzero(ops >= 0)
         plain = _template(_KERNEL, piece, k.executor, hw=lay.hardware)
         if not len(w):
-            yield fill(plain, base)
+            yield [join(plain, base)]
             continue
         src = ops[w]
-        oq, orr = split_us(fw.op_ts[src])
-        flow = [(w + (TO_NPU_ID_BASE + a)).tolist(), fit.op_tid[src].tolist(), oq, orr]  # flow_ids' ids
+        oq, orr = us_columns(fw.op_ts[src])
+        ids = w + (TO_NPU_ID_BASE + a)  # flow_ids' ids
+        flow: list[text.Column] = [ids, fit.op_tid[src], oq, orr]
         with_flow = _template(_KERNEL + _TO_NPU, piece, k.executor, hw=lay.hardware, pid=lay.python)
         if len(w) == b - a:
-            yield fill(with_flow, [*base, flow[0], flow[1], flow[2], flow[3], flow[0], tid, q, r])
+            yield [join(with_flow, [*base, *flow, ids, tid, q, r])]
             continue
-        wl = w.tolist()
-        pick = [[col[i] for i in wl] for col in base]
+        pick = [_pick(col, w) for col in base]
         out = np.empty(b - a, object)
-        out[w] = fill(with_flow, [*pick, flow[0], flow[1], flow[2], flow[3], flow[0], pick[1], pick[2], pick[3]])
+        out[w] = fill(with_flow, [*pick, *flow, ids, pick[1], pick[2], pick[3]])
         rest = np.flatnonzero(ops < 0)
-        out[rest] = fill(plain, [[col[i] for i in rest.tolist()] for col in base])
+        out[rest] = fill(plain, [_pick(col, rest) for col in base])
         yield out.tolist()
 
 
@@ -232,10 +242,10 @@ def _tracks(lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     for i, (name, (starts, ends)) in enumerate(fit.tracks):
         nm = orjson.dumps(name).replace(b"%", b"%%")
         for a, b in chunks(len(starts)):
-            q, r = split_us(starts[a:b])
+            q, r = us_columns(starts[a:b])
             piece, durs = text.dur_columns(ends[a:b] - starts[a:b])
             tmpl = _template(_TRACK.replace(b"%b", nm, 1), piece, pid=lay.overlap, tid=i)
-            yield fill(tmpl, [q, r, *durs])
+            yield [join(tmpl, [q, r, *durs])]
 
 
 def _cann(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
@@ -246,15 +256,14 @@ def _cann(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     if apis is None or not len(apis):
         return
     names = fw.names
-    label = [[orjson.dumps(f"{lv}@{n}") for n in names] for lv, _t in cann.LEVELS]
+    label = [orjson.dumps(f"{lv}@{n}") for lv, _t in cann.LEVELS for n in names]  # level * len(names) + name
     ev = apis.event
     for a, b in chunks(len(ev)):
         e = ev[a:b]
-        q, r = split_us(fw.op_ts[e])
+        q, r = us_columns(fw.op_ts[e])
         piece, durs = text.dur_columns(fit.op_dur[e])
-        yield fill(_template(_CANN, piece, pid=lay.cann),
-                   [[label[lv][c] for lv, c in zip(apis.level[a:b].tolist(), fw.cols.op_name[e].tolist(),
-                                                  strict=True)], fit.op_tid[e].tolist(), q, r, *durs, e.tolist()])
+        code = apis.level[a:b].astype(np.int64) * len(names) + fw.cols.op_name[e]
+        yield [join(_template(_CANN, piece, pid=lay.cann), [(code, label), fit.op_tid[e], q, r, *durs, e])]
     k = fw.kernels
     has = np.flatnonzero(apis.conn >= 0)
     seen: dict[int, int] = {}
@@ -266,10 +275,10 @@ def _cann(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     tmpl = _template(_H2D, hw=lay.hardware, pid=lay.cann)
     for a, b in chunks(len(has)):
         j, src = has[a:b], apis.conn[has[a:b]]
-        oq, orr = split_us(fw.op_ts[src])
-        kq, kr = split_us(k.ts[j])
+        oq, orr = us_columns(fw.op_ts[src])
+        kq, kr = us_columns(k.ts[j])
         idl = ids[a:b]
-        yield fill(tmpl, [idl, idl, fit.op_tid[src].tolist(), oq, orr, idl, idl, fit.k_tid[j].tolist(), kq, kr])
+        yield [join(tmpl, [idl, idl, fit.op_tid[src], oq, orr, idl, idl, fit.k_tid[j], kq, kr])]
 
 
 def head(fw: Framework, ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:
