@@ -168,7 +168,8 @@ def csv_lines(rows: Iterable[Sequence[object]]) -> bytes:
     return buf.getvalue().encode()
 
 
-def chunks(n: int, size: int = CHUNK) -> Iterable[tuple[int, int]]:
+def chunks(n: int, size: int | None = None) -> Iterable[tuple[int, int]]:
+    size = size or CHUNK
     for a in range(0, n, size):
         yield a, min(a + size, n)
 

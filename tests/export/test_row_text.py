@@ -1,0 +1,176 @@
+"""The C row formatter (export/ascend_pt/_row_text.c): ``join`` / ``rows`` give byte for byte what
+Python's ``template % row`` gives over the same values (random templates and columns, int64
+extremes, ``%03d`` of negatives, empty texts), ``records`` what the concatenation gives; every
+input from Python is checked (lengths, buffer kinds, codes, item types, conversions); and
+``text.join`` / ``text.fill`` take the same bytes with the fallback forced."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from openmsprof.export.ascend_pt import text
+
+rt = pytest.importorskip("openmsprof.export.ascend_pt._row_text")
+
+I64 = [0, 1, -1, 7, -7, 9, 10, 99, 100, 999, 1000, -999, -1000, 123456789, 2**31, -(2**31), 2**63 - 1, -(2**63),
+       2**53 + 1, -(2**53) - 1, 10**18, -(10**18)]
+WORDS = [b"", b"a", b"\"q\"", b"%", b"%d", b"{}", b",", b"x" * 300, b"\x00\xff", "é名".encode()]
+
+
+def _ints(rng: random.Random, n: int) -> list[int]:
+    out = []
+    for _ in range(n):
+        k = rng.random()
+        out.append(rng.choice(I64) if k < 0.3 else rng.randint(-1000, 1000) if k < 0.6 else
+                   rng.randint(-(2**63), 2**63 - 1))
+    return out
+
+
+def _case(rng: random.Random) -> tuple[bytes, list[object], list[list[object]]]:
+    """(template, columns as the formatter takes them, the same columns as Python values)."""
+    n = rng.choice([0, 1, 2, 5, 64, 300])
+    parts: list[bytes] = []
+    cols: list[object] = []
+    values: list[list[object]] = []
+    for _ in range(rng.randint(1, 7)):
+        parts.append(rng.choice([b"", b",", b'{"a":', b"%%", b"x%%y", b"\t", b"]"]))
+        kind = rng.choice(["d", "03d", "list", "vocab"])
+        if kind in ("d", "03d"):
+            v = _ints(rng, n) if kind == "d" else [rng.choice([0, 5, 42, 999, 1000, -5, -42, -1000, 2**63 - 1,
+                                                                -(2**63)]) for _ in range(n)]
+            parts.append(b"%" + kind.encode())
+            cols.append(np.asarray(v, np.int64))
+            values.append(v)
+        elif kind == "list":
+            w = [rng.choice(WORDS) for _ in range(n)]
+            parts.append(b"%b")
+            cols.append(w)
+            values.append(w)
+        else:
+            vocab = rng.sample(WORDS, rng.randint(1, len(WORDS)))
+            codes = [rng.randrange(len(vocab)) for _ in range(n)]
+            parts.append(b"%b")
+            cols.append((np.asarray(codes, np.int64), vocab if rng.random() < 0.5 else tuple(vocab)))
+            values.append([vocab[c] for c in codes])
+    parts.append(rng.choice([b"", b"}", b"\n"]))
+    return b"".join(parts), cols, values
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_join_and_rows_equal_python_formatting(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(25):
+        template, cols, values = _case(rng)
+        expect = [template % row for row in zip(*values, strict=True)]
+        assert rt.rows(template, tuple(cols)) == expect
+        for sep in (b",", b"", b";\n"):
+            assert rt.join(template, tuple(cols), sep) == sep.join(expect)
+
+
+def test_numbers_as_python_spells_them() -> None:
+    v = np.asarray(I64, np.int64)
+    assert rt.rows(b"%d|%03d", (v, v)) == [b"%d|%03d" % (x, x) for x in I64]
+    assert rt.join(b"%03d", (np.asarray([0, 5, 42, 999, -5, -42, 1234], np.int64),), b" ") == \
+        b"000 005 042 999 -05 -42 1234"
+
+
+def test_text_join_and_fill_take_the_fallback_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wrapper's two paths, over the kinds the views pass (int32 / uint32 arrays widened,
+    uint64 left to Python, vocabularies as lists and tuples)."""
+    rng = random.Random(7)
+    ts = np.asarray(_ints(rng, 500), np.int64) // 4
+    q, r = text.us_columns(ts)
+    tid = np.asarray([rng.randrange(2**31) for _ in range(500)], np.int32)
+    st = np.asarray([rng.randrange(2**32) for _ in range(500)], np.uint32)
+    big = np.asarray([rng.randrange(2**64) for _ in range(500)], np.uint64)
+    names = [b'"n%d"' % i for i in range(9)]
+    code = np.asarray([rng.randrange(9) for _ in range(500)], np.int32)
+    piece, durs = text.dur_columns(np.abs(ts) % 10**12)
+    template = b'{"name":%b,"tid":%d,"ts":"%d.%03d","dur":' + piece + b',"s":%d,"b":%d}'
+    cols: list[text.Column] = [(code, names), tid, q, r, *durs, st, big]
+    native_join, native_fill = text.join(template, cols), text.fill(template, cols)
+    monkeypatch.setattr(text, "NATIVE", None)
+    assert native_join == text.join(template, cols)
+    assert native_fill == text.fill(template, cols)
+    assert native_join == b",".join(native_fill)
+    dq, dr = np.divmod(np.abs(ts) % 10**12, 1000)
+    assert piece == b"%d.%b"
+    rows = zip([names[c] for c in code.tolist()], tid.tolist(), q.tolist(), r.tolist(), dq.tolist(),
+               [(b"%03d" % x).rstrip(b"0") or b"0" for x in dr.tolist()], st.tolist(), big.tolist(), strict=True)
+    assert native_fill == [template % row for row in rows]
+
+
+def test_records_equal_the_concatenation() -> None:
+    rng = random.Random(3)
+    n, width = 1000, 64
+    fixed = np.frombuffer(rng.randbytes(n * width), np.uint8)
+    vocab = [rng.randbytes(rng.randrange(40)) for _ in range(17)]
+    codes = np.asarray([rng.randrange(17) for _ in range(n)], np.int64)
+    expect = b"".join(fixed[i * width:(i + 1) * width].tobytes() + vocab[c] for i, c in enumerate(codes.tolist()))
+    assert rt.records(fixed, width, codes, vocab) == expect
+    assert rt.records(fixed.tobytes(), width, codes, tuple(vocab)) == expect
+    assert rt.records(b"", 64, np.zeros(0, np.int64), []) == b""
+    with pytest.raises(ValueError, match="fixed parts"):
+        rt.records(fixed[:-1], width, codes, vocab)
+    with pytest.raises(ValueError, match="fixed parts"):
+        rt.records(fixed, -1, codes, vocab)
+    with pytest.raises(IndexError, match="code 17"):
+        rt.records(fixed, width, np.where(np.arange(n) == 999, 17, codes), vocab)
+    with pytest.raises(IndexError, match="code -1"):
+        rt.records(fixed, width, np.where(np.arange(n) == 3, -1, codes), vocab)
+    with pytest.raises(TypeError, match="not bytes"):
+        rt.records(fixed, width, codes, [*vocab[:16], "text"])
+    with pytest.raises(TypeError, match="int64"):
+        rt.records(fixed, width, codes.astype(np.int32), vocab)
+
+
+def test_every_input_is_checked() -> None:
+    a = np.arange(4, dtype=np.int64)
+    vocab = [b"x", b"y"]
+    bad = {
+        "lengths": (ValueError, lambda: rt.join(b"%d %d", (a, a[:3]), b",")),
+        "list length": (ValueError, lambda: rt.join(b"%d %b", (a, [b"a"] * 5), b",")),
+        "code high": (IndexError, lambda: rt.join(b"%b", ((np.asarray([0, 1, 2], np.int64), vocab),), b",")),
+        "code negative": (IndexError, lambda: rt.rows(b"%b", ((np.asarray([0, -1], np.int64), vocab),))),
+        "str item": (TypeError, lambda: rt.join(b"%b", (["a"],), b",")),
+        "str in vocabulary": (TypeError, lambda: rt.rows(b"%b", ((np.zeros(2, np.int64), ["a"]),))),
+        "float column": (TypeError, lambda: rt.join(b"%d", (np.zeros(3),), b",")),
+        "int32 column": (TypeError, lambda: rt.join(b"%d", (np.zeros(3, np.int32),), b",")),
+        "2-d column": (TypeError, lambda: rt.join(b"%d", (np.zeros((2, 2), np.int64),), b",")),
+        "strided column": (TypeError, lambda: rt.join(b"%d", (np.zeros(8, np.int64)[::2],), b",")),
+        "list for %d": (TypeError, lambda: rt.join(b"%d", ([1, 2],), b",")),
+        "array for %b": (TypeError, lambda: rt.join(b"%b", (a,), b",")),
+        "vocabulary not a sequence": (TypeError, lambda: rt.join(b"%b", ((a, {0: b"x"}),), b",")),
+        "three-tuple": (TypeError, lambda: rt.join(b"%b", ((a, vocab, 1),), b",")),
+        "%s": (ValueError, lambda: rt.join(b"%s", (a,), b",")),
+        "%x": (ValueError, lambda: rt.join(b"%x", (a,), b",")),
+        "%5d": (ValueError, lambda: rt.join(b"%5d", (a,), b",")),
+        "trailing %": (ValueError, lambda: rt.join(b"%d%", (a,), b",")),
+        "too few columns": (ValueError, lambda: rt.join(b"%d %d", (a,), b",")),
+        "too many columns": (ValueError, lambda: rt.join(b"%d", (a, a), b",")),
+        "no conversion": (ValueError, lambda: rt.join(b"plain", (), b",")),
+        "str template": (TypeError, lambda: rt.join("%d", (a,), b",")),
+        "list of columns": (TypeError, lambda: rt.join(b"%d", [a], b",")),
+    }
+    for what, (exc, call) in bad.items():
+        with pytest.raises(exc):
+            call()
+            pytest.fail(what)
+    # the same vocabulary item may repeat; codes at both ends of the vocabulary
+    assert rt.join(b"%b", ((np.asarray([1, 0, 1], np.int64), vocab),), b"") == b"yxy"
+
+
+def test_the_environment_forces_the_fallback() -> None:
+    code = "from openmsprof.export.ascend_pt import text; print(text.NATIVE is None)"
+    env = {**os.environ, "OPENMSPROF_ROW_TEXT_PYTHON": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
+    env.pop("OPENMSPROF_ROW_TEXT_PYTHON")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
