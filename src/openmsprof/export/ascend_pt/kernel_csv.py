@@ -26,7 +26,7 @@ __all__ = ["load", "store"]
 _INT = r"^[+-]?[0-9]+$"
 #: kernel rows turned into Python values at a time
 _CHUNK = 1 << 16
-#: staging rows bound per INSERT statement (one statement run per 64 kernels)
+#: kernel rows bound per INSERT statement (one statement run per 64 kernels)
 _ROWS_PER_INSERT = 64
 _DECIMAL = r"^(?P<w>[+-]?[0-9]+)(?:\.(?P<f>[0-9]*))?$"
 
@@ -102,7 +102,7 @@ def load(fd: int, src: Path, con: sqlite3.Connection, needed: tuple[str, ...],
     if start is None or dur is None or dev is None or step is None:
         return False
     if n and (dev.min() < -1 or dev.max() >= 1 << 22 or step.min() < -1 or step.max() >= 1 << 40):
-        return False  # beyond what the staging rows pack: the line reader
+        return False  # beyond the ranges store takes (device < 2**22, step < 2**40): the line reader
     cols: list[tuple[np.ndarray[Any, Any], list[str]] | None] = []
     for name in texts:
         if name not in header:
@@ -115,6 +115,19 @@ def load(fd: int, src: Path, con: sqlite3.Connection, needed: tuple[str, ...],
     return True
 
 
+def _insert(con: sqlite3.Connection, table: str, row: str, columns: list[np.ndarray[Any, Any]]) -> None:
+    """The rows of ``columns`` into ``table`` (``row``: one row's VALUES tuple, ``?`` per column)."""
+    n = len(columns[0])
+    many = f"INSERT INTO {table} VALUES {', '.join([row] * _ROWS_PER_INSERT)}"
+    width = len(columns)
+    for a in range(0, n, _CHUNK):  # Python ints for one chunk at a time: a bounded peak
+        b = min(a + _CHUNK, n)
+        rows = np.stack([c[a:b] for c in columns], axis=1).astype(np.int64)
+        full = (b - a) // _ROWS_PER_INSERT * _ROWS_PER_INSERT
+        con.executemany(many, rows[:full].reshape(-1, width * _ROWS_PER_INSERT).tolist())
+        con.executemany(f"INSERT INTO {table} VALUES {row}", rows[full:].tolist())
+
+
 def store(con: sqlite3.Connection, start: np.ndarray[Any, Any], end: np.ndarray[Any, Any],
           dev: np.ndarray[Any, Any], step: np.ndarray[Any, Any],
           cols: list[tuple[np.ndarray[Any, Any], list[str]] | None], strings: dict[str, int],
@@ -125,7 +138,7 @@ def store(con: sqlite3.Connection, start: np.ndarray[Any, Any], end: np.ndarray[
     Shared by the CSV reader and the torch analysis, which writes the cache from memory."""
     n = len(start)
     if n and (dev.min() < -1 or dev.max() >= 1 << 22 or step.min() < -1 or step.max() >= 1 << 40):
-        raise ValueError("device or step beyond what the staging rows pack")
+        raise ValueError("device or step beyond the kernel rows' range (device < 2**22, step < 2**40)")
     na = strings.setdefault("N/A", len(strings))
     ids: list[np.ndarray[Any, Any]] = []
     for j, col in enumerate(cols):
@@ -140,30 +153,13 @@ def store(con: sqlite3.Connection, start: np.ndarray[Any, Any], end: np.ndarray[
     core = ids[2]
     con.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", ((i, v) for v, i in strings.items()))
     meta(int(start.min()) if n else 0, int(end.max()) if n else 0)
-    # one narrow staging row per kernel (string ids in pairs, device with step), unpacked
-    # into TASK and COMPUTE_TASK_INFO by SQLite: a third of the values cross from Python
-    pair = lambda a, b: (a.astype(np.int64) << 32) | b  # noqa: E731
-    con.execute("CREATE TEMP TABLE kernel_rows (s INT, e INT, ds INT, p1 INT, p2 INT, p3 INT,"
-                " p4 INT, p5 INT)")
-    ds = ((dev + 1) << 40) | (step + 1)
-    one = "(?, ?, ?, ?, ?, ?, ?, ?)"
-    many = f"INSERT INTO kernel_rows VALUES {', '.join([one] * _ROWS_PER_INSERT)}"
-    for a in range(0, n, _CHUNK):  # Python ints for one chunk at a time: a bounded peak
-        b = min(a + _CHUNK, n)
-        rows = np.stack([start[a:b], end[a:b], ds[a:b], pair(ids[0][a:b], ids[1][a:b]),
-                         pair(core[a:b], ids[3][a:b]), pair(ids[4][a:b], ids[5][a:b]),
-                         pair(ids[6][a:b], ids[7][a:b]), pair(ids[8][a:b], ids[9][a:b])],
-                        axis=1).astype(np.int64)
-        full = (b - a) // _ROWS_PER_INSERT * _ROWS_PER_INSERT  # rowids in order either way
-        con.executemany(many, rows[:full].reshape(-1, 8 * _ROWS_PER_INSERT).tolist())
-        con.executemany(f"INSERT INTO kernel_rows VALUES {one}", rows[full:].tolist())
-    m32, m40 = 0xFFFFFFFF, 0xFFFFFFFFFF
-    con.execute(f"INSERT INTO TASK SELECT s, e, (ds >> 40) - 1, (ds & {m40}) - 1, rowid - 1, 0,"
-                f" p2 >> 32, 0, 0, rowid - 1, {invalid} FROM kernel_rows ORDER BY rowid")
-    con.execute(f"INSERT INTO COMPUTE_TASK_INFO SELECT p1 >> 32, rowid - 1, NULL, NULL,"
-                f" p2 & {m32}, p1 & {m32}, p3 >> 32, p3 & {m32}, p4 >> 32, p4 & {m32}, p5 >> 32,"
-                f" p5 & {m32}, {na}, {na}, {na} FROM kernel_rows ORDER BY rowid")
-    con.execute("DROP TABLE kernel_rows")
+    # straight into TASK, then COMPUTE_TASK_INFO (rowids in kernel order), _ROWS_PER_INSERT rows a
+    # statement; the constant columns are SQL literals
+    idx = np.arange(n, dtype=np.int64)
+    task = f"(?, ?, ?, ?, ?, 0, ?, 0, 0, ?, {int(invalid)})"
+    info = f"(?, ?, NULL, NULL, ?, ?, ?, ?, ?, ?, ?, ?, {na}, {na}, {na})"
+    _insert(con, "TASK", task, [start, end, dev, step, idx, core, idx])
+    _insert(con, "COMPUTE_TASK_INFO", info, [ids[0], idx, ids[3], ids[1], *ids[4:10]])
     on = step >= 0
     if on.any():
         pairs = np.stack([step[on], dev[on]], axis=1)
