@@ -58,7 +58,7 @@ def ts_text(ns: int) -> str:
 
 def us_columns(ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(whole µs, ns remainder) columns for ``%d.%03d`` in :func:`join` / :func:`fill`."""
-    q, r = np.divmod(np.asarray(ns, np.int64), 1000)
+    q, r = np.divmod(ns, 1000)  # the column's own dtype: an integer one takes the C path
     return q, r
 
 
@@ -70,7 +70,7 @@ def short_ok(ns: np.ndarray) -> bool:
 def dur_columns(ns: np.ndarray) -> tuple[bytes, list[Column]]:
     """(template piece, columns) that render the JSON float ``ns / 1000`` inside a row template."""
     if short_ok(ns):
-        q, r = np.divmod(np.asarray(ns, np.int64), 1000)
+        q, r = np.divmod(ns, 1000)
         return b"%d.%b", [q, (r, FRAC)]
     return b"%b", [float_texts(ns)]
 
