@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from openmsprof.export.ascend_pt import framework, kernel_job, rank_analyse, text
+from openmsprof.torch.profiler import _analysis_claim
 from tests.torch.conftest import Trainer, rank_dirs
 
 tp = pytest.importorskip("openmsprof.torch.profiler")
@@ -39,17 +40,23 @@ class _Counting:
 
 
 def _raw_window(root: Path, with_stack: bool) -> Path:
+    """One saved, unanalysed window (the worker saves it in the background, under its claim:
+    stop() does not wait for that, so the claim is waited for)."""
     trainer = Trainer("mlp")
     exp = tp._ExperimentalConfig(profiler_level=tp.ProfilerLevel.Level1, export_type=["text"],
                                  data_simplification=False)
     with tp.profile(schedule=tp.schedule(wait=0, warmup=0, active=1, repeat=1), record_shapes=True,
-                    with_stack=with_stack, on_trace_ready=tp.tensorboard_trace_handler(str(root)),
+                    with_stack=with_stack,
+                    on_trace_ready=tp.tensorboard_trace_handler(str(root), analyse_flag=False),
                     experimental_config=exp) as prof:
         for i in range(6):
             with torch.profiler.record_function(f"range %d {i}" if i % 2 else "plain, comma {} [1]"):
                 trainer.step()
         prof.step()
     (rank,) = rank_dirs(root)
+    with _analysis_claim.claim(rank, wait_s=120) as mine:
+        assert mine is True
+    assert not (rank / "ASCEND_PROFILER_OUTPUT").exists()
     return rank
 
 
@@ -70,7 +77,6 @@ def _configure(rank: Path, level: str, simplify: bool) -> None:
 def test_every_output_file_is_the_same_with_the_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           with_stack: bool) -> None:
     raw = _raw_window(tmp_path / "raw", with_stack)
-    shutil.rmtree(raw / "ASCEND_PROFILER_OUTPUT")
     monkeypatch.setattr(text, "CHUNK", 7)  # groups of 7 rows: every view ends on a remainder
     monkeypatch.setattr(kernel_job, "EAGER_MIN_KERNELS", 1)  # .openmsprof/kernels.db written
     load = framework.load
