@@ -162,6 +162,8 @@ def test_every_input_is_checked() -> None:
         with pytest.raises(exc):
             call()
             pytest.fail(what)
+    with pytest.raises(IndexError):  # the fallback too: a negative code does not count from the end
+        text._values((np.asarray([0, -1], np.int64), vocab))
     # the same vocabulary item may repeat; codes at both ends of the vocabulary
     assert rt.join(b"%b", ((np.asarray([1, 0, 1], np.int64), vocab),), b"") == b"yxy"
 

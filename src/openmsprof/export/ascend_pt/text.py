@@ -80,8 +80,10 @@ def _values(col: Column) -> Sequence[Any]:
     if isinstance(col, np.ndarray):
         return col.tolist()  # type: ignore[no-any-return]
     if isinstance(col, tuple):
-        codes, vocab = col
-        return [vocab[c] for c in np.asarray(codes).tolist()]
+        codes = np.asarray(col[0])
+        if len(codes) and int(codes.min()) < 0:  # as the C path: a code never counts from the end
+            raise IndexError(f"row column: code {int(codes.min())} not in the vocabulary")
+        return [col[1][c] for c in codes.tolist()]
     return col
 
 
