@@ -94,3 +94,13 @@ def test_a_worker_exception_reaches_the_parent(synthetic: Path, tmp_path: Path) 
         run_cluster(synthetic, ["step_trace"], tmp_path / "o", workers=2)
     assert psutil.Process().children(recursive=True) == []
     assert not any((tmp_path / "elsewhere").iterdir())
+
+
+def test_an_oserror_of_a_parse_is_not_taken_for_a_death(synthetic: Path, tmp_path: Path) -> None:
+    """A rank whose manifest.json is a directory makes its worker's parse raise IsADirectoryError
+    (an OSError, as a broken pipe is): it reaches the parent as itself, not as a dead worker retried."""
+    store = tmp_path / "o" / "cluster_analysis_output" / ".openmsprof_store"
+    (store / "rank00002" / "manifest.json").mkdir(parents=True)
+    with pytest.raises(IsADirectoryError, match=r"rank00002/manifest.json"):
+        run_cluster(synthetic, ["step_trace"], tmp_path / "o", workers=2)
+    assert psutil.Process().children(recursive=True) == []

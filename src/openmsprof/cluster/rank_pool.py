@@ -116,18 +116,21 @@ class RankPool:
 
     def _service(self, w: _Worker) -> None:
         """Take ``w``'s answer if one came; reap it if it ended; else give it the next rank or let it go."""
+        answer: tuple[str, int, Any] | None = None
         ended = False
         try:
             if w.conn.poll(0):
-                kind, rank, payload = w.conn.recv()
-                if kind == "error":
-                    raise payload
-                self.done[rank] = payload
-                w.job = None
-                if self.on_done:
-                    self.on_done()
+                answer = w.conn.recv()
         except (EOFError, OSError):  # end of file (or a torn answer): the worker is gone
             ended = True
+        if answer is not None:
+            kind, rank, payload = answer
+            if kind == "error":  # the parse raised: so does the run (its workers ended by run())
+                raise payload
+            self.done[rank] = payload
+            w.job = None
+            if self.on_done:
+                self.on_done()
         if ended or w.proc.exitcode is not None:
             self._reap(w)
         elif self.queue and w.job is None:
