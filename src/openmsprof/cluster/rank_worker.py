@@ -5,7 +5,8 @@ The answer is ``("ok", rank, partial)`` without the small tables' bytes (the par
 from the same store): a message that fits one atomic pipe write, so a worker killed while it
 answers leaves either the whole message or none.  A parse that raises answers
 ``("error", rank, exception)``; the parent raises it.  The worker ignores SIGINT (the parent
-handles Ctrl-C and ends its workers), dies with its parent (``PR_SET_PDEATHSIG``), closes the
+handles Ctrl-C and ends its workers), runs no signal handler of the process it was forked from
+(default actions), dies with its parent (``PR_SET_PDEATHSIG``), closes the
 pipe ends of its siblings it inherited by fork, and leaves on end of file or ``None``.
 
 Test-only: ``OPENMSPROF_TEST_WORKER_SIGNAL="RANKS:FILE:SIGNAL"`` (e.g. ``"1,3:communication.json:SIGKILL"``)
@@ -84,9 +85,19 @@ def _answer(conn: Connection, msg: tuple[str, int, Any]) -> bool:
     return True
 
 
+def _own_signals() -> None:
+    """Default actions for the signals the forking process handled in Python (its handlers, the
+    profiled application's perhaps, are not the worker's: SIGTERM ends a worker), SIGINT ignored."""
+    for sig in signal.valid_signals():
+        with contextlib.suppress(OSError, ValueError):
+            if callable(signal.getsignal(sig)):
+                signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def worker_main(conn: Connection, parent: int, inherited: Iterable[Connection] = ()) -> None:
     """The worker's loop: ``(src, store, kernels)`` in, one answer out, until None or end of file."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _own_signals()
     for other in inherited:  # the parent's ends (ours and the siblings'): only the parent holds them
         other.close()
     _die_with(parent)
