@@ -112,9 +112,11 @@ def slow_parse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_killed_worker_ranks_are_retried(slow_parse: Path, tmp_path: Path) -> None:
+    """One worker SIGKILLed: its rank is parsed by a replacement.  The kernels are parsed (120 k a
+    rank) so that the workers live long enough for the killer thread to see one at any load."""
     killer = _Killer(times=1)
     killer.start()
-    run = run_cluster(slow_parse, ["step_trace"], tmp_path, workers=2)
+    run = run_cluster(slow_parse, ["step_trace", "compute_op"], tmp_path, workers=2)
     killer.stop.set()
     assert killer.killed == 1
     assert [p["rank"] for p in run.partials] == [0, 1, 2, 3]

@@ -26,6 +26,13 @@ def _children() -> set[int]:
     return {c.pid for c in psutil.Process().children(recursive=True)}
 
 
+def _status(proc: psutil.Process) -> str:
+    try:
+        return str(proc.status())
+    except psutil.NoSuchProcess:
+        return "gone"
+
+
 def _ranks_in_table(out: Path) -> set[int]:
     rows = (out / "cluster_step_trace_time.csv").read_text().splitlines()[1:]
     return {int(r.split(",")[2]) for r in rows}
@@ -81,7 +88,7 @@ def test_ctrl_c_ends_every_worker(synthetic: Path, tmp_path: Path) -> None:
         stopped: list[psutil.Process] = []
         while len(stopped) < 2 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
-            stopped = [c for c in me.children() if c.status() == psutil.STATUS_STOPPED]
+            stopped = [c for c in me.children() if _status(c) == psutil.STATUS_STOPPED]
         assert len(stopped) == 2, (proc.poll(), me.children() if proc.poll() is None else None)
         os.kill(proc.pid, signal.SIGINT)
         _stdout, err = proc.communicate(timeout=120)
