@@ -4,12 +4,14 @@ the msprof-analyze command line."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
+import psutil
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,3 +54,13 @@ def msprof_analyze(root: Path, out: Path) -> Path:
     errors = [ln for ln in (res.stdout + res.stderr).splitlines() if "[ERROR]" in ln]
     assert not errors, errors
     return out / "cluster_analysis_output"
+
+
+def leftovers(marker: str) -> list[psutil.Process]:
+    """Live processes whose command line names ``marker`` (a command's workers share its command line)."""
+    out = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        if p.pid != os.getpid() and p.info["status"] != psutil.STATUS_ZOMBIE and \
+                any(marker in a for a in (p.info["cmdline"] or [])):
+            out.append(p)
+    return out

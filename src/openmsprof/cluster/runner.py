@@ -1,9 +1,10 @@
 """Run ``parse_rank`` over every rank: a local process pool sized by free memory, or the
 workers of a Dask distributed cluster (futures API), with a rich progress bar on a terminal.
 
-A worker that dies takes only its rank with it: the local pool is rebuilt and the unfinished
-ranks are tried again (``RETRIES`` times); Dask reschedules them itself (``retries``).  A rank
-that still fails is reported by name, never silently missing.
+A worker that dies takes only its rank with it: the local pool (:mod:`.rank_pool`) watches its
+workers, reaps a dead one and gives its rank to a replacement (``RETRIES`` more times); Dask
+reschedules them itself (``retries``).  A rank that still fails is reported by name, with what
+killed its workers, never silently missing.
 """
 
 from __future__ import annotations
@@ -12,14 +13,13 @@ import os
 import socket
 import sys
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psutil
 
 from openmsprof.cluster.discover import RankSource
+from openmsprof.cluster.rank_pool import RETRIES, RankPool, failed_partial
 from openmsprof.cluster.store import cached_partial, parse_rank
 from openmsprof.config.errors import ConfigError
 
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ["RETRIES", "WORKER_BUDGET", "local_workers", "run_dask", "run_local"]
 
-RETRIES = 2
 #: Peak memory of one worker process parsing a rank (measured 348 MiB for 1 M kernels), with margin.
 WORKER_BUDGET = 400 << 20
 
@@ -44,6 +43,14 @@ def local_workers(n_ranks: int, requested: int | None = None) -> int:
     return max(1, min(cpus, n_ranks, by_mem))
 
 
+def _advancer(bar: Progress | None) -> Callable[[], None] | None:
+    """The progress bar's one step, for the pool (None without a bar)."""
+    if bar is None:
+        return None
+    task = bar.task_ids[0]
+    return lambda: bar.advance(task)
+
+
 def _progress(total: int) -> Progress | None:
     if not sys.stderr.isatty():
         return None
@@ -53,11 +60,6 @@ def _progress(total: int) -> Progress | None:
     bar.start()
     bar.add_task("parsing ranks", total=total)
     return bar
-
-
-def _failed(src: RankSource, why: str) -> dict[str, Any]:
-    return {"rank": src.rank, "path": str(src.path), "kind": src.kind, "host": src.host, "counts": {},
-            "problems": [f"rank {src.rank}: {why}"], "failed": True}
 
 
 def run_local(ranks: list[RankSource], store: Path, workers: int | None = None,
@@ -80,49 +82,11 @@ def run_local(ranks: list[RankSource], store: Path, workers: int | None = None,
                 if bar:
                     bar.advance(bar.task_ids[0])
             return [done[s.rank] for s in ranks]
-        todo = list(fresh)
-        for attempt in range(RETRIES + 1):
-            if not todo:
-                break
-            try:
-                _pool_round(todo, store, kernels, min(n, len(todo)), done, bar)
-            except BrokenProcessPool:  # a worker died (even before taking work): retry what is left
-                pass
-            todo = [s for s in todo if s.rank not in done]
-            if todo and attempt == RETRIES:
-                for s in todo:
-                    done[s.rank] = _failed(s, f"its worker process died {RETRIES + 1} times; not analysed")
+        done.update(RankPool(min(n, len(fresh)), store, kernels, _advancer(bar)).run(fresh))
     finally:
         if bar:
             bar.stop()
     return [done[s.rank] for s in ranks]
-
-
-def _parse_in_pool(src: RankSource, store: Path, kernels: bool) -> dict[str, Any]:
-    """``parse_rank`` in a local worker, its result without the small tables' bytes (the parent
-    reads them from the same store): a result that fits one atomic pipe write, since a worker
-    killed in the middle of a longer one leaves a torn message that hangs the pool's reader."""
-    partial = parse_rank(src, store, kernels=kernels)
-    partial.pop("small", None)
-    return partial
-
-
-def _pool_round(todo: list[RankSource], store: Path, kernels: bool, n: int, done: dict[int, dict[str, Any]],
-                bar: Progress | None) -> None:
-    """One pool over ``todo``; finished ranks go into ``done`` (a dead worker breaks the round)."""
-    with ProcessPoolExecutor(max_workers=n) as pool:
-        futs: dict[Future[dict[str, Any]], RankSource] = {pool.submit(_parse_in_pool, s, store, kernels): s
-                                                          for s in todo}
-        pending = set(futs)
-        while pending:
-            fin, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for f in fin:
-                try:
-                    done[futs[f].rank] = f.result()
-                except BrokenProcessPool:
-                    continue
-                if bar:
-                    bar.advance(bar.task_ids[0])
 
 
 def _client(scheduler: str | None, scheduler_file: str | None) -> Any:
@@ -181,7 +145,7 @@ def run_dask(ranks: list[RankSource], store: Path, scheduler: str | None = None,
             try:
                 done[src.rank] = fut.result()
             except Exception as exc:
-                done[src.rank] = _failed(src, f"failed on the Dask workers ({type(exc).__name__}: "
+                done[src.rank] = failed_partial(src, f"failed on the Dask workers ({type(exc).__name__}: "
                                               f"{str(exc).splitlines()[0][:160] if str(exc) else ''})")
             if bar:
                 bar.advance(bar.task_ids[0])
