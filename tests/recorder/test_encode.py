@@ -1,8 +1,9 @@
-"""The fallback's marker encoding: (ts, code) ints of a thread's list into 32-byte records, in
-place, piece by piece, into arrays the flusher reuses."""
+"""The fallback's marker encoding: one int a record (a slot of the code table and the time since
+the slot's base, or the negative form) into 32-byte records, in arrays the flusher reuses."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from openmsprof.recorder import buffers, core, encode, pymarkers, rawfile, session
+from openmsprof.recorder import buffers, core, pymarkers, rawfile, session
 from openmsprof.recorder.datadir import DataDir
 from openmsprof.recorder.encode import Encoder
 from openmsprof.recorder.records import Kind
@@ -21,94 +22,107 @@ def _decode(data: memoryview) -> np.ndarray:
     return np.frombuffer(bytes(data), dtype=rawfile.GENERIC_DTYPE)
 
 
-def test_pairs_across_pieces_become_records_and_a_half_pair_is_left() -> None:
-    n = encode.PIECE + encode.PIECE // 2 + 3  # three pieces, the last one short
-    t0 = time.perf_counter_ns() - n - 10
-    ts = list(range(t0, t0 + n))
-    kinds = [1 + i % 3 for i in range(n)]
-    codes = [k | (i % 1000) << 8 | (i % 7) << 40 for i, k in enumerate(kinds)]
-    marks: list[int] = [x for pair in zip(ts, codes, strict=True) for x in pair]
-    marks.append(42)  # a record whose producer was interrupted between its two appends
-    work = np.full(3 * 2 * n + 20, -1, dtype="<i8")
-    data, count, used, dropped = Encoder()._encode_marks(marks, len(marks) & ~1, work, tid=0xFFFF_FFF0)
-    assert count == n and len(data) == 32 * n and used == 2 * n and dropped == 0
+@pytest.fixture
+def table(tmp_path: Path) -> DataDir:
+    """A fresh code table (as a session's start makes it) over a host data dir's string ids."""
+    host = DataDir(tmp_path, "host")
+    pymarkers.begin(host.strings.ids)
+    yield host
+    pymarkers.end()
+    host.close()
+
+
+def _code(kind: int, a: int, b: int) -> int:
+    return kind | a << 8 | b << 40
+
+
+def test_one_int_a_record_becomes_that_record(table: DataDir) -> None:
+    """Records of three kinds over 40 slots, ids up to the fields' widths, a tid over 2**31:
+    every word as the producer packed it, t0 = t1 = its time, nothing past the work area."""
+    n = 3 * 8192 + 5
+    codes = [_code(1 + i % 3, (i * 7919) % (1 << 32), i % (1 << 23)) for i in range(40)]
+    cs = [pymarkers._slot(c) for c in codes]
+    assert all(c is not None for c in cs)
+    t0 = time.perf_counter_ns()  # after the slots' base, as a producer's time always is
+    ts = [t0 + 10 * i + i % 3 for i in range(n)]
+    time.sleep(0.002)  # and before now
+    ints = [cs[i % 40] + ts[i] for i in range(n)]  # type: ignore[operator]
+    work = np.full(5 * n + 20, -1, dtype="<i8")
+    data, count, bad = Encoder()._encode_marks(ints, work, tid=0xFFFF_FFF0)
+    assert count == n and bad == 0 and len(data) == 32 * n
     recs = _decode(data)
-    assert recs["kind"].tolist() == kinds
+    assert recs["kind"].tolist() == [codes[i % 40] & 0xFF for i in range(n)]
     assert set(recs["tid"].tolist()) == {0xFFFF_FFF0}  # a tid over 2**31: its word stays exact
     assert recs["t0"].tolist() == ts and recs["t1"].tolist() == ts
-    assert recs["a"].tolist() == [i % 1000 for i in range(n)]
-    assert recs["b"].tolist() == [i % 7 for i in range(n)]
-    assert work[6 * n:].tolist() == [-1] * 20, "nothing written past the work area"
+    assert recs["a"].tolist() == [(codes[i % 40] >> 8) & 0xFFFFFFFF for i in range(n)]
+    assert recs["b"].tolist() == [codes[i % 40] >> 40 for i in range(n)]
+    assert set(recs["flags"].tolist()) == {0} and set(recs["aux"].tolist()) == {0}
+    assert work[5 * n:].tolist() == [-1] * 20, "nothing written past the work area"
 
 
-def test_impossible_kinds_are_dropped_and_counted_in_any_piece() -> None:
-    n = 2 * encode.PIECE
-    bad = {0, 5, encode.PIECE // 2 + 1, n - 1}  # first, early, second piece, last
-    marks: list[int] = []
-    t0 = time.perf_counter_ns() - n - 10
-    for i in range(n):
-        marks += [t0 + i, (0 if i == 0 else 9 if i in bad else 2) | i << 8]
-    enc = Encoder()
-    enc.ts_lo = t0 - 10**9
-    data, count, used, dropped = enc._encode_marks(marks, len(marks), np.empty(6 * n, dtype="<i8"), tid=7)
+def test_negative_form_records_sit_in_order_among_slotted_ones(table: DataDir) -> None:
+    """A record that got no slot is one negative int carrying its time and code: a run mixing
+    both forms decodes to the same records, in order."""
+    c = pymarkers._slot(_code(2, 5, 0))
+    assert c is not None
+    t0 = time.perf_counter_ns()
+    time.sleep(0.002)
+    ints: list[int] = []
+    want: list[tuple[int, int, int]] = []
+    for i in range(3000):
+        ts = t0 + 100 * i
+        if i % 7 == 3:
+            ints.append(-1 - (ts << 64 | _code(1, 9 + i, 3)))
+            want.append((1, ts, 9 + i))
+        else:
+            ints.append(c + ts)
+            want.append((2, ts, 5))
+    data, count, bad = Encoder()._encode_marks(ints, np.empty(5 * len(ints), "<i8"), tid=4)
     recs = _decode(data)
-    assert dropped == len(bad) and count == n - len(bad) == len(recs) and used == 2 * n
-    good = [i for i in range(n) if i not in bad]
-    assert recs["t0"].tolist() == [t0 + i for i in good]
-    assert recs["a"].tolist() == good and set(recs["kind"].tolist()) == {Kind.PUSH}
+    assert bad == 0 and count == 3000
+    assert list(zip(recs["kind"].tolist(), recs["t0"].tolist(), recs["a"].tolist(), strict=True)) == want
+    assert recs["t1"].tolist() == recs["t0"].tolist()
 
 
-def _pairs(n: int, first_a: int = 0, low_byte: int | None = None) -> list[int]:
-    """n marks 10 ns apart; ``low_byte``: the timestamps' low byte (the one a code's kind is in)."""
-    t0 = time.perf_counter_ns() - 10 * n - 1000
-    if low_byte is not None:
-        t0 -= (t0 - low_byte) % 256
-    step = 10 if low_byte is None else 256
-    t0 -= step * n
-    return [x for i in range(n) for x in (t0 + step * i, 1 | (first_a + i) << 8)]
-
-
-def _encoder(tmp_path: Path, strings: int) -> Encoder:
-    """An encoder whose host string table has ``strings`` ids interned (the codes' ids)."""
+def test_impossible_ints_are_dropped_and_counted_the_rest_kept(table: DataDir) -> None:
+    """A slot never taken, a time after now or before the session, an int beyond 64 bits, a
+    non-int: each dropped and counted; the valid records around them kept in order."""
+    c = pymarkers._slot(_code(1, 6, 0))
+    assert c is not None
+    now = time.perf_counter_ns()
+    time.sleep(0.001)
     enc = Encoder()
-    enc.host = DataDir(tmp_path, "host")
-    for i in range(strings):
-        enc.host.strings.intern(f"m{i}")
-    return enc
-
-
-@pytest.mark.parametrize("low_byte", [None, 2])
-@pytest.mark.parametrize("where", [0, 1, 7, 2 * encode.PIECE - 1])
-def test_a_record_half_appended_mid_run_costs_that_record_only(tmp_path: Path, where: int,
-                                                              low_byte: int | None) -> None:
-    """A producer interrupted between its two appends (KeyboardInterrupt, a signal handler that
-    raises) leaves a lone timestamp: every later pair is shifted by one int.  The encoder
-    realigns: all the complete records, one counted invalid; also when the next timestamp's low
-    byte reads as a kind (``low_byte=2``: it is no code, its ids were never interned)."""
-    n = 2 * encode.PIECE
-    marks = _pairs(n, low_byte=low_byte)
-    marks.insert(2 * where, marks[2 * where] - 1)  # the interrupted call's timestamp
-    take = len(marks) & ~1  # odd length: the last int waits (it is a complete record's ts here)
-    enc = _encoder(tmp_path, n)
-    enc.ts_lo = marks[0] - 10**9
-    data, count, used, dropped = enc._encode_marks(marks, take, np.empty(3 * take, dtype="<i8"), tid=3)
+    enc.ts_lo = now - 10**9
+    good = [c + now + i for i in range(10)]
+    junk = [(SLOT_UNUSED := 60000) << pymarkers.SLOT_SHIFT | 5,  # a slot nobody took
+            c + now + 10**12,  # a time 1000 s ahead
+            -1 - ((now - 10**10) << 64 | _code(1, 6, 0)),  # before the session (negative form)
+            1 << 70, None]
+    ints = good[:4] + junk[:3] + good[4:7] + junk[3:] + good[7:]
+    assert SLOT_UNUSED >= 2
+    data, count, bad = enc._encode_marks(ints, np.empty(5 * len(ints), "<i8"), tid=7)  # type: ignore[arg-type]
     recs = _decode(data)
-    assert dropped == 1
-    assert used == take - 1, "the last pair's timestamp is left for the next drain"
-    assert recs["a"].tolist() == list(range(n - 1)) and count == n - 1
-    assert set(recs["kind"].tolist()) == {Kind.MARK}
-    rest = marks[used:]
-    assert len(rest) == 2 and rest[1] & 0xFF == Kind.MARK, "the list is realigned"
+    assert bad == len(junk) and count == len(good)
+    assert recs["t0"].tolist() == [now + i for i in range(10)]
+    assert set(recs["a"].tolist()) == {6}
 
 
-def test_a_lone_timestamp_at_the_end_waits_and_a_lone_code_is_dropped(tmp_path: Path) -> None:
-    enc = _encoder(tmp_path, 4)
-    marks = _pairs(4)
-    enc.ts_lo = marks[0] - 10**9
-    marks.insert(4, 99)  # a stray int that is neither: counted, skipped
-    data, count, used, dropped = enc._encode_marks(marks, 8, np.empty(24, dtype="<i8"), tid=3)
-    assert count == 3 and dropped == 1 and used == 7
-    assert _decode(data)["a"].tolist() == [0, 1, 2]
+def test_a_new_epoch_leaves_records_of_old_slots_exact(table: DataDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the base is EPOCH_NS old, codes are cached afresh in new slots with a new base; a
+    record packed with an old ``c`` still decodes to its own time and code."""
+    old_c = pymarkers._slot(_code(1, 1, 0))
+    monkeypatch.setattr(pymarkers, "EPOCH_NS", 0)
+    base0 = pymarkers._base
+    time.sleep(0.001)
+    pymarkers.refresh()
+    assert pymarkers._base > base0 and not pymarkers._MARK
+    new_c = pymarkers._slot(_code(1, 1, 0))
+    assert old_c is not None and new_c is not None and new_c >> 48 != old_c >> 48
+    t = time.perf_counter_ns()
+    ints = [old_c + t, new_c + t + 1]
+    time.sleep(0.001)
+    data, _n, bad = Encoder()._encode_marks(ints, np.empty(10, "<i8"), tid=1)
+    assert bad == 0 and _decode(data)["t0"].tolist() == [t, t + 1]
 
 
 @pytest.fixture
@@ -116,70 +130,67 @@ def python_core(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(core, "BACKEND", "python")
 
 
-def test_reused_arrays_carry_nothing_from_a_larger_earlier_chunk(out_dir: Path, python_core: None) -> None:
-    """The flusher reuses a written chunk's array: a smaller later chunk writes its own rows
-    only; a record its producer has half-appended waits for its second int."""
+def _mine(s: session.Session, kinds: tuple[int, ...] = (Kind.MARK,)) -> tuple[np.ndarray, dict[int, str]]:
+    recs = rawfile.read_all_records(s.job.host_data)
+    return recs[(recs["tid"] == threading.get_native_id()) & np.isin(recs["kind"], kinds)], \
+        rawfile.read_strings(s.job.host_data)
+
+
+def test_a_full_table_records_every_marker_in_the_negative_form(out_dir: Path, python_core: None) -> None:
+    """With the slots spent (a flood of distinct messages), new messages are still recorded,
+    exactly, in order with the cached ones, and nothing is dropped."""
     s = session.start(output=out_dir)
     try:
-        marks = buffers.allot_marks()
-        code = 1 | 5 << 8
-        for i in range(3100):  # the ids the codes below carry are interned ones
-            s.host_dir.strings.intern(f"s{i}")
+        for i in range(300):
+            pymarkers.mark("cached")
+            pymarkers.push(f"r{i % 2}")
+            pymarkers.pop()
+            if i == 100:
+                pymarkers._slots = itertools.count(pymarkers.SLOTS)  # the flood took the rest
+            pymarkers.mark(f"late{i % 5}")
+    finally:
+        session.stop()
+    mine, strings = _mine(s, (Kind.MARK, Kind.PUSH, Kind.POP))
+    names = [strings.get(int(a), "") if k != Kind.POP else "pop" for k, a in zip(mine["kind"], mine["a"], strict=True)]
+    assert names == [x for i in range(300) for x in ("cached", f"r{i % 2}", "pop", f"late{i % 5}")]
+    assert np.all(np.diff(mine["t0"]) > 0)
+    assert s.overhead["records_dropped"] == 0
+
+
+def test_lists_moved_to_runs_are_written_once_in_order(out_dir: Path, python_core: None) -> None:
+    """Marks across many runs of one thread, drains by hand at odd points (a run taken while
+    its producer fills the next, a list that is both in the runs and current): every record
+    once, in order; the work arrays are reused."""
+    s = session.start(output=out_dir)
+    n = 0
+    try:
         with s.flusher._lock:  # the flusher thread stays out while this test drains by hand
-            for batch in (3000, 10):
-                for i in range(batch):
-                    marks += [time.perf_counter_ns(), code + (i << 8)]
-                marks.append(time.perf_counter_ns())  # half a record
+            for batch in (3 * buffers.RUN + 17, buffers.RUN, 10, 5 * buffers.RUN - 1):
+                for _ in range(batch):
+                    pymarkers.mark(f"m{n % 5}")
+                    n += 1
+                buf = buffers.TLS.buf
+                if batch == buffers.RUN:  # the current list in the runs too (a handler's rotation)
+                    buf.runs.append(buf.marks)
                 s.flusher._drain(wait=True)
-                assert len(marks) == 1, "the half record stays for the next drain"
-                marks.append(code)
-            s.flusher._drain(wait=True)
+                assert buffers.held_marks(buf) == 0
             assert len(s.flusher._spare) >= 1, "written arrays are kept for reuse"
     finally:
         session.stop()
-    recs = rawfile.read_all_records(s.job.host_data)
-    recs = recs[(recs["tid"] == threading.get_native_id()) & (recs["kind"] <= Kind.POP)]
-    assert recs["kind"].tolist() == [Kind.MARK] * 3012
-    assert recs["a"].tolist() == [*range(5, 3005), 5, *range(5, 15), 5]
-    assert np.all(np.diff(recs["t0"]) >= 0)
-
-
-
-def test_a_half_record_in_a_live_session_costs_one_counted_record(out_dir: Path, python_core: None) -> None:
-    """The list state an interrupted mark leaves (its timestamp appended, its code not: CPython
-    can deliver KeyboardInterrupt there when the call is not specialised) in a running session:
-    the later records are all on disk, unshifted, and the lost one is counted as "invalid" in
-    the overhead file and end_info."""
-    s = session.start(output=out_dir)
-    try:
-        for i in range(3000):
-            pymarkers.mark(f"m{i % 3}")
-            if i == 1234:
-                buffers.TLS.marks.append(time.perf_counter_ns())  # the interrupted call's half
-        s.flusher.drain()
-        for i in range(3000, 5000):
-            pymarkers.mark(f"m{i % 3}")
-    finally:
-        session.stop()
-    recs = rawfile.read_all_records(s.job.host_data)
-    mine = recs[(recs["tid"] == threading.get_native_id()) & (recs["kind"] == Kind.MARK)]
-    strings = rawfile.read_strings(s.job.host_data)
-    assert [strings[a] for a in mine["a"].tolist()] == [f"m{i % 3}" for i in range(5000)]
+    mine, strings = _mine(s)
+    assert [strings[int(a)] for a in mine["a"]] == [f"m{i % 5}" for i in range(n)]
     assert np.all(np.diff(mine["t0"]) > 0)
-    drops = s.overhead["drops_by_thread_kind"][str(threading.get_native_id())]
-    assert drops == {"invalid": 1} and s.overhead["records_dropped"] == 1
-    assert "openmsprofDropped" in (s.job.host / "end_info").read_text()
 
 
 def test_a_drain_with_no_valid_record_counts_them_and_collection_goes_on(out_dir: Path, python_core: None) -> None:
-    """A thread whose whole run is impossible pairs (codes with ids never interned) or one
-    interrupted mark: each counted, none written, and the session keeps collecting."""
+    """A thread whose whole run is impossible (a slot nobody took): each record counted as
+    "invalid", none written, and the session keeps collecting."""
     s = session.start(output=out_dir)
     try:
         marks = buffers.allot_marks()
         with s.flusher._lock:
-            for i in range(300):
-                marks += [time.perf_counter_ns(), 1 | (10**6 + i) << 8]
+            for _ in range(300):
+                marks.append(60000 << pymarkers.SLOT_SHIFT | 5)
             s.flusher._drain(wait=True)
             assert len(marks) == 0
         pymarkers.mark("after")
@@ -188,7 +199,5 @@ def test_a_drain_with_no_valid_record_counts_them_and_collection_goes_on(out_dir
     assert "collection stopped early" not in (s.job.host / "end_info").read_text()
     drops = s.overhead["drops_by_thread_kind"][str(threading.get_native_id())]
     assert drops == {"invalid": 300} and s.overhead["records_dropped"] == 300
-    recs = rawfile.read_all_records(s.job.host_data)
-    mine = recs[(recs["tid"] == threading.get_native_id()) & (recs["kind"] == Kind.MARK)]
-    strings = rawfile.read_strings(s.job.host_data)
+    mine, strings = _mine(s)
     assert [strings[a] for a in mine["a"].tolist()] == ["after"]

@@ -2,11 +2,13 @@
 
 Each thread owns two lists, appended to with no lock (``list.append`` is atomic under the GIL):
 
-- ``marks``: the marker hot path (:mod:`~openmsprof.recorder.pymarkers`) appends two ints per
-  record, ``perf_counter_ns()`` then a code (``kind | a << 8 | b << 40``: kind, message and
-  domain string ids), so the flusher converts a run with ``np.fromiter`` (8 Ki ints a call) and
-  numpy column ops into a reused record array, with no per-record Python work.  It takes an
-  even prefix: a record half-appended stays for next time.
+- ``marks``: the marker hot path (:mod:`~openmsprof.recorder.pymarkers`) appends one int per
+  record (a slot of the code table and the time since the slot's base), so the flusher
+  converts them with one ``array`` constructor and numpy column ops into a reused record
+  array, with no per-record Python work.  The list holds at most :data:`RUN` ints (its length
+  stays a cached small int: the producer's cap test allocates nothing); a full one is moved to
+  the thread's ``runs`` (oldest first) and the producer starts a new one, up to
+  :data:`MARK_CAP` records a thread.  The flusher takes the runs, then the list's prefix.
 - ``items``: tuples of the other kinds (first item = :class:`~openmsprof.recorder.records.Kind`)::
 
     (RANGE_START, ts, message, domain, range_id)    (RANGE_END, ts, range_id)
@@ -35,8 +37,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["FULL", "LIST_CAP", "MARK_CAP", "TLS", "WAKE", "ThreadBuffer", "after_fork_child", "allot_marks",
-           "append", "configure", "drop_rows", "length", "memory_bytes", "register_current_thread", "set_open",
+__all__ = ["FULL", "LIST_CAP", "MARK_CAP", "RUN", "TLS", "WAKE", "ThreadBuffer", "after_fork_child", "allot_marks",
+           "append", "configure", "drop_rows", "held_marks", "length", "memory_bytes", "register_current_thread", "set_open",
            "snapshot"]
 
 TLS = threading.local()
@@ -98,31 +100,37 @@ _open = True
 #: Tag of a batch of tasks (``emit.record_tasks``); an in-memory tag, not a record kind.
 TASK_BATCH = 100
 
-#: Bytes one buffered marker costs (two list slots and the timestamp's int) and one tuple of
+#: Bytes one buffered marker costs (a list slot and its int, 40-48 bytes) and one tuple of
 #: another kind (the tuple, its ints, its list slot); what the budget charges per record.
 MARK_BYTES = 48
 ITEM_BYTES = 160
 #: Records per thread (set by :func:`configure` from ``core``).
 MARK_CAP = 1 << 14
+#: Ints a thread's current marker list holds before it is moved to ``runs`` (256: the largest
+#: length ``len()`` returns without allocating an int).
+RUN = 256
 LIST_CAP = 1 << 14
 MEMORY_BYTES = 64 << 20
-#: The list of a thread over budget: always at least ``2 * MARK_CAP`` long, never appended to.
-FULL: list[Any] = [None] * (2 * MARK_CAP)
+#: The list of a thread over budget: always :data:`RUN` long ("full"), never appended to.
+FULL: list[Any] = [None] * RUN
 
 
 def configure(mark_cap: int, list_cap: int, memory_bytes: int) -> None:
     global MARK_CAP, LIST_CAP, MEMORY_BYTES, FULL
-    MARK_CAP, LIST_CAP, MEMORY_BYTES = mark_cap, list_cap, memory_bytes
-    FULL = [None] * (2 * mark_cap)
+    MARK_CAP, LIST_CAP, MEMORY_BYTES = max(mark_cap, 2 * RUN), list_cap, memory_bytes
+    FULL = [None] * RUN
 
 
 class ThreadBuffer:
-    __slots__ = ("cap", "drops", "item_bytes", "items", "lock", "mark_bytes", "marks", "name", "thread", "tid")
+    __slots__ = ("cap", "drops", "item_bytes", "items", "lock", "mark_bytes", "marks", "name", "runs", "thread",
+                 "tid")
 
     def __init__(self) -> None:
         t = threading.current_thread()
         self.items: list[tuple[Any, ...]] = []
         self.marks: list[int] = FULL
+        #: this thread's filled marker lists, oldest first (the flusher takes them, then ``marks``)
+        self.runs: list[list[int]] = []
         self.cap = 0
         self.mark_bytes = self.item_bytes = 0
         #: held by whoever takes from ``marks`` (the flusher thread or the producer itself)
@@ -180,12 +188,17 @@ def _reclaim_dead() -> None:
         for b in _registry:
             if b.thread.is_alive():
                 continue
-            marks = len(b.marks) // 2 if b.marks is not FULL else 0
+            marks = held_marks(b)
             held_m, held_i = marks * MARK_BYTES, len(b.items) * ITEM_BYTES
             if held_m < b.mark_bytes or held_i < b.item_bytes:
                 _used -= b.mark_bytes - held_m + b.item_bytes - held_i
                 b.mark_bytes, b.item_bytes = held_m, held_i
     WAKE.set()  # and the flusher forgets them soon
+
+
+def held_marks(b: ThreadBuffer) -> int:
+    """Marker records ``b`` holds (its runs counted full)."""
+    return (len(b.marks) if b.marks is not FULL else 0) + RUN * len(b.runs)
 
 
 def register_current_thread() -> ThreadBuffer:
@@ -234,7 +247,7 @@ def append(record: tuple[Any, ...]) -> None:
 def length() -> int:
     """Records the calling thread has buffered and the flusher not yet taken."""
     try:
-        return len(TLS.items) + (len(TLS.marks) // 2 if TLS.marks is not FULL else 0)
+        return len(TLS.items) + held_marks(TLS.buf)
     except AttributeError:
         return 0
 
@@ -254,7 +267,7 @@ def drop_dead_empty() -> None:
     with _registry_lock:
         keep = []
         for b in _registry:
-            if b.items or (b.marks is not FULL and b.marks) or b.thread.is_alive():
+            if b.items or b.runs or (b.marks is not FULL and b.marks) or b.thread.is_alive():
                 keep.append(b)
                 continue
             _used -= b.mark_bytes + b.item_bytes
@@ -284,6 +297,7 @@ def clear_all() -> None:
     """Discard anything left from a previous session (records that raced its stop)."""
     for b in snapshot():
         del b.items[:]
+        del b.runs[:]
         if b.marks is not FULL:
             del b.marks[:]
         b.drops[:] = [0] * len(b.drops)
@@ -324,6 +338,7 @@ def after_fork_child() -> None:
     if me is not None:
         me.lock = threading.Lock()
         del me.items[:]
+        del me.runs[:]
         if me.marks is not FULL:
             del me.marks[:]
         me.drops[:] = [0] * len(me.drops)

@@ -42,7 +42,7 @@ MEMORY_BYTES = _env_int("OPENMSPROF_RECORDER_MB", 64, 8, 4096) * 1024 * 1024
 #: Records per thread ring (native; a power of two, 4 MB by default) and per thread list
 #: (python).  ``OPENMSPROF_RING_RECORDS`` changes it (tests force drops with small rings).
 RING_RECORDS = _env_int("OPENMSPROF_RING_RECORDS", 1 << 17, 2048, 1 << 24)
-#: The pure-Python lists hold a quarter of that per thread for markers (two ints, ~48 bytes a
+#: The pure-Python lists hold a quarter of that per thread for markers (one int, <= 48 bytes a
 #: record) and an eighth for other kinds (a tuple, ~160 bytes): a short backlog keeps the newest record on disk young when the
 #: GIL-bound flusher falls behind.  All threads together stay inside MEMORY_BYTES.
 PY_LIST_RECORDS = max(RING_RECORDS // 8, 2048)

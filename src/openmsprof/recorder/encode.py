@@ -1,17 +1,18 @@
 """Encoding of the pure-Python recorder's buffers into 32-byte records (the flusher's half that
-turns Python values into bytes): marker pairs column-wise, other kinds tuple by tuple, task
+turns Python values into bytes): marker ints column-wise, other kinds tuple by tuple, task
 batches column-wise.  A tuple with an impossible value is dropped and counted, never raised."""
 
 from __future__ import annotations
 
 import struct
 import time
+from array import array
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from openmsprof.recorder import buffers
+from openmsprof.recorder import buffers, pymarkers
 from openmsprof.recorder.datadir import DataDir
 from openmsprof.recorder.rawfile import GENERIC_DTYPE, TASKINFO_DTYPE
 from openmsprof.recorder.records import API_LEVEL_CODES, COUNTER, GENERIC, TASKINFO
@@ -20,8 +21,10 @@ __all__ = ["Encoder"]
 
 _API_CODE = {lvl: i for i, lvl in enumerate(API_LEVEL_CODES)}
 _MASK32 = 0xFFFFFFFF
-#: Marker ints converted per ``np.fromiter`` call (64 KiB of int64: below malloc's mmap threshold).
-PIECE = 1 << 13
+_MASK63 = (1 << 63) - 1
+_TS_MASK = (1 << pymarkers.SLOT_SHIFT) - 1
+#: The ``array`` type code of an unsigned 64-bit int whose conversion is direct (``L`` on LP64).
+_ARRAY_CODE = "L" if array("L").itemsize == 8 else "Q"
 
 
 class Encoder:
@@ -34,85 +37,81 @@ class Encoder:
     #: the earliest timestamp a marker of this session can carry (0: no lower bound)
     ts_lo: int = 0
 
-    def _encode_marks(self, marks: list[int], take: int, work: np.ndarray,
-                      tid: int) -> tuple[memoryview, int, int, int]:
-        """MARK/PUSH/POP records from the first ``take`` ints of a thread's ``marks`` (ts, code
-        pairs; see :mod:`~openmsprof.recorder.pymarkers`), column-wise, in ``work`` (int64, at
-        least ``3 * take``: the records' four words, kind | tid << 32, t0, t1, a | b << 32, in
-        its first ``2 * take``, the ints after them); returns a view of the records' bytes (no
-        copy), their count, how many ints were used (``take``, or ``take - 1`` when the run
-        ends on the first half of a record: the caller leaves that int in the list) and how many
-        records were dropped as impossible.
+    def _encode_marks(self, ints: list[int], work: np.ndarray, tid: int) -> tuple[memoryview, int, int]:
+        """MARK/PUSH/POP records from ``ints``, taken from a thread's marker lists (one int a
+        record, see :mod:`~openmsprof.recorder.pymarkers`), column-wise, in ``work`` (int64, at
+        least ``5 * len(ints)``: the records' four words, kind | tid << 32, t0, t1, a | b << 32,
+        in its first ``4 * len(ints)``, the slots after them); returns a view of the records'
+        bytes (no copy), their count and how many records were dropped as impossible.
 
-        The ints are converted :data:`PIECE` at a time, so ``np.fromiter``'s temporary stays
-        under malloc's mmap threshold and is reused from the heap instead of page-faulted in
-        every cycle (``work`` is reused by the caller for the same reason); the records are
-        then built with eight numpy calls for the whole run (each may hand the GIL to a producer,
-        so their number is kept low).  Kinds and timestamps are checked with one min and one
-        max each, message ids with one max; a run with an impossible pair (a producer interrupted between its two
-        appends, by KeyboardInterrupt or a signal handler, shifts every later pair by one int)
-        goes to :meth:`_resync_marks`, which drops and counts what cannot be a record."""
-        flat = work[2 * take:3 * take]
-        it = iter(marks)
-        for start in range(0, take, PIECE):
-            k = min(PIECE, take - start)
-            flat[start:start + k] = np.fromiter(it, dtype=np.int64, count=k)
-        used, bad = take, 0
-        pairs = flat.reshape(-1, 2)
-        n = len(pairs)
+        The ints are converted by one ``array`` constructor (unsigned long: a direct C
+        conversion, about half of ``np.fromiter``'s cost); a run holding a record in the
+        negative form (no slot) goes to :meth:`_decode_slow`.  The slot's code and base come
+        from :data:`~openmsprof.recorder.pymarkers.TABLE_CODE` / ``TABLE_BASE`` by one gather
+        each.  A record whose slot has no code, or whose time lies outside :attr:`ts_lo` to now,
+        is dropped and counted."""
+        n = len(ints)
         out = work[:4 * n].reshape(n, 4)
+        slot = work[4 * n:5 * n]
+        t0 = out[:, 1]
+        try:
+            v = np.frombuffer(array(_ARRAY_CODE, ints), dtype=np.int64)
+        except (OverflowError, TypeError):
+            ts, code, bad = self._decode_slow(ints)
+            in_place = False
+        else:
+            np.right_shift(v, pymarkers.SLOT_SHIFT, out=slot)
+            np.bitwise_and(slot, pymarkers.SLOTS - 1, out=slot)  # the 16 bits (v may read negative)
+            np.bitwise_and(v, _TS_MASK, out=t0)
+            t0 += pymarkers.TABLE_BASE[slot]
+            ts, code, bad, in_place = t0, pymarkers.TABLE_CODE[slot], 0, True
         word0 = out[:, 0]
-        np.bitwise_and(pairs[:, 1], 0xFF, out=word0)
-        np.right_shift(pairs[:, 1], 8, out=out[:, 3])
-        np.bitwise_and(out[:, 3], _MASK32, out=out[:, 1])  # message ids (out[:, 1] is t0 later)
-        if n and (int(word0.min()) < 1 or int(word0.max()) > 3 or int(pairs[:, 0].min()) < self.ts_lo
-                  or int(pairs[:, 0].max()) > time.perf_counter_ns() or int(out[:, 1].max()) >= self._ids_top()):
-            pairs, used, bad = self._resync_marks(flat.tolist())  # a copy: flat may be overwritten by out
-            n = len(pairs)
+        np.bitwise_and(code, 0xFF, out=word0)
+        if n and (int(word0.min()) < 1 or int(ts.min()) < self.ts_lo or int(ts.max()) > time.perf_counter_ns()):
+            keep = (word0 >= 1) & (ts >= self.ts_lo) & (ts <= time.perf_counter_ns())
+            ts, code = ts[keep], code[keep]  # copies: out is written below
+            bad += n - len(ts)
+            in_place = False
+            n = len(ts)
             out = work[:4 * n].reshape(n, 4)
             word0 = out[:, 0]
-            np.bitwise_and(pairs[:, 1], 0xFF, out=word0)
-            np.right_shift(pairs[:, 1], 8, out=out[:, 3])
+            np.bitwise_and(code, 0xFF, out=word0)
             if not n:  # nothing valid (a view with a zero dimension cannot be cast)
-                return memoryview(b""), 0, used, bad
+                return memoryview(b""), 0, bad
+        if not in_place:
+            out[:, 1] = ts
         hi = (tid & _MASK32) << 32
         np.bitwise_or(word0, hi - (1 << 64) if hi >= 1 << 63 else hi, out=word0)
-        out[:, 1:3] = pairs[:, :1]  # t0 = t1 = ts
-        return out.data.cast("B"), n, used, bad
+        np.right_shift(code, 8, out=out[:, 3])
+        out[:, 2] = out[:, 1]  # t1 = t0
+        return out.data.cast("B"), n, bad
 
-    def _ids_top(self) -> int:
-        """One past the highest string id interned so far: a code's message and domain ids lie
-        below it (a producer interns before it appends); unbounded without a host table."""
-        host = getattr(self, "host", None)
-        return host.strings.next_id if host is not None else 1 << 40
-
-    def _resync_marks(self, ints: list[int]) -> tuple[np.ndarray, int, int]:
-        """The valid (ts, code) pairs of a run with impossible ones, the ints used, and the
-        records skipped.  A pair
-        is valid when its code's kind is 1-3, its ids are interned ones and its timestamp lies
-        between :attr:`ts_lo` and now.  At an invalid pair, the pair after it valid means one bad
-        record (skipped whole); else the pair one int later valid means a lone int (a record
-        half-appended: skipped, and the run realigned).  Each skip counts one record.  A lone int
-        left at the end is not used: its second half is still in the producer's list."""
-        lo, hi, top = self.ts_lo, time.perf_counter_ns(), self._ids_top()
-
-        def ok(j: int) -> bool:  # a timestamp whose low byte reads 1-3 is no code: its ids are too high
-            c = ints[j + 1]
-            return lo <= ints[j] <= hi and 1 <= c & 0xFF <= 3 and (c >> 8) & _MASK32 < top and c >> 40 < top
-
-        good: list[int] = []
-        i, end, bad = 0, len(ints), 0
-        while i + 1 < end:
-            if ok(i):
-                good += ints[i:i + 2]
-                i += 2
+    @staticmethod
+    def _decode_slow(ints: list[Any]) -> tuple[np.ndarray, np.ndarray, int]:
+        """Times and codes of a run holding negative-form records (``-1 - (ts << 64 | code)``)
+        or ints no producer makes: the slotted ones still by the table, in numpy; an impossible
+        one gets code 0 (dropped and counted by the caller); the third value is 0."""
+        n = len(ints)
+        regular = list(ints)
+        odd: list[tuple[int, int, int]] = []
+        for j, x in enumerate(ints):
+            if type(x) is int and 0 <= x < 1 << 64:
                 continue
-            bad += 1
-            if i + 3 < end:
-                i += 2 if ok(i + 2) or not ok(i + 1) else 1
-            else:  # the run's end: a last int that is a timestamp may be a record's first half
-                i += 1 if lo <= ints[i + 1] <= hi else 2
-        return np.array(good, dtype=np.int64).reshape(-1, 2), i, bad
+            regular[j] = 0
+            if type(x) is int and -(1 << 127) <= x < 0:
+                w = -1 - x
+                odd.append((j, w >> 64, w & _MASK63))
+            else:
+                odd.append((j, 0, 0))
+        v = np.frombuffer(array(_ARRAY_CODE, regular), dtype=np.int64)
+        slot = (v >> pymarkers.SLOT_SHIFT) & (pymarkers.SLOTS - 1)
+        ts = (v & _TS_MASK) + pymarkers.TABLE_BASE[slot]
+        code = pymarkers.TABLE_CODE[slot]
+        if odd:
+            at, t, c = (np.array(col, dtype=np.int64) for col in zip(*odd, strict=True))
+            ts[at], code[at] = t, c
+        assert len(ts) == n
+        return ts, code, 0
 
     def _encode_each(self, chunk: list[tuple[Any, ...]], tid: int, dirs: list[DataDir],
                      drops: list[int]) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from openmsprof.recorder import buffers, threads
+from openmsprof.recorder import buffers, pymarkers, threads
 from openmsprof.recorder.datadir import DataDir
 from openmsprof.recorder.encode import Encoder
 from openmsprof.recorder.records import (
@@ -64,7 +64,7 @@ class Flusher(Encoder):
         self._closed = False
         #: (tid, thread name, encoded records, count) taken from marker lists, not yet written
         self._queue: deque[tuple[int, str, memoryview, int, np.ndarray]] = deque()
-        #: work arrays (6 x CHUNK int64) whose chunk was written: reused, so their pages stay
+        #: work arrays (5 x CHUNK int64) whose chunk was written: reused, so their pages stay
         #: mapped (a fresh 1 MiB array page-faults in every cycle, which doubled the encode time)
         self._spare: list[np.ndarray] = []
         self.cycle_seconds = 0.0
@@ -106,6 +106,7 @@ class Flusher(Encoder):
                 n = self._drain()
             if self.error is not None:
                 return
+            pymarkers.refresh()  # a new slot epoch before a cached marker's time could overflow
             if self.on_cycle is not None:
                 try:
                     self.on_cycle()
@@ -158,24 +159,49 @@ class Flusher(Encoder):
         return True
 
     def _take_marks(self, buf: buffers.ThreadBuffer) -> int:
-        """Move ``buf``'s marker pairs (an even prefix: a record half-appended stays for next
-        time) into the write queue, encoded (the caller holds ``buf.lock``).  Returns the
-        number of records."""
-        marks = buf.marks
-        pairs = len(marks) & ~1 if marks is not buffers.FULL else 0
-        done = 0
-        while pairs:
-            take = min(pairs, 2 * CHUNK)
+        """Move ``buf``'s marker records (its runs, then its current list: one int each) into
+        the write queue, encoded (the caller holds ``buf.lock``).  Returns the number of
+        records.
+
+        The runs and the current list's items are copied in one step with no call between
+        (no thread switch, no signal handler), encoded, and only then removed from the lists
+        and queued, again with no call between: a handler that raises anywhere in here leaves
+        every record in its list for next time, none lost, none twice.  A list both in the
+        runs and current (its producer was rotating it) is taken once, as the current list."""
+        cur = buf.marks
+        runs = buf.runs
+        lists = runs[:]
+        head = cur[:]
+        k = len(lists)
+        if cur is buffers.FULL:
+            head = []
+        ints: list[int] = []
+        seen: set[int] = set()
+        for lst in lists:
+            if lst is not cur and id(lst) not in seen:
+                seen.add(id(lst))
+                ints += lst
+        ints += head
+        if not ints:
+            del runs[:k]
+            return 0
+        taken: list[tuple[int, str, memoryview, int, np.ndarray]] = []
+        bad = done = 0
+        for start in range(0, len(ints), CHUNK):
             try:
                 out = self._spare.pop()
             except IndexError:
-                out = np.empty(6 * CHUNK, dtype="<i8")  # records, then the ints they come from
-            data, n, used, bad = self._encode_marks(marks, take, out, buf.tid)
-            del marks[:used]
-            buf.drops[0] += bad  # impossible pairs: counted for the thread as kind "invalid"
-            pairs -= take
-            self._queue.append((buf.tid, buf.name, data, n, out))
+                out = np.empty(5 * CHUNK, dtype="<i8")  # records, then the slots they come from
+            data, n, dropped = self._encode_marks(ints if len(ints) <= CHUNK else ints[start:start + CHUNK],
+                                                  out, buf.tid)
+            taken.append((buf.tid, buf.name, data, n, out))
+            bad += dropped
             done += n
+        nh = len(head)
+        del runs[:k]
+        del cur[:nh]
+        self._queue.extend(taken)
+        buf.drops[0] += bad  # impossible records: counted for the thread as kind "invalid"
         return done
 
     def _write_queue(self) -> int:
@@ -215,24 +241,24 @@ class Flusher(Encoder):
             return 0
         t0 = time.perf_counter()
         c0 = time.thread_time_ns()
-        n = most = pairs_total = 0
+        n = most = marks_total = 0
         written = 0
         dirs: list[DataDir] = [self.host]
         try:
             for buf in buffers.snapshot():
-                items, marks = buf.items, buf.marks
+                items = buf.items
                 count = len(items)
-                pairs = len(marks) & ~1 if marks is not buffers.FULL else 0
-                if not (count or pairs):
+                held = buffers.held_marks(buf)
+                if not (count or held):
                     continue
-                most = max(most, count, pairs // 2)
-                pairs_total += pairs // 2
+                most = max(most, count, held)
+                marks_total += held
                 if count and buf.tid not in self._known_threads:
                     self._known_threads.add(buf.tid)
                     h = self.host
                     h.out("Thread").extend(GENERIC.pack(Kind.THREAD, 0, 0, buf.tid & _MASK32, 0, 0,
                                                         h.strings.intern(buf.name), 0))
-                if pairs:
+                if held:
                     got = buf.lock.acquire(timeout=STUCK_S) if wait else buf.lock.acquire(blocking=False)
                     if got or wait:  # else its producer takes it; wait: the final drain goes on
                         try:
@@ -266,4 +292,4 @@ class Flusher(Encoder):
         self.cycle_seconds += time.perf_counter() - t0
         self.cpu_ns += time.thread_time_ns() - c0
         self._write(written)
-        return n + pairs_total
+        return n + marks_total

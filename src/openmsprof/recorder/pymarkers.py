@@ -1,41 +1,78 @@
 """The pure-Python marker producers: the fallback of the native core's ``_ring`` functions.
 
-``mark``/``push``/``pop`` append two ints to the calling thread's ``marks`` list
-(:mod:`~openmsprof.recorder.buffers`): ``perf_counter_ns()`` and a code that packs the kind
-and the string ids of message and domain (``kind | a << 8 | b << 40``), looked up in a dict per
-kind, so the hot path builds no tuple and the flusher decodes a whole run column-wise.  A miss
-interns the strings in the host data directory's string table (under its lock) and caches the
-code.  A list at its cap is drained on the producer's own thread (it holds the GIL the flusher thread
-would wait for), or, when a drain is under way, the record is dropped and counted for the
-thread and kind; a thread over the session budget drops and counts everything.
+``mark``/``push``/``pop`` append one int a record to the calling thread's ``marks`` list
+(:mod:`~openmsprof.recorder.buffers`): ``c + perf_counter_ns()``, where ``c`` is cached per
+(kind, message, domain) and packs a slot of :data:`TABLE` with the slot's base time,
+``slot << 48 - base``.  The int is the record: ``slot << 48 | (ts - base)``, ``ts - base`` below
+2**48 (a new epoch, fresh slots and base, every :data:`EPOCH_NS`), so the hot path pays one
+add and one append, and the encoder converts one int a record.  A slot holds the record's code
+(``kind | a << 8 | b << 40``: the string ids of message and domain in the host data directory)
+and the base.  A miss interns the strings (under the string table's lock) and takes a slot
+(``itertools.count``: no lock); a record that gets no slot (the table is full, or the message
+cannot be a dict key) is appended as one negative int, ``-1 - (ts << 64 | code)`` (the encoder's
+slow path).  A list at its cap is drained on the producer's own thread (it holds the GIL the
+flusher thread would wait for), or, when a drain is under way, the record is dropped and counted
+for the thread and kind; a thread over the session budget drops and counts everything.
 ``range_start``/``range_end`` carry a range id too and stay on the tuple path.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
+
+import numpy as np
 
 from openmsprof.recorder import buffers
 from openmsprof.recorder.buffers import TLS, next_range_id
 
-__all__ = ["after_fork_child", "begin", "end", "mark", "pop", "push", "range_end", "range_start", "set_domains",
-           "set_enabled"]
+__all__ = [
+    "EPOCH_NS",
+    "SLOTS",
+    "SLOT_SHIFT",
+    "TABLE_BASE",
+    "TABLE_CODE",
+    "after_fork_child",
+    "begin",
+    "end",
+    "mark",
+    "pop",
+    "push",
+    "range_end",
+    "range_start",
+    "refresh",
+    "set_domains",
+    "set_enabled",
+]
 
 _now = time.perf_counter_ns
 _on = False
 _tls = TLS
 _wake = buffers.WAKE
-#: List length (two ints a record) at which a thread's marks are full.
-_CAP2 = 2 * buffers.MARK_CAP
-#: message -> code, per kind (domain None); (kind, message, domain) -> code otherwise.
+#: Length (one int a record) at which a thread's current list moves to its runs; and the most
+#: runs a thread holds before its marks are full (MARK_CAP records in all).
+_RUN = buffers.RUN
+_RUNS = buffers.MARK_CAP // buffers.RUN - 1
+#: A record's int: ``slot << SLOT_SHIFT | (ts - base)``; slots fill the 16 bits above.
+SLOT_SHIFT = 48
+SLOTS = 1 << 16
+#: The code and the base time (ns) of each slot; a slot's code is 0 until it is taken (the
+#: encoder counts a record of such a slot as invalid).  Filled per session.
+TABLE_CODE = np.zeros(SLOTS, dtype=np.int64)
+TABLE_BASE = np.zeros(SLOTS, dtype=np.int64)
+#: A new epoch (base time now, codes cached afresh in new slots) once the base is this old: a
+#: cached ``c`` used within 2**48 ns (78 h) of its base packs exactly, so an old one still in
+#: a producer's hands when the epoch changes has 58 h to be appended.
+EPOCH_NS = 1 << 46
+_slots = itertools.count()
+_base = 0  # the epoch's base time
+#: message -> c, per kind (domain None); (kind, message, domain) -> c otherwise.  Bounded by
+#: the table: once it is full, misses are appended as negative ints and not cached.
 _MARK: dict[Any, int] = {}
 _PUSH: dict[Any, int] = {}
 _DOM: dict[Any, int] = {}
-_POP = 3
-#: Distinct messages cached per dict before it is emptied (a flood of unique messages stays
-#: bounded; their codes in flight stay valid, the strings are in the table already).
-CODE_CACHE = 1 << 16
+_POPC: int | None = None  # c of a pop (code 3) in this epoch
 _ids: Any = None  # the host string table's interning dict (StringTable.ids)
 #: Domain filter (the session's mstx_domain_include / _exclude): 0 none, 1 include, 2 exclude.
 _dom_mode = 0
@@ -49,18 +86,46 @@ _SKIP: set[Any] = set()
 _LAST_SKIP: Any = object()
 #: ``len(marks) < _POPCAP`` is pop's fast path: 0 while a filter is on, so that every pop goes
 #: to :func:`_slow`, which skips the pop of a skipped push.
-_POPCAP = 2 * buffers.MARK_CAP
-_PUSHCAP = 2 * buffers.MARK_CAP  # the same for push (every push's filter state is stacked)
+_POPCAP = buffers.RUN
+_PUSHCAP = buffers.RUN  # the same for push (every push's filter state is stacked)
+
+
+def _new_epoch() -> None:
+    """Base time now; codes are cached afresh (in new slots: an old slot stays valid for the
+    records that still carry it)."""
+    global _base, _POPC
+    _base = _now()
+    for d in (_MARK, _PUSH, _DOM):
+        d.clear()
+    _POPC = _slot(3)
+
+
+def _slot(code: int) -> int | None:
+    """``c`` of a new slot holding ``code`` in this epoch; None when the table is full."""
+    i = next(_slots)
+    if i >= SLOTS:
+        return None
+    base = _base
+    TABLE_BASE[i] = base
+    TABLE_CODE[i] = code  # last: a slot is valid once its code is set
+    return (i << SLOT_SHIFT) - base
+
+
+def refresh() -> None:
+    """Called by the flusher each cycle: a new epoch once the base is :data:`EPOCH_NS` old."""
+    if _ids is not None and _now() - _base > EPOCH_NS:
+        _new_epoch()
 
 
 def begin(string_ids: Any) -> None:
     """A session starts: codes are string ids of its host data directory."""
-    global _ids, _CAP2, _POPCAP, _PUSHCAP
+    global _ids, _RUNS, _POPCAP, _PUSHCAP, _slots
+    _RUNS = buffers.MARK_CAP // buffers.RUN - 1
+    _POPCAP = _PUSHCAP = 0 if _dom_mode else _RUN
+    TABLE_CODE[:] = 0
+    _slots = itertools.count()
+    _new_epoch()
     _ids = string_ids
-    _CAP2 = 2 * buffers.MARK_CAP
-    _POPCAP = _PUSHCAP = 0 if _dom_mode else _CAP2
-    for d in (_MARK, _PUSH, _DOM):
-        d.clear()
     _tls.skips = []
 
 
@@ -104,10 +169,11 @@ def _skip_stack() -> list[bool]:
 
 def after_fork_child() -> None:
     """In a forked child: off, no codes (the child gets its own string table), the new wake event."""
-    global _on, _ids, _wake
+    global _on, _ids, _wake, _POPC
     _on = False
     _ids = None
     _wake = buffers.WAKE
+    _POPC = None
     for d in (_MARK, _PUSH, _DOM):
         d.clear()
 
@@ -138,15 +204,34 @@ def _code(kind: int, message: Any, domain: Any) -> int:
         b = ids[str(domain)]
     if a > 0xFFFFFFFF or b >= 1 << 23:  # beyond the code's fields: drop, counted
         return -1
-    code = kind | a << 8 | b << 40
-    cache = _DOM if domain is not None else _MARK if kind == 1 else _PUSH
-    if len(cache) >= CODE_CACHE:
-        cache.clear()
-    try:
-        cache[(kind, message, domain) if domain is not None else message] = code
-    except TypeError:
-        pass
-    return code
+    return kind | a << 8 | b << 40
+
+
+def _append(marks: list[int], kind: int, message: Any, domain: Any) -> None:
+    """Append the record of a miss (or of a domain, or a pop whose epoch got no slot): its
+    cached ``c``, else a new slot's, else the negative form."""
+    if kind == 3:
+        c, key, cache = _POPC, None, _MARK
+    else:
+        cache = _DOM if domain is not None else _MARK if kind == 1 else _PUSH
+        key = (kind, message, domain) if domain is not None else message
+        try:
+            c = cache.get(key)
+        except TypeError:  # unhashable: never cached
+            c, key = None, None
+    if c is None:
+        code = _code(kind, message, domain) if kind != 3 else 3
+        if code < 0:
+            _tls.drops[kind] += 1
+            return None
+        if key is not None and _ids is not None:
+            c = _slot(code)
+        if c is None:  # no slot: the record whole in one negative int
+            marks.append(-1 - (_now() << 64 | code))
+            return None
+        cache[key] = c
+    marks.append(c + _now())
+    return None
 
 
 def _slow(kind: int, message: Any, domain: Any, helped: bool = False) -> None:
@@ -171,21 +256,32 @@ def _slow(kind: int, message: Any, domain: Any, helped: bool = False) -> None:
         marks = _tls.marks
     except AttributeError:
         marks = buffers.allot_marks()
-    if len(marks) >= _CAP2:  # full, or FULL (over budget: _full tries for memory again)
-        return _full(kind, message, domain) if not helped else _count(kind)
-    if domain is not None:
-        try:
-            code = _DOM[(kind, message, domain)]
-        except (KeyError, TypeError):
-            code = _code(kind, message, domain)
-    else:
-        code = _code(kind, message, None) if kind != 3 else _POP
-    if code < 0:
-        _tls.drops[kind] += 1
+    if len(marks) >= _RUN:
+        marks = _rotate(marks)
+        if marks is None:  # full, or FULL (over budget: _full tries for memory again)
+            return _full(kind, message, domain) if not helped else _count(kind)
+    return _append(marks, kind, message, domain)
+
+
+def _rotate(marks: list[int]) -> list[int] | None:
+    """The thread's current list is at :data:`_RUN`: move it to the thread's runs and return a
+    new one (None when the thread holds its cap, or has no memory: FULL).  A signal handler
+    that marks in between may rotate too: the stores below follow the test with no call
+    between them (Python runs handlers and switches threads only at calls and loops), so the
+    list it started is kept, and a list in the runs twice is taken once (the flusher takes
+    prefixes)."""
+    if marks is buffers.FULL:
         return None
-    marks.append(_now())
-    marks.append(code)
-    return None
+    buf = _tls.buf
+    runs = buf.runs
+    if len(runs) >= _RUNS:
+        return None
+    new: list[int] = []
+    runs.append(marks)
+    if _tls.marks is marks:
+        _tls.marks = buf.marks = new
+        return new
+    return _tls.marks  # type: ignore[no-any-return]
 
 
 def _full(kind: int, message: Any, domain: Any) -> None:
@@ -223,10 +319,8 @@ def mark(message: str, domain: str | None = None) -> None:
                 if _skip_default:
                     return None
                 marks = _tls.marks
-                if len(marks) < _CAP2:
-                    code = _MARK[message]
-                    marks.append(_now())
-                    marks.append(code)
+                if len(marks) < _RUN:
+                    marks.append(_MARK[message] + _now())
                     return None
             elif domain is _LAST_SKIP or domain in _SKIP:
                 return None
@@ -243,9 +337,7 @@ def push(message: str, domain: str | None = None) -> None:
             if domain is None:
                 marks = _tls.marks
                 if len(marks) < _PUSHCAP:
-                    code = _PUSH[message]
-                    marks.append(_now())
-                    marks.append(code)
+                    marks.append(_PUSH[message] + _now())
                     return None
             elif domain is _LAST_SKIP or domain in _SKIP:
                 _tls.skips.append(True)  # its pop is skipped too
@@ -262,10 +354,9 @@ def pop() -> None:
         try:
             marks = _tls.marks
             if len(marks) < _POPCAP:
-                marks.append(_now())
-                marks.append(_POP)
+                marks.append(_POPC + _now())  # type: ignore[operator]
                 return None
-        except AttributeError:
+        except (AttributeError, TypeError):  # no list yet, or no slot for pops this epoch
             pass
         return _slow(3, None, None)
     return None

@@ -3,8 +3,8 @@
 Native core: ``mark``/``push``/``pop``/``range_start``/``range_end`` *are* the C functions of
 ``_ring`` (one flag test when off; one ring write when on).  Python fallback
 (``OPENMSPROF_RECORDER=python`` or no compiler): the functions of
-:mod:`openmsprof.recorder.pymarkers` (one flag test when off; when on, two int appends to the
-calling thread's own list, or a counted drop when that list is full).
+:mod:`openmsprof.recorder.pymarkers` (one flag test when off; when on, one int append to the
+calling thread's own list, or a counted drop when the thread's marks are full).
 """
 
 from __future__ import annotations
