@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from openmsprof.recorder import buffers, core, pymarkers, rawfile, session
+from openmsprof.recorder import buffers, core, pymarkers, rawfile, session, slots
 from openmsprof.recorder.datadir import DataDir
 from openmsprof.recorder.encode import Encoder
 from openmsprof.recorder.records import Kind
@@ -41,7 +41,7 @@ def test_one_int_a_record_becomes_that_record(table: DataDir) -> None:
     every word as the producer packed it, t0 = t1 = its time, nothing past the work area."""
     n = 3 * 8192 + 5
     codes = [_code(1 + i % 3, (i * 7919) % (1 << 32), i % (1 << 23)) for i in range(40)]
-    cs = [pymarkers._slot(c) for c in codes]
+    cs = [slots.take(c) for c in codes]
     assert all(c is not None for c in cs)
     t0 = time.perf_counter_ns()  # after the slots' base, as a producer's time always is
     ts = [t0 + 10 * i + i % 3 for i in range(n)]
@@ -63,7 +63,7 @@ def test_one_int_a_record_becomes_that_record(table: DataDir) -> None:
 def test_negative_form_records_sit_in_order_among_slotted_ones(table: DataDir) -> None:
     """A record that got no slot is one negative int carrying its time and code: a run mixing
     both forms decodes to the same records, in order."""
-    c = pymarkers._slot(_code(2, 5, 0))
+    c = slots.take(_code(2, 5, 0))
     assert c is not None
     t0 = time.perf_counter_ns()
     time.sleep(0.002)
@@ -87,14 +87,14 @@ def test_negative_form_records_sit_in_order_among_slotted_ones(table: DataDir) -
 def test_impossible_ints_are_dropped_and_counted_the_rest_kept(table: DataDir) -> None:
     """A slot never taken, a time after now or before the session, an int beyond 64 bits, a
     non-int: each dropped and counted; the valid records around them kept in order."""
-    c = pymarkers._slot(_code(1, 6, 0))
+    c = slots.take(_code(1, 6, 0))
     assert c is not None
     now = time.perf_counter_ns()
     time.sleep(0.001)
     enc = Encoder()
     enc.ts_lo = now - 10**9
     good = [c + now + i for i in range(10)]
-    junk = [(SLOT_UNUSED := 60000) << pymarkers.SLOT_SHIFT | 5,  # a slot nobody took
+    junk = [(SLOT_UNUSED := 60000) << slots.SLOT_SHIFT | 5,  # a slot nobody took
             c + now + 10**12,  # a time 1000 s ahead
             -1 - ((now - 10**10) << 64 | _code(1, 6, 0)),  # before the session (negative form)
             1 << 70, None]
@@ -110,13 +110,13 @@ def test_impossible_ints_are_dropped_and_counted_the_rest_kept(table: DataDir) -
 def test_a_new_epoch_leaves_records_of_old_slots_exact(table: DataDir, monkeypatch: pytest.MonkeyPatch) -> None:
     """Once the base is EPOCH_NS old, codes are cached afresh in new slots with a new base; a
     record packed with an old ``c`` still decodes to its own time and code."""
-    old_c = pymarkers._slot(_code(1, 1, 0))
-    monkeypatch.setattr(pymarkers, "EPOCH_NS", 0)
-    base0 = pymarkers._base
+    old_c = slots.take(_code(1, 1, 0))
+    monkeypatch.setattr(slots, "EPOCH_NS", 0)
+    base0 = slots.base
     time.sleep(0.001)
     pymarkers.refresh()
-    assert pymarkers._base > base0 and not pymarkers._MARK
-    new_c = pymarkers._slot(_code(1, 1, 0))
+    assert slots.base > base0 and not pymarkers._MARK
+    new_c = slots.take(_code(1, 1, 0))
     assert old_c is not None and new_c is not None and new_c >> 48 != old_c >> 48
     t = time.perf_counter_ns()
     ints = [old_c + t, new_c + t + 1]
@@ -146,7 +146,7 @@ def test_a_full_table_records_every_marker_in_the_negative_form(out_dir: Path, p
             pymarkers.push(f"r{i % 2}")
             pymarkers.pop()
             if i == 100:
-                pymarkers._slots = itertools.count(pymarkers.SLOTS)  # the flood took the rest
+                slots._counter = itertools.count(slots.SLOTS)  # the flood took the rest
             pymarkers.mark(f"late{i % 5}")
     finally:
         session.stop()
@@ -190,7 +190,7 @@ def test_a_drain_with_no_valid_record_counts_them_and_collection_goes_on(out_dir
         marks = buffers.allot_marks()
         with s.flusher._lock:
             for _ in range(300):
-                marks.append(60000 << pymarkers.SLOT_SHIFT | 5)
+                marks.append(60000 << slots.SLOT_SHIFT | 5)
             s.flusher._drain(wait=True)
             assert len(marks) == 0
         pymarkers.mark("after")

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from openmsprof.recorder import buffers, pymarkers
+from openmsprof.recorder import buffers, slots
 from openmsprof.recorder.datadir import DataDir
 from openmsprof.recorder.rawfile import GENERIC_DTYPE, TASKINFO_DTYPE
 from openmsprof.recorder.records import API_LEVEL_CODES, COUNTER, GENERIC, TASKINFO
@@ -22,7 +22,7 @@ __all__ = ["Encoder"]
 _API_CODE = {lvl: i for i, lvl in enumerate(API_LEVEL_CODES)}
 _MASK32 = 0xFFFFFFFF
 _MASK63 = (1 << 63) - 1
-_TS_MASK = (1 << pymarkers.SLOT_SHIFT) - 1
+_TS_MASK = (1 << slots.SLOT_SHIFT) - 1
 #: The ``array`` type code of an unsigned 64-bit int whose conversion is direct (``L`` on LP64).
 _ARRAY_CODE = "L" if array("L").itemsize == 8 else "Q"
 
@@ -47,7 +47,7 @@ class Encoder:
         The ints are converted by one ``array`` constructor (unsigned long: a direct C
         conversion, about half of ``np.fromiter``'s cost); a run holding a record in the
         negative form (no slot) goes to :meth:`_decode_slow`.  The slot's code and base come
-        from :data:`~openmsprof.recorder.pymarkers.TABLE_CODE` / ``TABLE_BASE`` by one gather
+        from :data:`~openmsprof.recorder.slots.TABLE_CODE` / ``TABLE_BASE`` by one gather
         each.  A record whose slot has no code, or whose time lies outside :attr:`ts_lo` to now,
         is dropped and counted."""
         n = len(ints)
@@ -60,11 +60,11 @@ class Encoder:
             ts, code, bad = self._decode_slow(ints)
             in_place = False
         else:
-            np.right_shift(v, pymarkers.SLOT_SHIFT, out=slot)
-            np.bitwise_and(slot, pymarkers.SLOTS - 1, out=slot)  # the 16 bits (v may read negative)
+            np.right_shift(v, slots.SLOT_SHIFT, out=slot)
+            np.bitwise_and(slot, slots.SLOTS - 1, out=slot)  # the 16 bits (v may read negative)
             np.bitwise_and(v, _TS_MASK, out=t0)
-            t0 += pymarkers.TABLE_BASE[slot]
-            ts, code, bad, in_place = t0, pymarkers.TABLE_CODE[slot], 0, True
+            t0 += slots.TABLE_BASE[slot]
+            ts, code, bad, in_place = t0, slots.TABLE_CODE[slot], 0, True
         word0 = out[:, 0]
         np.bitwise_and(code, 0xFF, out=word0)
         if n and (int(word0.min()) < 1 or int(ts.min()) < self.ts_lo or int(ts.max()) > time.perf_counter_ns()):
@@ -104,9 +104,9 @@ class Encoder:
             else:
                 odd.append((j, 0, 0))
         v = np.frombuffer(array(_ARRAY_CODE, regular), dtype=np.int64)
-        slot = (v >> pymarkers.SLOT_SHIFT) & (pymarkers.SLOTS - 1)
-        ts = (v & _TS_MASK) + pymarkers.TABLE_BASE[slot]
-        code = pymarkers.TABLE_CODE[slot]
+        slot = (v >> slots.SLOT_SHIFT) & (slots.SLOTS - 1)
+        ts = (v & _TS_MASK) + slots.TABLE_BASE[slot]
+        code = slots.TABLE_CODE[slot]
         if odd:
             at, t, c = (np.array(col, dtype=np.int64) for col in zip(*odd, strict=True))
             ts[at], code[at] = t, c

@@ -2,15 +2,13 @@
 
 ``mark``/``push``/``pop`` append one int a record to the calling thread's ``marks`` list
 (:mod:`~openmsprof.recorder.buffers`): ``c + perf_counter_ns()``, where ``c`` is cached per
-(kind, message, domain) and packs a slot of :data:`TABLE` with the slot's base time,
-``slot << 48 - base``.  The int is the record: ``slot << 48 | (ts - base)``, ``ts - base`` below
-2**48 (a new epoch, fresh slots and base, every :data:`EPOCH_NS`), so the hot path pays one
-add and one append, and the encoder converts one int a record.  A slot holds the record's code
-(``kind | a << 8 | b << 40``: the string ids of message and domain in the host data directory)
-and the base.  A miss interns the strings (under the string table's lock) and takes a slot
-(``itertools.count``: no lock); a record that gets no slot (the table is full, or the message
-cannot be a dict key) is appended as one negative int, ``-1 - (ts << 64 | code)`` (the encoder's
-slow path).  A list at its cap is drained on the producer's own thread (it holds the GIL the
+(kind, message, domain) and packs a slot of :mod:`~openmsprof.recorder.slots` with its base
+time: the int is the record, ``slot << 48 | (ts - base)``, so the hot path pays one add and one
+append, and the encoder converts one int a record.  A miss interns the strings (under the
+string table's lock) and takes a slot; a record that gets no slot (the table is full, or the
+message cannot be a dict key) is appended as one negative int, ``-1 - (ts << 64 | code)`` (the
+encoder's slow path).  The list holds at most ``buffers.RUN`` ints, then moves to the thread's
+runs (:func:`_rotate`).  A list at its cap is drained on the producer's own thread (it holds the GIL the
 flusher thread would wait for), or, when a drain is under way, the record is dropped and counted
 for the thread and kind; a thread over the session budget drops and counts everything.
 ``range_start``/``range_end`` carry a range id too and stay on the tuple path.
@@ -18,33 +16,14 @@ for the thread and kind; a thread over the session budget drops and counts every
 
 from __future__ import annotations
 
-import itertools
 import time
 from typing import Any
 
-import numpy as np
-
-from openmsprof.recorder import buffers
+from openmsprof.recorder import buffers, slots
 from openmsprof.recorder.buffers import TLS, next_range_id
 
-__all__ = [
-    "EPOCH_NS",
-    "SLOTS",
-    "SLOT_SHIFT",
-    "TABLE_BASE",
-    "TABLE_CODE",
-    "after_fork_child",
-    "begin",
-    "end",
-    "mark",
-    "pop",
-    "push",
-    "range_end",
-    "range_start",
-    "refresh",
-    "set_domains",
-    "set_enabled",
-]
+__all__ = ["after_fork_child", "begin", "end", "mark", "pop", "push", "range_end", "range_start", "refresh",
+           "set_domains", "set_enabled"]
 
 _now = time.perf_counter_ns
 _on = False
@@ -54,19 +33,6 @@ _wake = buffers.WAKE
 #: runs a thread holds before its marks are full (MARK_CAP records in all).
 _RUN = buffers.RUN
 _RUNS = buffers.MARK_CAP // buffers.RUN - 1
-#: A record's int: ``slot << SLOT_SHIFT | (ts - base)``; slots fill the 16 bits above.
-SLOT_SHIFT = 48
-SLOTS = 1 << 16
-#: The code and the base time (ns) of each slot; a slot's code is 0 until it is taken (the
-#: encoder counts a record of such a slot as invalid).  Filled per session.
-TABLE_CODE = np.zeros(SLOTS, dtype=np.int64)
-TABLE_BASE = np.zeros(SLOTS, dtype=np.int64)
-#: A new epoch (base time now, codes cached afresh in new slots) once the base is this old: a
-#: cached ``c`` used within 2**48 ns (78 h) of its base packs exactly, so an old one still in
-#: a producer's hands when the epoch changes has 58 h to be appended.
-EPOCH_NS = 1 << 46
-_slots = itertools.count()
-_base = 0  # the epoch's base time
 #: message -> c, per kind (domain None); (kind, message, domain) -> c otherwise.  Bounded by
 #: the table: once it is full, misses are appended as negative ints and not cached.
 _MARK: dict[Any, int] = {}
@@ -91,39 +57,27 @@ _PUSHCAP = buffers.RUN  # the same for push (every push's filter state is stacke
 
 
 def _new_epoch() -> None:
-    """Base time now; codes are cached afresh (in new slots: an old slot stays valid for the
+    """Codes are cached afresh, in slots of a new epoch (an old slot stays valid for the
     records that still carry it)."""
-    global _base, _POPC
-    _base = _now()
+    global _POPC
+    slots.new_epoch()
     for d in (_MARK, _PUSH, _DOM):
         d.clear()
-    _POPC = _slot(3)
-
-
-def _slot(code: int) -> int | None:
-    """``c`` of a new slot holding ``code`` in this epoch; None when the table is full."""
-    i = next(_slots)
-    if i >= SLOTS:
-        return None
-    base = _base
-    TABLE_BASE[i] = base
-    TABLE_CODE[i] = code  # last: a slot is valid once its code is set
-    return (i << SLOT_SHIFT) - base
+    _POPC = slots.take(3)
 
 
 def refresh() -> None:
-    """Called by the flusher each cycle: a new epoch once the base is :data:`EPOCH_NS` old."""
-    if _ids is not None and _now() - _base > EPOCH_NS:
+    """Called by the flusher each cycle: a new epoch once the base is ``slots.EPOCH_NS`` old."""
+    if _ids is not None and slots.old():
         _new_epoch()
 
 
 def begin(string_ids: Any) -> None:
     """A session starts: codes are string ids of its host data directory."""
-    global _ids, _RUNS, _POPCAP, _PUSHCAP, _slots
+    global _ids, _RUNS, _POPCAP, _PUSHCAP
     _RUNS = buffers.MARK_CAP // buffers.RUN - 1
     _POPCAP = _PUSHCAP = 0 if _dom_mode else _RUN
-    TABLE_CODE[:] = 0
-    _slots = itertools.count()
+    slots.reset()
     _new_epoch()
     _ids = string_ids
     _tls.skips = []
@@ -225,7 +179,7 @@ def _append(marks: list[int], kind: int, message: Any, domain: Any) -> None:
             _tls.drops[kind] += 1
             return None
         if key is not None and _ids is not None:
-            c = _slot(code)
+            c = slots.take(code)
         if c is None:  # no slot: the record whole in one negative int
             marks.append(-1 - (_now() << 64 | code))
             return None
