@@ -326,9 +326,9 @@ def steady_round(path: str, x: np.ndarray, mid: int, inp: int, out: int, n: int,
             acl.mdl.execute(mid, inp, out)
         t4 = time.perf_counter_ns()
         model.harvest(keep_running=True)
+        ortt.empty_trash()  # as the harvester does: the old session freed before the next is built
         runner.prepare_spare()
         session.current().flusher.drain()
-        ortt.empty_trash()
         t5 = time.perf_counter_ns()
         settle()  # the next session's pool start is a harvest's cost: inside ours' CPU, not the next block's
         c3 = time.process_time()

@@ -123,3 +123,38 @@ def test_a_sessions_fixed_cost_counts_its_thread_pool(models, out_dir, monkeypat
     assert acl.prof.stop(cfg) == 0
     assert acl.prof.finalize() == 0
     assert acl.mdl.unload(mid) == 0
+
+
+def test_a_background_harvest_frees_the_ended_session_at_once(models, tmp_path):
+    """After its last execute, a session's thread pool workers spin for work until it is freed
+    (~1 ms of CPU a ms each): a background harvest frees the ended session at once, before its
+    parse and the next build; a harvest on the caller's thread leaves it to empty_trash()."""
+    import itertools
+    import weakref
+
+    import onnxruntime as ort
+
+    from openmsprof.sources import onnxruntime_tasks as ortt
+
+    gens = itertools.count()
+
+    def factory():
+        so = ort.SessionOptions()
+        so.enable_profiling = True
+        so.profile_file_prefix = str(tmp_path / f"p{next(gens)}")
+        return ort.InferenceSession(str(models["tiny_mlp"]), so, providers=["CPUExecutionProvider"])
+
+    r = ortt.ProfiledRunner(factory)
+    feeds = {"input": np.ones((1, 16), np.float32)}
+    try:
+        for background in (True, False):
+            r.run(None, feeds, conn=1)
+            ended = weakref.ref(r._gen.sess)
+            profile, launches = r.harvest(keep_running=True, pause=(lambda: None) if background else None)
+            assert len(launches) == 1 and profile is not None and len(profile.node_ts) > 0
+            assert (ended() is None) is background
+            ortt.empty_trash()
+            assert ended() is None
+    finally:
+        r.close()
+        ortt.empty_trash()

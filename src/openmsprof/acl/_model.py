@@ -302,6 +302,7 @@ class Harvester:
                     r.prepare_spare()
                     if m.mode == TASKS and self.due(r):
                         m.harvest(keep_running=True, background=True)
+                        ortt.empty_trash()  # the old pool stops spinning before the new one starts
                         r.prepare_spare()
                 except Exception as exc:
                     log.warning("openmsprof.acl: background harvest failed: %s", exc)

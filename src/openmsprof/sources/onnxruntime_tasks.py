@@ -262,7 +262,10 @@ class ProfiledRunner:
                 self.run_s = sum(old.cpu) / len(old.cpu)
             start_ns = old.sess.get_profiling_start_time_ns()
             path = old.sess.end_profiling()
-            _graveyard.append(old)  # freeing a session with many events takes ms: not here
+            if pause is None:
+                _graveyard.append(old)  # freeing a session with many events takes ms: not here
+            else:  # a background harvest frees it now: its pool's workers, spinning for work
+                old.sess, old.io = None, {}  # that will not come, stop before the parse and the next build
             if not old.launches or not path:
                 _remove(path)
                 return None, old.launches
