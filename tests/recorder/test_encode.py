@@ -97,6 +97,7 @@ def test_impossible_ints_are_dropped_and_counted_the_rest_kept(table: DataDir) -
     junk = [(SLOT_UNUSED := 60000) << slots.SLOT_SHIFT | 5,  # a slot nobody took
             c + now + 10**12,  # a time 1000 s ahead
             -1 - ((now - 10**10) << 64 | _code(1, 6, 0)),  # before the session (negative form)
+            -1 - ((now + 5) << 64 | _code(9, 6, 0)),  # no marker kind (negative form)
             1 << 70, None]
     ints = good[:4] + junk[:3] + good[4:7] + junk[3:] + good[7:]
     assert SLOT_UNUSED >= 2

@@ -91,15 +91,14 @@ class Encoder:
         """Times and codes of a run holding negative-form records (``-1 - (ts << 64 | code)``)
         or ints no producer makes: the slotted ones still by the table, in numpy; an impossible
         one gets code 0 (dropped and counted by the caller); the third value is 0."""
-        n = len(ints)
         regular = list(ints)
         odd: list[tuple[int, int, int]] = []
         for j, x in enumerate(ints):
             if type(x) is int and 0 <= x < 1 << 64:
                 continue
             regular[j] = 0
-            if type(x) is int and -(1 << 127) <= x < 0:
-                w = -1 - x
+            w = -1 - x if type(x) is int and -(1 << 127) <= x < 0 else 0
+            if 1 <= w & 0xFF <= 3:  # a marker's kind (a code the table does not hold is checked here)
                 odd.append((j, w >> 64, w & _MASK63))
             else:
                 odd.append((j, 0, 0))
@@ -110,7 +109,6 @@ class Encoder:
         if odd:
             at, t, c = (np.array(col, dtype=np.int64) for col in zip(*odd, strict=True))
             ts[at], code[at] = t, c
-        assert len(ts) == n
         return ts, code, 0
 
     def _encode_each(self, chunk: list[tuple[Any, ...]], tid: int, dirs: list[DataDir],
