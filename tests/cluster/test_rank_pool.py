@@ -19,6 +19,7 @@ from openmsprof.cluster import run_cluster
 from openmsprof.cluster.rank_worker import SIGNAL_ENV
 from openmsprof.config.errors import PathError
 from tests.cluster.conftest import leftovers
+from tests.collector.programs import sigint_as_at_a_terminal
 
 
 def _children() -> set[int]:
@@ -81,7 +82,7 @@ def test_ctrl_c_ends_every_worker(synthetic: Path, tmp_path: Path) -> None:
     env = {**os.environ, SIGNAL_ENV: "0,1,2,3:communication.json:SIGSTOP"}
     proc = subprocess.Popen([sys.executable, "-m", "openmsprof", "cluster", "-d", str(synthetic), "-o", str(out),
                              "-m", "step_trace", "--workers", "2"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_at_a_terminal)
     try:
         me = psutil.Process(proc.pid)
         deadline = time.monotonic() + 240
