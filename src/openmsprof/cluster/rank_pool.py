@@ -62,6 +62,7 @@ class _Worker:
     proc: BaseProcess
     conn: Connection
     job: RankSource | None = None
+    leaving: bool = False  # told to leave (``None`` sent): never handed a rank again, only reaped
 
 
 class RankPool:
@@ -81,7 +82,7 @@ class RankPool:
         ok = False
         try:
             while self.queue or any(w.job is not None for w in self.workers):
-                while self.queue and len(self.workers) < self.n:
+                while self.queue and sum(not w.leaving for w in self.workers) < self.n:
                     self._spawn(self.queue.popleft())
                 ready = set(wait([x for w in self.workers for x in (w.conn, w.proc.sentinel)], timeout=WAIT_S))
                 for w in list(self.workers):
@@ -133,9 +134,12 @@ class RankPool:
                 self.on_done()
         if ended or w.proc.exitcode is not None:
             self._reap(w)
+        elif w.leaving:
+            return  # its end is near: reaped when its sentinel or end of file says so
         elif self.queue and w.job is None:
             self._hand(w, self.queue.popleft())
         elif w.job is None:
+            w.leaving = True  # (a rank queued again later goes to a new worker, not to this one)
             with contextlib.suppress(OSError):
                 w.conn.send(None)
 
