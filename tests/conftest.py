@@ -196,6 +196,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     first = [i for i in items if i.get_closest_marker("fork_policy")]
     if first:
         items[:] = first + [i for i in items if not i.get_closest_marker("fork_policy")]
+    if os.environ.get(PURE_PYTHON_OFF_ENV):  # ``make sanitize``: the pure-Python cases run no C code
+        pure = [i for i in items if _pure_python_case(i)]
+        if pure:
+            config.hook.pytest_deselected(items=pure)
+            items[:] = [i for i in items if not _pure_python_case(i)]
+
+
+#: set by ``tests/sanitize.py``: leave out the cases parametrized to the pure-Python path
+PURE_PYTHON_OFF_ENV = "OPENMSPROF_TESTS_NO_PURE_PYTHON"
+
+
+def _pure_python_case(item: pytest.Item) -> bool:
+    """A case whose parametrization id names the pure-Python path (``[python]``, ``[...-python]``)."""
+    spec = getattr(item, "callspec", None)
+    return spec is not None and "python" in spec.id.split("-")
 
 
 @pytest.fixture(autouse=True)
