@@ -74,6 +74,32 @@ def rank_dirs(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.name.endswith("_ascend_pt"))
 
 
+def saved_window(root: Path) -> Path:
+    """The one rank dir under ``root`` of a window handed over with ``analyse_flag=False``, once
+    the analysis worker's background save released its claim (``stop()`` does not wait for that),
+    still unanalysed."""
+    from openmsprof.torch.profiler import _analysis_claim
+
+    (rd,) = rank_dirs(root)
+    with _analysis_claim.claim(rd, wait_s=120) as mine:
+        assert mine is True
+    assert not (rd / "ASCEND_PROFILER_OUTPUT").exists()
+    return rd
+
+
+def raw_window(trainer: Trainer, root: Path) -> Path:
+    """One saved, unanalysed window of ``trainer`` with shapes, stacks and memory."""
+    import openmsprof.torch.profiler as tp
+
+    with tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=0, active=2, repeat=1),
+                    on_trace_ready=tp.tensorboard_trace_handler(str(root), analyse_flag=False),
+                    record_shapes=True, with_stack=True, profile_memory=True) as prof:
+        for _ in range(3):
+            trainer.step()
+            prof.step()
+    return saved_window(root)
+
+
 def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     with open(path, newline="", encoding="utf-8") as f:
         r = csv.reader(f)

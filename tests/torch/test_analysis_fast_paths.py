@@ -16,11 +16,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-import openmsprof.torch.profiler as tp
 from openmsprof.export.ascend_pt import nesting, pt_summary
 from openmsprof.machine import peaks
-from openmsprof.torch.profiler import _analysis_claim, analysis
-from tests.torch.conftest import Trainer, rank_dirs, read_csv
+from openmsprof.torch.profiler import analysis
+from tests.torch.conftest import Trainer, raw_window, read_csv
 
 OUT = "ASCEND_PROFILER_OUTPUT"
 
@@ -28,18 +27,7 @@ OUT = "ASCEND_PROFILER_OUTPUT"
 @pytest.fixture
 def raw(trainer: Trainer, tmp_path: Path) -> Path:
     """One saved, unanalysed window with shapes, stacks and memory."""
-    root = tmp_path / "raw"
-    with tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=0, active=2, repeat=1),
-                    on_trace_ready=tp.tensorboard_trace_handler(str(root), analyse_flag=False),
-                    record_shapes=True, with_stack=True, profile_memory=True) as prof:
-        for _ in range(3):
-            trainer.step()
-            prof.step()
-    (rd,) = rank_dirs(root)
-    with _analysis_claim.claim(rd, wait_s=120) as mine:  # the worker saves it in the background
-        assert mine is True
-    assert not (rd / OUT).exists()
-    return rd
+    return raw_window(trainer, tmp_path / "raw")
 
 
 @pytest.fixture

@@ -13,33 +13,16 @@ from pathlib import Path
 import orjson
 import pytest
 
-import openmsprof.torch.profiler as tp
 from openmsprof.fileio import fs
 from openmsprof.torch.profiler import _analysis_claim, _analysis_stage, analysis
-from tests.torch.conftest import Trainer, rank_dirs
+from tests.torch.conftest import Trainer, raw_window
 
 pytestmark = pytest.mark.skipif(not _analysis_stage.supported(), reason="no renameat2 here")
 
 
-def _raw_window(trainer: Trainer, root: Path) -> Path:
-    """One saved, unanalysed window with shapes, stacks and memory (the worker saves it; stop() does not
-    wait for that, so the window's claim is waited for)."""
-    with tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=0, active=2, repeat=1),
-                    on_trace_ready=tp.tensorboard_trace_handler(str(root), analyse_flag=False),
-                    record_shapes=True, with_stack=True, profile_memory=True) as prof:
-        for _ in range(3):
-            trainer.step()
-            prof.step()
-    (rd,) = rank_dirs(root)
-    with _analysis_claim.claim(rd, wait_s=120) as mine:  # the worker saves it in the background, under its claim
-        assert mine is True
-    assert not (rd / "ASCEND_PROFILER_OUTPUT").exists()
-    return rd
-
-
 def _staged_window(trainer: Trainer, root: Path) -> tuple[Path, Path]:
     """A raw window and the worker's staged copy of it, made under the window's claim."""
-    rd = _raw_window(trainer, root)
+    rd = raw_window(trainer, root)
     with _analysis_claim.claim(rd) as mine:
         assert mine
         staged = _analysis_stage.stage(rd, 4242)
@@ -71,7 +54,7 @@ def _variant(src: Path, dst: Path, level: str, simplify: bool, stack: bool) -> P
                                                           ("Level2", True, False)])
 def test_staged_analysis_publishes_the_bytes_of_an_in_place_one(trainer: Trainer, tmp_path: Path, level: str,
                                                                 simplify: bool, stack: bool) -> None:
-    raw = _raw_window(trainer, tmp_path / "raw")
+    raw = raw_window(trainer, tmp_path / "raw")
     name = raw.name
     here = _variant(raw, tmp_path / "here" / name, level, simplify, stack)
     staged_side = _variant(raw, tmp_path / "staged" / name, level, simplify, stack)

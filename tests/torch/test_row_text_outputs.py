@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 
 from openmsprof.export.ascend_pt import framework, kernel_job, rank_analyse, text
-from openmsprof.torch.profiler import _analysis_claim
-from tests.torch.conftest import Trainer, rank_dirs
+from tests.torch.conftest import Trainer, saved_window
 
 tp = pytest.importorskip("openmsprof.torch.profiler")
 torch = pytest.importorskip("torch")
@@ -53,11 +52,7 @@ def _raw_window(root: Path, with_stack: bool) -> Path:
             with torch.profiler.record_function(f"range %d {i}" if i % 2 else "plain, comma {} [1]"):
                 trainer.step()
         prof.step()
-    (rank,) = rank_dirs(root)
-    with _analysis_claim.claim(rank, wait_s=120) as mine:
-        assert mine is True
-    assert not (rank / "ASCEND_PROFILER_OUTPUT").exists()
-    return rank
+    return saved_window(root)
 
 
 def _files(rank: Path) -> dict[str, tuple[int, bytes]]:
