@@ -86,24 +86,28 @@ def test_unreachable_scheduler_is_one_line(synthetic: Path, tmp_path: Path) -> N
 
 
 class _Killer(threading.Thread):
-    """SIGKILL this process's pool workers: the first ``times`` seen (or all, for ``times=None``)."""
+    """SIGKILL the children of process ``pid`` as soon as they are seen: the first ``times`` (or
+    all, for ``times=None``) until stopped, looking every ``every`` seconds."""
 
-    def __init__(self, times: int | None) -> None:
+    def __init__(self, pid: int, times: int | None, every: float) -> None:
         super().__init__(daemon=True)
-        self.times, self.killed, self.stop = times, 0, threading.Event()
+        self.pid, self.times, self.every, self.killed, self.stop = pid, times, every, 0, threading.Event()
 
     def run(self) -> None:
-        me = psutil.Process()
-        while not self.stop.is_set() and (self.times is None or self.killed < self.times):
-            for child in me.children(recursive=True):
-                if self.times is not None and self.killed >= self.times:
-                    break
-                try:
-                    os.kill(child.pid, signal.SIGKILL)
-                    self.killed += 1
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.005)
+        try:
+            parent = psutil.Process(self.pid)
+            while not self.stop.is_set() and (self.times is None or self.killed < self.times):
+                for child in parent.children(recursive=True):
+                    if self.times is not None and self.killed >= self.times:
+                        break
+                    try:
+                        os.kill(child.pid, signal.SIGKILL)
+                        self.killed += 1
+                    except ProcessLookupError:
+                        pass
+                time.sleep(self.every)
+        except psutil.NoSuchProcess:
+            return
 
 
 @pytest.fixture(scope="module")
@@ -114,35 +118,13 @@ def slow_parse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_killed_worker_ranks_are_retried(slow_parse: Path, tmp_path: Path) -> None:
     """One worker SIGKILLed: its rank is parsed by a replacement.  The kernels are parsed (120 k a
     rank) so that the workers live long enough for the killer thread to see one at any load."""
-    killer = _Killer(times=1)
+    killer = _Killer(os.getpid(), times=1, every=0.005)
     killer.start()
     run = run_cluster(slow_parse, ["step_trace", "compute_op"], tmp_path, workers=2)
     killer.stop.set()
     assert killer.killed == 1
     assert [p["rank"] for p in run.partials] == [0, 1, 2, 3]
     assert not any(p.get("failed") for p in run.partials) and not run.problems
-
-
-class _Storm(threading.Thread):
-    """SIGKILL every child of process ``pid`` as soon as it is seen, until stopped."""
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.killed, self.stop = pid, 0, threading.Event()
-
-    def run(self) -> None:
-        try:
-            parent = psutil.Process(self.pid)
-            while not self.stop.is_set():
-                for child in parent.children(recursive=True):
-                    try:
-                        os.kill(child.pid, signal.SIGKILL)
-                        self.killed += 1
-                    except ProcessLookupError:
-                        pass
-                time.sleep(0.002)
-        except psutil.NoSuchProcess:
-            return
 
 
 def test_ranks_of_always_dying_workers_are_reported(slow_parse: Path, tmp_path: Path) -> None:
@@ -156,7 +138,7 @@ def test_ranks_of_always_dying_workers_are_reported(slow_parse: Path, tmp_path: 
     proc = subprocess.Popen([sys.executable, "-m", "openmsprof", "cluster", "-d", str(slow_parse), "-o", str(out),
                              "-m", "step_trace", "--workers", "2"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    storm = _Storm(proc.pid)
+    storm = _Killer(proc.pid, times=None, every=0.002)
     storm.start()
     try:
         _stdout, err = proc.communicate(timeout=300)  # a hang fails here (a run takes seconds)
