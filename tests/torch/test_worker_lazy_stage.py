@@ -14,8 +14,7 @@ import orjson
 import pytest
 
 from openmsprof.torch.profiler import _analysis_claim, _analysis_stage, _worker_process
-from tests.torch.conftest import Trainer
-from tests.torch.test_analysis_stage import _raw_window
+from tests.torch.conftest import Trainer, raw_window
 
 pytestmark = pytest.mark.skipif(not _analysis_stage.supported(), reason="no renameat2 here")
 
@@ -33,7 +32,7 @@ def _analyser(jobs_fd: int, answers: list[tuple[str, Path]]) -> _worker_process.
 
 
 def test_a_queued_window_is_staged_when_the_child_takes_it(trainer: Trainer, tmp_path: Path) -> None:
-    raw = _raw_window(trainer, tmp_path / "raw")
+    raw = raw_window(trainer, tmp_path / "raw")
     root = tmp_path / "out"
     first, second = root / raw.name, root / ("b" + raw.name)
     shutil.copytree(raw, first)
@@ -67,7 +66,7 @@ def test_a_queued_window_is_staged_when_the_child_takes_it(trainer: Trainer, tmp
 
 
 def test_stage_now_says_what_is_left_to_analyse(trainer: Trainer, tmp_path: Path) -> None:
-    raw = _raw_window(trainer, tmp_path / "raw")
+    raw = raw_window(trainer, tmp_path / "raw")
     gone = tmp_path / "gone_ascend_pt"
     assert _worker_process._stage_now(gone) == (False, None)
     done = tmp_path / "done" / raw.name
