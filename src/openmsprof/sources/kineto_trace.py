@@ -5,11 +5,17 @@ Kineto writes each top-level event as ``  {`` … ``  }`` lines.  A raw newline 
 a JSON string, so ``"\\n  },\\n  {"`` can only separate two top-level events; each block is cut
 there and parsed as its own array.  Any other layout (a compact file, a bare array, a hand-made
 trace) falls back to one whole-document parse, as does a block that does not parse.
+
+Kineto writes some strings as given (a ``record_function`` name with a ``"`` makes its own file
+invalid JSON; it turns ``\\`` into ``/``).  When the whole document does not parse, its
+``"key": "value",`` lines whose value holds unescaped quotes or control characters are repaired
+(``_repair``) and the count reported in one line; anything else still fails in one line.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -38,6 +44,9 @@ MAX_WHOLE_BYTES = 2 << 30
 _SEP = b"\n  },\n  {"
 _END = b"\n  ]"
 _EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
+#: one ``"key": "value"`` line of Kineto's layout (the value as written, maybe unescaped)
+_STRING_LINE_RE = re.compile(rb'^( *"[A-Za-z_ ]+": ")(.*)("),?$')
+log = logging.getLogger("openmsprof")
 
 
 def _native() -> Callable[[bytes], Any] | None:
@@ -115,7 +124,7 @@ class TraceReader:
         except JSONTooDeep:
             raise RawDataError(f"{str(self.path)!r}: JSON nested deeper than {MAX_JSON_DEPTH} levels; refused") from None
         except orjson.JSONDecodeError as exc:
-            raise RawDataError(f"{str(self.path)!r} is not valid JSON: {exc}") from None
+            doc = self._repaired(data, exc)
         if isinstance(doc, dict):
             self.header = {k: v for k, v in doc.items() if k != "traceEvents"}
             base = doc.get("baseTimeNanoseconds")
@@ -124,6 +133,21 @@ class TraceReader:
         else:
             events = doc
         return events if isinstance(events, list) else []
+
+    def _repaired(self, data: bytes, exc: orjson.JSONDecodeError) -> Any:
+        """``data`` parsed after ``_repair``; RawDataError (naming the first error) if that
+        does not make it valid."""
+        fixed, count = _repair(data)
+        if count:
+            try:
+                doc = parse_bounded(fixed)
+            except (orjson.JSONDecodeError, JSONTooDeep):
+                pass
+            else:
+                log.warning("openmsprof: %s: repaired %d string(s) Kineto wrote unescaped (a record_function "
+                            "name with a quote?)", self.path, count)
+                return doc
+        raise RawDataError(f"{str(self.path)!r} is not valid JSON: {exc}") from None
 
     def _open(self) -> IO[bytes]:
         """The trace opened only if it is a regular file of at most MAX_TRACE_BYTES (a FIFO, a
@@ -187,6 +211,29 @@ class TraceReader:
         if not isinstance(out, kind):
             raise _NotKinetoLayout()
         return out
+
+
+def _repair(data: bytes) -> tuple[bytes, int]:
+    """``data`` with each ``"key": "value",`` line whose value is not a valid JSON string body
+    (a raw ``"``, ``\\`` or control character, as Kineto writes a ``record_function`` name)
+    escaped; and how many lines were changed."""
+    lines = data.split(b"\n")
+    count = 0
+    for i, line in enumerate(lines):
+        m = _STRING_LINE_RE.match(line)
+        if m is None or _valid(b"{" + line.strip().rstrip(b",") + b"}"):
+            continue  # not a string member, or a valid one (maybe several on the line)
+        lines[i] = m.group(1)[:-1] + orjson.dumps(m.group(2).decode("utf-8", "replace")) + line[m.end(3):]
+        count += 1
+    return b"\n".join(lines), count
+
+
+def _valid(data: bytes) -> bool:
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 class Restart(Exception):
