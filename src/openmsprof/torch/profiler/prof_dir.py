@@ -97,11 +97,12 @@ def root_ready(root: Path) -> bool:
 
 def create_at(root: Path, path: Path) -> None:
     """Create ``root`` if needed and the rank dir ``path`` with logs/ and FRAMEWORK/;
-    a ``path`` that already exists is refused."""
+    a ``path`` that already exists is refused.  The root counts as ready (``root_ready``) only
+    once the whole dir is made: a window end that finds it ready hands its dir's creation to
+    whoever saves it, which must not race this one's subdirs."""
     if root not in _ready_roots:
         fs.make_dir(root)
         fs.check_writable(root)
-        _ready_roots.add(root)
     try:
         fs.make_new_dir(path)
     except Exception:
@@ -109,6 +110,7 @@ def create_at(root: Path, path: Path) -> None:
         raise
     fs.make_new_dir(path / "FRAMEWORK")
     fs.make_new_dir(path / "logs")
+    _ready_roots.add(root)
 
 
 def create(root: Path, worker_name: str | None) -> Path:
