@@ -20,7 +20,6 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <float.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +103,10 @@ static int image(const int64_t *ts, Py_ssize_t n, int64_t *img) {
             if (q < 0)
                 us = -us;
         }
-        img[i] = us == floor(us) ? (int64_t)us * 1000 : (int64_t)(us * 1000.0);
+        /* numpy: a whole us is scaled exactly, else us * 1000 truncated (|us| < 2^52 here, so
+         * the cast truncates exactly and tells whole values: no libm floor call) */
+        int64_t whole = (int64_t)us;
+        img[i] = (double)whole == us ? whole * 1000 : (int64_t)(us * 1000.0);
     }
     return 0;
 }
