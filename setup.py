@@ -2,8 +2,9 @@
 export task loop (``openmsprof.export.msprof._task_lines``), the import writer
 (``openmsprof.parse._bulk_insert``), the ONNX Runtime profile scan
 (``openmsprof.sources._ort_scan``), the Kineto trace scan (``openmsprof.sources._kineto_scan``), the
-torch analysis' operator nesting sweep (``openmsprof.export.ascend_pt._nest_sweep``) and the torch
-views' row texts (``openmsprof.export.ascend_pt._row_text``).
+torch analysis' operator nesting sweep (``openmsprof.export.ascend_pt._nest_sweep``), the torch
+views' row texts (``openmsprof.export.ascend_pt._row_text``) and trace_view's Perfetto fit
+(``openmsprof.export.ascend_pt._perfetto_fit``).
 
 ``pip install`` compiles them with the system C compiler.  Without a compiler (or with
 ``OPENMSPROF_NO_NATIVE=1``) the build is skipped with a warning and openmsprof runs on the
@@ -36,7 +37,7 @@ class OptionalBuildExt(build_ext):
             what = {"_ring": "recorder", "_task_lines": "export task loop",
                     "_bulk_insert": "import writer", "_ort_scan": "ONNX Runtime profile scan",
                     "_kineto_scan": "Kineto trace scan", "_nest_sweep": "operator nesting sweep",
-                    "_row_text": "row formatter"}.get(ext.name.rsplit(".", 1)[-1], ext.name)
+                    "_row_text": "row formatter", "_perfetto_fit": "Perfetto fit"}.get(ext.name.rsplit(".", 1)[-1], ext.name)
             print(f"openmsprof: native {what} not built ({exc}); using its pure-Python fallback",
                   file=sys.stderr)
 
@@ -66,6 +67,11 @@ ext_modules = [] if os.environ.get("OPENMSPROF_NO_NATIVE") else [
     # ``%`` templates are its fallback
     Extension("openmsprof.export.ascend_pt._row_text", ["src/openmsprof/export/ascend_pt/_row_text.c"],
               extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
+    # trace_view's Perfetto fit (the lane sweep and Perfetto's reading of the µs text, which must
+    # round as numpy's long double does: no contraction); perfetto_fit.fit's Python is its fallback
+    Extension("openmsprof.export.ascend_pt._perfetto_fit", ["src/openmsprof/export/ascend_pt/_perfetto_fit.c"],
+              extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter", "-ffp-contract=off"],
+              optional=True),
 ]
 
 setup(ext_modules=ext_modules, cmdclass={"build_ext": OptionalBuildExt})

@@ -17,11 +17,17 @@ truly overlaps another operator partially (possible only with hand-ended ranges)
 end at the other's end, nested.  "Truly" always means in the measured times, never in the times
 already shortened by the fit (a slice cut to its parent's rounded end keeps its children nested).
 Only trace_view's copy changes: the CSVs and db keep the measured values.
+
+``fit`` runs in C (``_perfetto_fit.c``) when that was built and the input is in its range; the
+Python code here is the reference and the fallback (``OPENMSPROF_PERFETTO_FIT_PYTHON=1`` forces it).
 """
 
 from __future__ import annotations
 
+import importlib
 import itertools
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +43,19 @@ LANE_SHIFT = 22
 #: Lanes per track before the last one takes every remaining overlap (shortened to fit).
 MAX_LANES = 8
 _EXACT_FROM_NS = (1 << 40) * 1000  # above this (µs ≥ 2^40) the long-double path is exact
+
+
+def _load_native() -> Callable[..., tuple[int, int, int, dict[int, int]] | None] | None:
+    if os.environ.get("OPENMSPROF_PERFETTO_FIT_PYTHON") == "1":
+        return None
+    try:
+        return importlib.import_module("openmsprof.export.ascend_pt._perfetto_fit").fit  # type: ignore[no-any-return]
+    except ImportError:
+        return None
+
+
+#: ``_perfetto_fit.c``'s ``fit`` (None when not built: the Python code below runs).
+_native = _load_native()
 
 
 def image_ns(ts_ns: np.ndarray) -> np.ndarray:
@@ -78,6 +97,10 @@ def fit(ts: np.ndarray, dur: np.ndarray, track: np.ndarray, priority: np.ndarray
     event) that truly overlap partially both stay: the later one is clipped to the other's end."""
     ts = np.asarray(ts, np.int64)
     true_dur = np.asarray(dur, np.int64)
+    if _native is not None and len(ts):
+        done = _fit_native(_native, ts, true_dur, track, priority, stay)
+        if done is not None:
+            return done
     out = Fitted(true_dur.copy(), np.asarray(track, np.int64).copy())
     if not len(ts):
         return out
@@ -96,6 +119,25 @@ def fit(ts: np.ndarray, dur: np.ndarray, track: np.ndarray, priority: np.ndarray
         pending = moved
     cut = np.asarray(dur, np.int64) - out.dur
     out.shortened, out.shortened_ns = int(np.count_nonzero(cut)), int(cut.sum())
+    return out
+
+
+def _fit_native(native: Callable[..., tuple[int, int, int, dict[int, int]] | None], ts: np.ndarray,
+                true_dur: np.ndarray, track: np.ndarray, priority: np.ndarray, stay: np.ndarray | None) -> Fitted | None:
+    """``fit`` in C; None where it does not apply (priorities beyond int8, times or track ids
+    outside the C code's range): the Python code runs."""
+    pr = np.asarray(priority)
+    if pr.dtype != np.int8:
+        if pr.dtype.kind not in "biu" or (len(pr) and (int(pr.min()) < -128 or int(pr.max()) > 127)):
+            return None
+        pr = pr.astype(np.int8)
+    out = Fitted(np.empty(len(ts), np.int64), np.empty(len(ts), np.int64))
+    got = native(np.ascontiguousarray(ts), np.ascontiguousarray(true_dur), np.ascontiguousarray(track, np.int64),
+                 np.ascontiguousarray(pr), None if stay is None else np.ascontiguousarray(stay, bool),
+                 out.dur, out.track, LANE_SHIFT, MAX_LANES)
+    if got is None:
+        return None
+    out.shortened, out.shortened_ns, out.moved, out.lanes = got
     return out
 
 
