@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,11 +77,16 @@ def rank_dirs(root: Path) -> list[Path]:
 
 def saved_window(root: Path) -> Path:
     """The one rank dir under ``root`` of a window handed over with ``analyse_flag=False``, once
-    the analysis worker's background save released its claim (``stop()`` does not wait for that),
-    still unanalysed."""
-    from openmsprof.torch.profiler import _analysis_claim
+    the analysis worker answered its save and released its claim (``stop()`` does not wait for
+    that: it may save the window itself, and the worker's late try must not run beside the
+    test's own work on the dir), still unanalysed."""
+    from openmsprof.torch.profiler import _analysis_claim, _analysis_worker
 
     (rd,) = rank_dirs(root)
+    c = _analysis_worker._client  # the worker's late save of a window stop() saved itself: answered first
+    deadline = time.monotonic() + 120
+    while c is not None and c.alive() and os.fspath(rd) in c.pending and time.monotonic() < deadline:
+        time.sleep(0.02)
     with _analysis_claim.claim(rd, wait_s=120) as mine:
         assert mine is True
     assert not (rd / "ASCEND_PROFILER_OUTPUT").exists()
