@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
+
+from openmsprof.fileio import temp_dirs
 
 SHM = "/dev/shm"
 SHM_MIN_FREE = 1 << 30
@@ -28,31 +29,14 @@ def path() -> str:
                 base = SHM
         except OSError:
             pass
-        sweep(base or tempfile.gettempdir())
-        _root = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=base)
+        _root = temp_dirs.make(_PREFIX, base)  # (after sweeping those of dead processes)
     return _root
 
 
 def sweep(base: str) -> None:
     """Remove the profile directories of our processes that died without cleaning up (a
     SIGKILL): on a RAM disk they would hold memory until reboot."""
-    try:
-        entries = os.listdir(base)
-    except OSError:
-        return
-    for name in entries:
-        if not name.startswith(_PREFIX):
-            continue
-        pid = name[len(_PREFIX):].split("-", 1)[0]
-        full = os.path.join(base, name)
-        try:
-            if not pid.isdigit() or os.stat(full, follow_symlinks=False).st_uid != os.getuid():
-                continue
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(full, ignore_errors=True)
-        except OSError:
-            pass
+    temp_dirs.sweep(base, _PREFIX)
 
 
 def remove() -> None:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from openmsprof.cli.argtypes import bounded_int
+from openmsprof.fileio import temp_dirs
 
 DEFAULT_OUTPUT = "openmsprof_demo"
 
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     from openmsprof.demo.models import resnet_like
 
     output = Path(args.output).absolute()
-    with tempfile.TemporaryDirectory(prefix="openmsprof_demo_") as tmp:
+    with temp_dirs.private_temp_dir("openmsprof_demo_") as tmp:
         model_path = Path(tmp) / f"resnet_{args.activation}.onnx"
         onnx.save(resnet_like(args.activation), os.fspath(model_path))
         print(f"openmsprof demo: profiling {model_path.name} ({args.executes} executes) ...")

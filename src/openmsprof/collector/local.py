@@ -12,7 +12,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,7 @@ from openmsprof.collector import collect_switches as options
 from openmsprof.config.errors import PathError
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.paths import resolve_output
-from openmsprof.fileio import fs
+from openmsprof.fileio import fs, temp_dirs
 from openmsprof.flight import options as flight_options
 from openmsprof.flight.env_arm import with_output
 
@@ -65,7 +64,7 @@ def run(argv: list[str], config: ProfileConfig, output: Path, *, cwd: str | None
     arms a flight recorder writing into ``output`` when a trigger fires."""
     before = list_jobs(output)
     config = config.replace(output=str(output))
-    tmp = Path(tempfile.mkdtemp(prefix="openmsprof_collect_"))
+    tmp = Path(temp_dirs.make("openmsprof_collect_"))  # (a killed collector's is swept by the next)
     try:
         acl_path = tmp / "acl.json"
         fs.write_file_atomic(acl_path, orjson.dumps(options.acl_json(config), option=orjson.OPT_INDENT_2))

@@ -16,12 +16,12 @@ msprof-analyze's ``module_statistic`` builds its module tree from.
 from __future__ import annotations
 
 import sqlite3
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from openmsprof.config.errors import ProfilingError
 from openmsprof.export.ascend_pt.framework import Framework
+from openmsprof.fileio.temp_dirs import private_temp_dir
 from openmsprof.parse.importer import import_job
 
 __all__ = ["MODULE_DOMAIN", "NO_TASK", "marker_rows", "module_rows"]
@@ -41,9 +41,9 @@ def marker_rows(rank_dir: Path, intern: Callable[[str], int]) -> Iterator[tuple[
     for job in sorted(p for p in rank_dir.glob("PROF_*") if p.is_dir() and not p.is_symlink()):
         if not _has_markers(job):
             continue
-        with tempfile.TemporaryDirectory(prefix="openmsprof-mstx-") as tmp:
+        with private_temp_dir("openmsprof-mstx-") as tmp:  # (a killed analysis's is swept by the next)
             try:
-                db = import_job(job, progress=False, output=Path(tmp)).db_path
+                db = import_job(job, progress=False, output=tmp).db_path
             except ProfilingError:
                 continue  # the job's own import reports it; the torch db keeps what it has
             con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
