@@ -276,3 +276,32 @@ def test_mutated_blocks_are_scanned_as_orjson_reads_them_or_left_to_it() -> None
         assert isinstance(events, list)
         _same(_native([block]), _reference([block]))
     assert taken > 100  # most single edits that stay JSON keep the block in the scan's subset
+
+
+def _decimals(rng: random.Random) -> list[str]:
+    """Decimal texts around the scan's fast path's edges: 2**53 and its neighbours split at every
+    point, 15–19 significant digits, up to 25 fraction digits, leading zeros, negatives, -0.0."""
+    out = ["0.0", "-0.0", "0.000", "-0.5", "0.1", "4926655710016.630", "9007199254740.993",
+           "9007199254740993.0", "9007199254740992.0", "9007199254740991.5", "0.1234567890123456789012",
+           "0.12345678901234567890123", "1.0000000000000000000000001", "123456789012.345678"]
+    for m in (2**53 - 1, 2**53, 2**53 + 1, 10**15 + 7, 10**16 + 3, 10**17 - 1):
+        digits = str(m)
+        out += [f"{digits[:k]}.{digits[k:]}" for k in range(1, len(digits))]
+    for _ in range(3000):
+        whole = str(rng.randrange(0, 10 ** rng.randrange(1, 17)))
+        frac = "".join(rng.choice("0123456789") for _ in range(rng.randrange(1, 24)))
+        out.append(("-" if rng.random() < 0.2 else "") + f"{whole}.{frac}")
+    return out
+
+
+def test_decimal_times_are_the_correctly_rounded_floats() -> None:
+    """Every ts / dur decimal is scanned to the float64 Python's float() gives, bit for bit
+    (the fast path for short decimals and the general conversion alike)."""
+    texts = _decimals(random.Random(11))
+    events = ",".join(f'{{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": {t}, "dur": {t}}}'
+                      for t in texts)
+    res = kineto_trace.scan(f"[{events}]".encode())
+    assert res is not None
+    want = np.asarray([float(t) for t in texts], np.float64)
+    for got in (np.frombuffer(res[3], np.float64), np.frombuffer(res[4], np.float64)):
+        assert got.view(np.int64).tolist() == want.view(np.int64).tolist()

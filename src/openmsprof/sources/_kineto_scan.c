@@ -319,8 +319,44 @@ static int to_i64(const span *s, int64_t *v) {
     return 0;
 }
 
+/* 10**k, exact in float64 for k <= 22 */
+static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                               1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* a decimal without exponent ("-12.345") whose digits make an integer m <= 2**53 with at most
+ * 22 fraction digits: m / 10**k is one IEEE division of two exact operands, so it is the correctly
+ * rounded value strtod gives (Clinger's fast path).  0 with *v set; -1: not of that form. */
+static int fast_decimal(const span *s, double *v) {
+    const char *q = s->p, *e = s->p + s->n;
+    int neg = 0, frac = -1;
+    uint64_t m = 0;
+    if (q < e && *q == '-') {
+        neg = 1;
+        q++;
+    }
+    for (; q < e; q++) {
+        if (*q == '.') {
+            frac = 0;
+            continue;
+        }
+        if (!isdig(*q))  /* an exponent */
+            return -1;
+        if (m > (UINT64_C(1) << 53) / 10)
+            return -1;
+        m = m * 10 + (uint64_t)(*q - '0');
+        if (frac >= 0)
+            frac++;
+    }
+    if (frac < 0 || frac > 22 || m > (UINT64_C(1) << 53))
+        return -1;
+    double d = (double)m / POW10[frac];
+    *v = neg ? -d : d;
+    return 0;
+}
+
 /* a number span as Python's float() of orjson's value: an integer converts exactly as int ->
- * float64 (correctly rounded), a decimal through PyOS_string_to_double (correctly rounded) */
+ * float64 (correctly rounded), a decimal through its fast path or PyOS_string_to_double (both
+ * correctly rounded) */
 static int to_f64(const span *s, double *v) {
     if (s->kind == 'i') {
         int64_t x;
@@ -329,6 +365,8 @@ static int to_f64(const span *s, double *v) {
         *v = (double)x;
         return 0;
     }
+    if (fast_decimal(s, v) == 0)
+        return 0;
     char tmp[64];
     if (s->n >= sizeof tmp)
         return -1;
