@@ -10,6 +10,7 @@ are kept as dicts (CUDA machines only).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -51,12 +52,14 @@ class Vocab(Generic[T]):
         return c
 
     def codes(self, values: list[T]) -> list[int]:
-        """``code`` of each value, in one pass (the dict assigns the new codes in order)."""
+        """``code`` of each value: the new ones coded first, in first-seen order (as one pass
+        would), then every value looked up at C speed."""
         index = self.index
-        out = [index.setdefault(v, len(index)) for v in values]
-        if len(index) > len(self.items):
-            self.items += list(index)[len(self.items):]
-        return out
+        for v in dict.fromkeys(values):
+            if v not in index:
+                index[v] = len(self.items)
+                self.items.append(v)
+        return list(map(index.__getitem__, values))
 
     def __len__(self) -> int:
         return len(self.items)
@@ -68,6 +71,14 @@ def _shapes(args: dict[str, Any]) -> tuple[str, str]:
     s = ";".join(",".join(str(x) for x in d) if isinstance(d, list) else "" for d in dims) if dims else ""
     t = ";".join(str(x) for x in types) if types else ""
     return s, t
+
+
+@lru_cache(maxsize=1 << 14)  # the same operators' args window after window (the analysis worker)
+def _key_texts(key: bytes) -> tuple[tuple[str, str], bytes]:
+    """(``_shapes`` texts, serialised kept args) of one scan key (see ``Columns._raw_codes``)."""
+    sub = {name: orjson.loads(raw) for name, (mark, raw) in zip(ARG_KEYS, _PARTS.findall(key), strict=True)
+           if mark == b"\x01"}
+    return (_shapes(sub) if "Input Dims" in sub or "Input type" in sub else ("", "")), orjson.dumps(sub)
 
 
 def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
@@ -101,7 +112,8 @@ class Columns:
         self._mem: list[list[np.ndarray]] = [[] for _ in range(8)]
         self._seq_args: dict[tuple[Any, Any], int] = {}
         self._shape_args: dict[str, tuple[int, int]] = {}
-        self._raw_args: dict[bytes, tuple[int, int]] = {}
+        self._raw_args: dict[bytes, int] = {}  # scan key -> index into _raw_pairs
+        self._raw_pairs: list[tuple[int, int]] = []  # (shape code, args code)
 
     def add_block(self, block: bytes) -> None:
         """One unparsed block (``TraceReader.blocks``): the native scan's columns when it takes
@@ -135,20 +147,19 @@ class Columns:
             for col, arr in zip(self._fl, fl, strict=True):
                 col.append(arr)
 
-    def _raw_codes(self, keys: list[bytes]) -> tuple[list[int], list[int]]:
-        """(shape codes, args codes) from the scan's keys (the kept args' raw JSON bytes): one
-        parse, ``_shapes`` text and serialisation per distinct key, codes in first-seen order."""
-        memo = self._raw_args
-        pairs = []
-        for k in keys:
-            pair = memo.get(k)
-            if pair is None:
-                sub = {name: orjson.loads(raw) for name, (mark, raw) in zip(ARG_KEYS, _PARTS.findall(k), strict=True)
-                       if mark == b"\x01"}
-                s = _shapes(sub) if "Input Dims" in sub or "Input type" in sub else ("", "")
-                pair = memo[k] = (self.shapes.code(s), self.args.code(orjson.dumps(sub)))
-            pairs.append(pair)
-        return [p[0] for p in pairs], [p[1] for p in pairs]
+    def _raw_codes(self, keys: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+        """(shape codes, args codes) from the scan's keys (the kept args' raw JSON bytes): the
+        texts of each distinct key (``_key_texts``, kept from window to window) coded in
+        first-seen order, then every key looked up."""
+        memo, pairs = self._raw_args, self._raw_pairs
+        for k in dict.fromkeys(keys):
+            if k not in memo:
+                s, a = _key_texts(k)
+                memo[k] = len(pairs)
+                pairs.append((self.shapes.code(s), self.args.code(a)))
+        at = np.fromiter(map(memo.__getitem__, keys), np.int64, len(keys))
+        table = np.asarray(pairs, np.int32).reshape(-1, 2)
+        return table[at, 0], table[at, 1]
 
     def add(self, events: list[Any]) -> None:
         """Take one block of raw events (dicts straight from the JSON)."""
