@@ -115,3 +115,33 @@ def test_kept_peaks_follow_the_cache_file(raw: Path, tmp_path: Path, own_peaks: 
     assert ratios(4) == fast
     own_peaks.unlink()
     assert set(ratios(5)) == {"N/A"}
+
+
+@pytest.mark.parametrize("logs", ["note", "link", "absent"])
+def test_only_an_empty_logs_dir_becomes_the_output_dir(raw: Path, tmp_path: Path, own_peaks: Path,
+                                                       logs: str) -> None:
+    """With data_simplification the empty leftover ``logs/`` is renamed into the fresh output dir;
+    a ``logs/`` that holds a note, a link in its place, or none at all leave the same output, the
+    note and the link kept where they were (the link's target untouched)."""
+    ref = _variant(raw, tmp_path / "ref" / raw.name, "Level0", True, False, False)
+    assert (ref / "logs").is_dir() and not any((ref / "logs").iterdir())
+    d = _variant(raw, tmp_path / "d" / raw.name, "Level0", True, False, False)
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o750)
+    (d / "logs").rmdir()
+    if logs == "note":
+        (d / "logs").mkdir(mode=0o750)
+        (d / "logs" / "collection.log").write_text("not supported here: x\n")
+    elif logs == "link":
+        (d / "logs").symlink_to(target, target_is_directory=True)
+    analysis.analyse_dir(ref, parallel=False)
+    analysis.analyse_dir(d, parallel=False)
+    tree = _tree(d)
+    assert {k: v for k, v in tree.items() if not k.startswith("logs")} == _tree(ref)
+    assert "logs" not in _tree(ref) and target.is_dir() and not any(target.iterdir())
+    if logs == "note":
+        assert (d / "logs" / "collection.log").read_text() == "not supported here: x\n"
+    elif logs == "link":
+        assert (d / "logs").is_symlink()
+    else:
+        assert not (d / "logs").exists()

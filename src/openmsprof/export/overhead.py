@@ -57,15 +57,19 @@ def read_job(job_dir: Path) -> dict[str, float | int]:
     return _numbers(_load(job_dir / "host" / FILE))
 
 
-def read(rank_dir: Path, info: dict[str, Any] | None = None) -> dict[str, float | int]:
-    """All figures of a torch rank dir: profiler_info's key plus every PROF_ job's file."""
+def read(rank_dir: Path, info: dict[str, Any] | None = None,
+         jobs: list[Path] | None = None) -> dict[str, float | int]:
+    """All figures of a torch rank dir: profiler_info's key plus every PROF_ job's file
+    (``info``, ``jobs``: its profiler_info and sorted PROF_ dirs when the caller read them)."""
     parts = [_numbers((info or {}).get(KEY))]
     if info is None:
         for p in sorted(rank_dir.glob("profiler_info*.json")):
             doc = _load(p)
             parts.append(_numbers(doc.get(KEY) if isinstance(doc, dict) else None))
             break
-    parts += [read_job(j) for j in sorted(rank_dir.glob("PROF_*")) if j.is_dir()]
+    if jobs is None:
+        jobs = [j for j in sorted(rank_dir.glob("PROF_*")) if j.is_dir()]
+    parts += [read_job(j) for j in jobs]
     return merge(*parts)
 
 

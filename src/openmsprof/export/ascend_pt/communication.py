@@ -79,12 +79,11 @@ def group_of(rank_dir: Path, rank: int | None) -> Group:
     """The default group from profiler_metadata.json (``parallel_group_info`` or ``distributed_args``)."""
     meta: dict[str, Any] = {}
     path = rank_dir / "profiler_metadata.json"
-    if path.is_file():
-        try:
-            loaded = read_json(path, "profiler metadata")
-            meta = loaded if isinstance(loaded, dict) else {}
-        except ProfilingError:  # unreadable metadata: the default group
-            meta = {}
+    try:  # absent, not a regular file, unreadable: the default group
+        loaded = read_json(path, "profiler metadata")
+        meta = loaded if isinstance(loaded, dict) else {}
+    except ProfilingError:
+        meta = {}
     me = rank if rank is not None else 0
     groups = meta.get("parallel_group_info")
     if isinstance(groups, dict) and groups:

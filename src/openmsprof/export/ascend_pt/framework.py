@@ -12,7 +12,9 @@ the trace file, and every export works on arrays.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -173,9 +175,13 @@ def _read(path: Path, parallel: bool = False) -> tuple[Columns, int | None]:
 def load(rank_dir: Path, info: dict[str, Any], parallel: bool = False) -> Framework:
     """``parallel``: a large trace may be read by two processes (``split_read``; forks)."""
     path = rank_dir / "FRAMEWORK" / FRAMEWORK_TRACE
-    if not path.is_file():
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISREG(st.st_mode):
         raise RawDataError(f"no framework data in {str(rank_dir)!r} (missing FRAMEWORK/{FRAMEWORK_TRACE})")
-    if path.stat().st_size > MAX_JSON_BYTES:
+    if st.st_size > MAX_JSON_BYTES:
         raise RawDataError(f"{str(path)!r} is larger than 10 GiB; refused")
     cols, base = _read(path, parallel)
     offset = base if base is not None else clock_offset(info)

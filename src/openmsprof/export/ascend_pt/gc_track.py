@@ -7,6 +7,7 @@ timeline's GC pass: [start ns, end ns, generation] in the trace's epoch clock), 
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ def read_file(path: Path) -> list[tuple[int, int, int]]:
     """The long collections of a ``gc_events.json`` (a torch window's or a PROF_ job's
     ``host/`` one); empty without the file."""
     try:
-        doc: Any = read_json(path, "GC events") if path.exists() or path.is_symlink() else None
+        doc: Any = read_json(path, "GC events") if _present(path) else None
     except ProfilingError as exc:
         log.warning("openmsprof: %s; no GC track", exc)
         return []
@@ -58,3 +59,12 @@ def trace_events(events: list[tuple[int, int, int]], pid: int) -> list[bytes]:
     evs += [{"name": "GC", "pid": pid, "tid": 0, "ts": ts_text(t0), "dur": ts_text(t1 - t0), "ph": "X",
              "args": {"generation": gen}} for t0, t1, gen in events]
     return [orjson.dumps(e) for e in evs]
+
+
+def _present(path: Path) -> bool:
+    """Whether anything (a link included) is at ``path``: one syscall."""
+    try:
+        os.lstat(path)
+    except OSError:
+        return False
+    return True

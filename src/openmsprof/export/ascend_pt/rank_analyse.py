@@ -7,6 +7,7 @@ import gc
 import os
 import re
 import shutil
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,10 +50,12 @@ class Result:
     ops: int
 
 
-def read_info(rank_dir: Path) -> tuple[dict[str, Any], int | None]:
-    for p in sorted(rank_dir.iterdir()):
-        m = _INFO_RE.match(p.name)
+def read_info(rank_dir: Path, names: list[str] | None = None) -> tuple[dict[str, Any], int | None]:
+    """profiler_info(_N).json of ``rank_dir`` and its rank (``names``: the dir's listing, if read)."""
+    for name in sorted(os.listdir(rank_dir) if names is None else names):
+        m = _INFO_RE.match(name)
         if m:
+            p = rank_dir / name
             doc = read_json(p, "profiler info", error=RawDataError)
             if not isinstance(doc, dict):
                 raise RawDataError(f"profiler info {escape(p)!r} is not a JSON object")
@@ -78,28 +81,32 @@ def export(rank_dir: Path, device_id: int = 0, parallel: bool = True) -> Result:
 
 
 def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
-    info, rank = read_info(rank_dir)
+    names = os.listdir(rank_dir)  # one listing: profiler_info, the PROF_ jobs, logs/
+    info, rank = read_info(rank_dir, names)
     cfg = info.get("config") or {}
     exp = cfg.get("experimental_config") or {}
     common = cfg.get("common_config") or {}
     level = _level(exp)
     types = exp.get("_export_type") or ["text"]
     types = [types] if isinstance(types, str) else types
-    done = rank_dir / OUTPUT / "analyse.done"
-    if not (rank_dir / "FRAMEWORK" / framework.FRAMEWORK_TRACE).exists() and done.is_file() \
-            and exp.get("_data_simplification", True):
-        raise AlreadySimplified(f"{escape(rank_dir)!r} was analysed already and its raw framework data "
-                                f"(FRAMEWORK/) was removed by data_simplification; {OUTPUT}/ kept as it is",
-                                rank_dir / OUTPUT)
-    fw = framework.load(rank_dir, info, parallel=parallel)
+    try:
+        fw = framework.load(rank_dir, info, parallel=parallel)
+    except RawDataError:
+        done = rank_dir / OUTPUT / "analyse.done"
+        if not (rank_dir / "FRAMEWORK" / framework.FRAMEWORK_TRACE).exists() and done.is_file() \
+                and exp.get("_data_simplification", True):
+            raise AlreadySimplified(f"{escape(rank_dir)!r} was analysed already and its raw framework data "
+                                    f"(FRAMEWORK/) was removed by data_simplification; {OUTPUT}/ kept as it is",
+                                    rank_dir / OUTPUT) from None
+        raise
     simplifying = exp.get("_data_simplification", True)
     keep_framework = common.get("with_stack") is True
     if not simplifying or keep_framework:  # else FRAMEWORK/ goes at the end: no records to write
         npu_records.write(rank_dir, fw, info)  # torch_npu's raw records beside the Kineto trace
     ov = Overlap(fw)
     extra = Extras(rank_dir, fw, rank if rank is not None else _rank_id(info), level,
-                   common.get("profile_memory") is True)
-    out = _output_dir(rank_dir / OUTPUT)
+                   common.get("profile_memory") is True, info=info, jobs=_jobs(rank_dir, names))
+    out = _output_dir(rank_dir / OUTPUT, rank_dir / "logs" if simplifying and "logs" in names else None)
     files: list[str] = []
     if "text" in types or not types:
         lay = trace_view.Layout(fw, device_id)
@@ -133,15 +140,46 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
     return Result(out, files, len(fw.kernels), fw.n_ops)
 
 
-def _output_dir(out: Path) -> Path:
+def _jobs(rank_dir: Path, names: list[str]) -> list[Path]:
+    """The rank dir's ``PROF_*`` job dirs, sorted (from its listing)."""
+    return [rank_dir / n for n in sorted(names) if n.startswith("PROF_") and (rank_dir / n).is_dir()]
+
+
+def _output_dir(out: Path, leftover: Path | None = None) -> Path:
     """``ASCEND_PROFILER_OUTPUT/`` made fresh (two syscalls: the usual case, a window analysed
-    once), or the existing one with its ``analyse.done`` removed (checked as ``fs.make_dir`` does)."""
+    once), or the existing one with its ``analyse.done`` removed (checked as ``fs.make_dir`` does).
+    ``leftover``: the rank dir's ``logs/``, which data_simplification removes when empty: an empty
+    one of ours is renamed into the fresh output dir instead (creating a dir is the costly syscall
+    on some file systems, and removing one adds to the cost of the next)."""
+    if leftover is not None and _took_leftover(leftover, out):
+        os.chmod(out, fs.DIR_MODE)
+        return out
     try:
         return fs.make_new_dir(out)
     except PathError:
         out = fs.make_dir(out)
     (out / "analyse.done").unlink(missing_ok=True)
     return out
+
+
+def _took_leftover(leftover: Path, out: Path) -> bool:
+    """Whether the empty dir ``leftover`` (a real dir of this user) became ``out``, which did not
+    exist (rename never replaces a non-empty dir, a file or a link; an empty dir it may replace
+    is what a fresh output dir is anyway)."""
+    try:
+        st = os.lstat(leftover)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or os.listdir(leftover):
+            return False
+        os.lstat(out)
+    except FileNotFoundError:
+        try:
+            os.rename(leftover, out)
+        except OSError:
+            return False
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _mark_done(path: Path) -> None:
@@ -194,13 +232,17 @@ def simplify(rank_dir: Path, keep_framework: bool = False) -> None:
     PROF_ raw data stay — FRAMEWORK/ and the PROF_ dirs' intermediate folders go.  FRAMEWORK/ is
     kept when ``keep_framework`` (with_stack: export_stacks reads the call stacks from it)."""
     framework_dir = rank_dir / "FRAMEWORK"
-    if not keep_framework and framework_dir.is_dir() and not framework_dir.is_symlink():
-        shutil.rmtree(framework_dir, ignore_errors=True)
-    try:
-        (rank_dir / "logs").rmdir()  # an empty leftover (nothing logged there)
-    except OSError:
-        pass
-    for prof in rank_dir.glob("PROF_*"):
+    if not keep_framework:
+        _remove_framework(framework_dir)
+    names = os.listdir(rank_dir)
+    if "logs" in names:
+        try:
+            (rank_dir / "logs").rmdir()  # an empty leftover (nothing logged there)
+        except OSError:
+            pass
+    for prof in [rank_dir / n for n in names if n.startswith("PROF_")]:
+        if not prof.is_dir():
+            continue
         for sub in [prof, *[p for p in prof.iterdir() if p.is_dir()]]:
             for name in _SIMPLIFY:
                 target = sub / name
@@ -209,3 +251,18 @@ def simplify(rank_dir: Path, keep_framework: bool = False) -> None:
             for p in sub.glob("mindstudio_profiler_*"):
                 if p.is_dir() and not p.is_symlink():
                     shutil.rmtree(p, ignore_errors=True)
+
+
+def _remove_framework(framework_dir: Path) -> None:
+    """``FRAMEWORK/`` removed: its trace and the dir (three syscalls) when that is all it holds,
+    else the whole tree; a link is left alone."""
+    try:
+        if not stat.S_ISDIR(os.lstat(framework_dir).st_mode):
+            return
+    except OSError:
+        return
+    try:
+        os.unlink(framework_dir / framework.FRAMEWORK_TRACE)
+        os.rmdir(framework_dir)
+    except OSError:
+        shutil.rmtree(framework_dir, ignore_errors=True)

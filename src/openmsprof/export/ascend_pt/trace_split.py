@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from openmsprof.config.errors import PathError
 from openmsprof.export.ascend_pt import trace_view
 from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.export.ascend_pt.overlap import Overlap
@@ -103,8 +104,11 @@ def write(path: Path, fw: Framework, ov: Overlap, lay: trace_view.Layout, pendin
     """Write the first half, run ``between`` (other exports, while the child works), then the
     second half (from the child's part when it succeeded).  Temp file + rename, 0640."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
-    fd = fs.open_new(tmp, append=False)
+    try:
+        fd = fs.open_new(tmp, append=False)
+    except PathError:  # a leftover of a killed writer of this pid (or a link planted there)
+        tmp.unlink(missing_ok=True)
+        fd = fs.open_new(tmp, append=False)
     try:
         fs.write_all(fd, b"[")
         first = _groups(fd, trace_view.head(fw, ov, lay), first=True)
