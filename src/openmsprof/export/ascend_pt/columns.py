@@ -88,6 +88,8 @@ def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
 def _ns(us: np.ndarray) -> np.ndarray:
     """µs (float) → integer ns; a null, non-finite or out-of-range time (``"dur": null``, a ts
     past int64 ns) is 0, never the undefined value such a cast to int64 gives."""
+    if not len(us):
+        return np.zeros(0, np.int64)
     with np.errstate(invalid="ignore"):
         bad = ~(np.abs(us) < 9.2e15)  # NaN compares false
     if bad.any():

@@ -202,7 +202,7 @@ def load(rank_dir: Path, info: dict[str, Any], parallel: bool = False) -> Framew
         if m:
             steps.append((int(m.group(1)), int(ts[i]), int(ts[i] + dur[i])))
     steps.sort(key=lambda s: s[1])
-    tids = sorted(set(np.unique(tid).tolist()))
+    tids = np.unique(tid).tolist()  # sorted, distinct
     if cols.gpu:
         kernels, backend = _gpu_kernels(cols, offset), "CUDA"
     else:
