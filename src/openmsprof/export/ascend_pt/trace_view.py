@@ -9,6 +9,7 @@ for byte what ``orjson.dumps`` gives for the same event dict.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ _H2D = (b'{"ph":"s","bp":"e","name":"HostToDevice%b","id":"%b","pid":{pid},"tid"
 _PH = [b'"f"', b'"s"']  # a fwdbwd flow's ph by flow_start
 
 
+@lru_cache(maxsize=256)  # the same pids window after window (the analysis worker)
 def _template(t: bytes, dur: bytes = b"", executor: str = "CPU", **values: int) -> bytes:
     """Escape the literal braces, then put in the dur piece, the executor and the constant pids."""
     t = t.replace(b"{}", b"\x00")
