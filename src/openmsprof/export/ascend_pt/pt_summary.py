@@ -231,10 +231,11 @@ def op_statistic(path: Path, fw: Framework, device_id: int) -> None:
         mx = np.full(len(uniq), np.iinfo(np.int64).min, np.int64)
         np.maximum.at(mx, inv, k.dur)
         total_all = max(int(k.dur.sum()), 1)
+        u, tl, cl, mnl, mxl = uniq.tolist(), tot.tolist(), cnt.tolist(), mn.tolist(), mx.tolist()  # Python ints
         for g in np.lexsort((first, -tot)).tolist():
-            t, c = int(tot[g]), int(cnt[g])
-            rows.append([device_id, tnames[int(uniq[g]) // nk], cores[int(uniq[g]) % nk], c,
-                         text.ts_text(t), text.ts_text(int(mn[g])), text.ts_text(t // c), text.ts_text(int(mx[g])),
+            t, c = tl[g], cl[g]
+            rows.append([device_id, tnames[u[g] // nk], cores[u[g] % nk], c,
+                         text.ts_text(t), text.ts_text(mnl[g]), text.ts_text(t // c), text.ts_text(mxl[g]),
                          f"{100.0 * t / total_all:.3f}"])
     write_csv(path, OP_STATISTIC, rows)
 
