@@ -51,6 +51,18 @@ def parents(ts: np.ndarray, dur: np.ndarray, tid: np.ndarray, sel: np.ndarray) -
         return parent, depth
     order = idx[np.lexsort((-dur[idx], ts[idx], tid[idx]))]
     o_ts, o_end, o_tid = ts[order], (ts + dur)[order], tid[order]
+    if _native is not None:  # the C sweep is linear: every event, no pre-pass for flat runs (an
+        # event after which all earlier ones of its thread ended pops the stack empty anyway)
+        m = len(order)
+        po = np.full(m, -1, np.int64)
+        dep = np.zeros(m, np.int64)
+        _native(np.arange(m, dtype=np.int64), np.ascontiguousarray(o_ts, np.int64),
+                np.ascontiguousarray(o_end, np.int64), np.ascontiguousarray(o_tid, np.int64), np.ones(m, bool),
+                po, dep)
+        has = po >= 0
+        parent[order[has]] = order[po[has]]
+        depth[order] = dep
+        return parent, depth
     # Events that start at or after every earlier event of their thread ended have no parent:
     # only the others need the sweep (flat traces skip it entirely).
     same = np.zeros(len(order), bool)
