@@ -62,8 +62,13 @@ def _step_prefix(fw: Framework, ts: np.ndarray) -> tuple[np.ndarray, list[bytes]
     """The ``Step Id,`` cell per timestamp as (codes, texts): ``""`` without steps."""
     if not fw.steps:
         return np.zeros(len(ts), np.int64), [b""]
-    ids, code = np.unique(step_of(fw, ts), return_inverse=True)
-    return code.reshape(-1).astype(np.int64), [b"," if s == -1 else b"%d," % s for s in ids.tolist()]
+    # as step_of: the step that starts last at or before ts, if ts is before its end; code 0 (``,``)
+    # outside every step, else 1 + the step's index
+    starts = np.asarray([s[1] for s in fw.steps], np.int64)
+    ends = np.asarray([s[2] for s in fw.steps], np.int64)
+    pos = np.searchsorted(starts, ts, side="right") - 1
+    inside = (pos >= 0) & (ts < ends[np.maximum(pos, 0)])
+    return np.where(inside, pos + 1, 0).astype(np.int64), [b",", *(b"%d," % s[0] for s in fw.steps)]
 
 
 def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> None:
