@@ -43,6 +43,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    help="DuckDB's memory cap for the cross-rank views, e.g. 64MB or 4GB (default: "
                         "$OPENMSPROF_CLUSTER_MEMORY_LIMIT, else a quarter of the available memory); beyond it "
                         "operators spill to OUTPUT/cluster_analysis_output/.openmsprof_spill/")
+    p.add_argument("--rank-timeout", metavar="SECONDS",
+                   help="how long a local worker may take over one rank before it is killed (the rank is "
+                        "retried twice, then reported), or off (default: $OPENMSPROF_CLUSTER_RANK_TIMEOUT, else "
+                        "300 s plus 1 s per MB of the rank's files)")
     note = p.add_mutually_exclusive_group()
     note.add_argument("--annotate", dest="annotate", action="store_const", const="on",
                       help="write the measured wait/transfer split of every collective into each torch rank's "
@@ -78,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
                 return 0  # flight dumps only: their history has no tasks or communication for the views
     res = run_cluster(Path(root), modes, output and Path(output), scheduler=args.scheduler,
                       scheduler_file=args.scheduler_file, workers=args.workers, shared=not args.files_on_workers,
-                      memory_limit=args.memory_limit, annotate=args.annotate)
+                      memory_limit=args.memory_limit, annotate=args.annotate,
+                      rank_timeout=args.rank_timeout)
     for line in res.problems:
         print(f"openmsprof: warning: {line}", file=sys.stderr)
     for line in res.notes:

@@ -21,6 +21,7 @@ import orjson
 
 from openmsprof.cluster import annotate as annotate_mod
 from openmsprof.cluster import memcap, opstats, runner, sqlviews, views_comm, views_step, waits
+from openmsprof.cluster import rank_deadline as deadlines
 from openmsprof.cluster.discover import discover
 from openmsprof.cluster.store import restore_small
 from openmsprof.config.errors import ConfigError, ProfilingError
@@ -73,14 +74,14 @@ def _metadata(partials: list[dict[str, Any]], key: str) -> dict[str, Any] | None
 
 
 def parse_all(root: Path, store: Path, *, scheduler: str | None = None, scheduler_file: str | None = None,
-              workers: int | None = None, shared: bool = True,
-              kernels: bool = True) -> tuple[list[dict[str, Any]], list[str]]:
+              workers: int | None = None, shared: bool = True, kernels: bool = True,
+              deadline: deadlines.RankDeadline | None = None) -> tuple[list[dict[str, Any]], list[str]]:
     found = discover(root)
     fs.make_dir(store)
     if scheduler or scheduler_file:
         partials = runner.run_dask(found.ranks, store, scheduler, scheduler_file, shared=shared, kernels=kernels)
     else:
-        partials = runner.run_local(found.ranks, store, workers, kernels=kernels)
+        partials = runner.run_local(found.ranks, store, workers, kernels=kernels, deadline=deadline)
     for p in partials:
         if p.get("small"):
             restore_small(store, p)
@@ -90,9 +91,11 @@ def parse_all(root: Path, store: Path, *, scheduler: str | None = None, schedule
 
 def run_cluster(root: Path, modes: list[str], output: Path | None = None, *, scheduler: str | None = None,
                 scheduler_file: str | None = None, workers: int | None = None, shared: bool = True,
-                memory_limit: str | None = None, annotate: str | None = None) -> ClusterRun:
+                memory_limit: str | None = None, annotate: str | None = None,
+                rank_timeout: str | None = None) -> ClusterRun:
     """Analyse every rank under ``root``; returns what was written and what went wrong.
     ``memory_limit``: DuckDB's cap (``memcap``; spills beyond it to a directory under the output).
+    ``rank_timeout``: seconds a local worker may take over one rank, or ``off`` (``rank_deadline``).
     ``annotate``: ``"on"`` writes the measured wait/transfer split into each torch rank's
     communication files, ``"off"`` restores the exported ones (:mod:`.annotate`)."""
     bad = [m for m in modes if m not in (*MODES, "all")]
@@ -100,13 +103,17 @@ def run_cluster(root: Path, modes: list[str], output: Path | None = None, *, sch
         raise ConfigError(f"cluster mode {bad[0]!r}: unknown (choose from {', '.join((*MODES, 'all'))})")
     chosen = list(MODES) if "all" in modes or not modes else modes
     cap = memcap.cap_bytes(memory_limit)
+    deadline = deadlines.setting(rank_timeout)
+    if rank_timeout is not None and (scheduler or scheduler_file):
+        raise ConfigError("--rank-timeout: not supported with a Dask scheduler (the local workers' deadline)")
     if not root.is_dir():
         raise ConfigError(f"cluster input {root}: not a directory")
     out = fs.make_dir((output or root) / OUTPUT)
     store = out / STORE
     t0 = time.perf_counter()
     partials, problems = parse_all(root, store, scheduler=scheduler, scheduler_file=scheduler_file, workers=workers,
-                                   shared=shared, kernels=bool({"compute_op", "slow_rank"} & set(chosen)))
+                                   shared=shared, kernels=bool({"compute_op", "slow_rank"} & set(chosen)),
+                                   deadline=deadline)
     run = ClusterRun(out, store, partials, problems, seconds={"parse": time.perf_counter() - t0})
     ok = [int(p["rank"]) for p in partials if not p.get("failed")]
     con = sqlviews.connect(store, ok, memory_bytes=cap)

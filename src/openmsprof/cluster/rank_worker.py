@@ -9,10 +9,12 @@ handles Ctrl-C and ends its workers), runs no signal handler of the process it w
 (default actions), dies with its parent (``PR_SET_PDEATHSIG``), closes the
 pipe ends of its siblings it inherited by fork, and leaves on end of file or ``None``.
 
-Test-only: ``OPENMSPROF_TEST_WORKER_SIGNAL="RANKS:FILE:SIGNAL"`` (e.g. ``"1,3:communication.json:SIGKILL"``)
-makes a worker parsing one of RANKS send itself SIGNAL when the parse opens a file named FILE: a
-real death at a controlled point in the middle of a parse, for tests/cluster/test_bad_input.py.
-It installs an audit hook in the worker only; it is never set in production.
+Test-only: ``OPENMSPROF_TEST_WORKER_SIGNAL="RANKS:FILE:ACTION"`` (e.g. ``"1,3:communication.json:SIGKILL"``)
+makes a worker parsing one of RANKS act when the parse opens a file named FILE: ACTION is a
+signal it sends itself (a real death, or a stop, at a controlled point in the middle of a parse),
+``sleepN`` (sleep N seconds there: a slow rank) or ``hang`` (sleep for ever, alive: a hung
+parse), for tests/cluster/.  It installs an audit hook in the worker only; it is never set in
+production.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import ctypes
 import os
 import signal
 import sys
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -51,21 +54,37 @@ def _die_with(parent: int) -> None:
         os._exit(0)
 
 
+def _test_action(text: str) -> Callable[[], None]:
+    """What ACTION of SIGNAL_ENV does: send a signal, sleep N seconds, or hang."""
+    if text == "hang":
+        def hang() -> None:
+            while True:
+                time.sleep(3600)
+        return hang
+    if text.startswith("sleep"):
+        seconds = float(text[5:])
+        if not 0 <= seconds < 1e6:
+            raise ValueError(text)
+        return lambda: time.sleep(seconds)
+    sig = signal.Signals[text]
+    return lambda: os.kill(os.getpid(), sig)
+
+
 def _arm_test_signal(spec: str, current: list[int]) -> None:
-    """The test-only signal of SIGNAL_ENV (module docstring): an audit hook on ``open``."""
+    """The test-only action of SIGNAL_ENV (module docstring): an audit hook on ``open``."""
     try:
-        ranks_text, name, sig_name = spec.split(":")
+        ranks_text, name, action_text = spec.split(":")
         doomed = {int(r) for r in ranks_text.split(",") if r}
-        sig = signal.Signals[sig_name]
+        action = _test_action(action_text)
     except (ValueError, KeyError):
-        print(f"openmsprof: warning: {SIGNAL_ENV}={spec!r}: not RANKS:FILE:SIGNAL; ignored", file=sys.stderr)
+        print(f"openmsprof: warning: {SIGNAL_ENV}={spec!r}: not RANKS:FILE:ACTION; ignored", file=sys.stderr)
         return
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         path = args[0] if event == "open" and args else None
         if current and current[0] in doomed and isinstance(path, (str, os.PathLike)) and \
                 str(path).endswith(name):
-            os.kill(os.getpid(), sig)
+            action()
 
     sys.addaudithook(hook)
 

@@ -3,8 +3,9 @@ workers of a Dask distributed cluster (futures API), with a rich progress bar on
 
 A worker that dies takes only its rank with it: the local pool (:mod:`.rank_pool`) watches its
 workers, reaps a dead one and gives its rank to a replacement (``RETRIES`` more times); Dask
-reschedules them itself (``retries``).  A rank that still fails is reported by name, with what
-killed its workers, never silently missing.
+reschedules them itself (``retries``).  A local worker that has not answered its rank by the
+rank's deadline (:mod:`.rank_deadline`) is killed and charged the same way.  A rank that still
+fails is reported by name, with what ended its workers, never silently missing.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from openmsprof.cluster.discover import RankSource
+from openmsprof.cluster.rank_deadline import RankDeadline
 from openmsprof.cluster.rank_pool import RETRIES, RankPool, failed_partial
 from openmsprof.cluster.store import cached_partial, parse_rank
 from openmsprof.config.errors import ConfigError
@@ -63,9 +65,10 @@ def _progress(total: int) -> Progress | None:
 
 
 def run_local(ranks: list[RankSource], store: Path, workers: int | None = None,
-              kernels: bool = True) -> list[dict[str, Any]]:
+              kernels: bool = True, deadline: RankDeadline | None = None) -> list[dict[str, Any]]:
     """Parse every rank in a process pool (in this process when one worker suffices, or when no
-    kernels are parsed and no worker count is asked for)."""
+    kernels are parsed and no worker count is asked for, unless a deadline was chosen: one is
+    kept in a worker only); ``deadline``: how long a worker may take over a rank (default: by size)."""
     done: dict[int, dict[str, Any]] = {}
     for src in ranks:  # current stores need no worker
         hit = cached_partial(src, store, kernels=kernels)
@@ -76,13 +79,13 @@ def run_local(ranks: list[RankSource], store: Path, workers: int | None = None,
     n = local_workers(len(fresh), workers) if kernels or workers else 1
     bar = _progress(len(fresh)) if fresh else None
     try:
-        if n == 1:
+        if n == 1 and not (deadline is not None and deadline.chosen):
             for src in fresh:
                 done[src.rank] = parse_rank(src, store, kernels=kernels)
                 if bar:
                     bar.advance(bar.task_ids[0])
             return [done[s.rank] for s in ranks]
-        done.update(RankPool(min(n, len(fresh)), store, kernels, _advancer(bar)).run(fresh))
+        done.update(RankPool(min(n, len(fresh)), store, kernels, _advancer(bar), deadline).run(fresh))
     finally:
         if bar:
             bar.stop()

@@ -12,6 +12,7 @@ array constructors import).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import os
@@ -33,7 +34,7 @@ from openmsprof.config.errors import ProfilingError
 from openmsprof.fileio import fs
 from openmsprof.fileio.read_guard import read_json
 
-__all__ = ["cached_partial", "parse_rank", "rank_store", "restore_small", "source_key"]
+__all__ = ["cached_partial", "parse_rank", "rank_store", "restore_small", "source_bytes", "source_key"]
 
 STORE_VERSION = 6
 _PT_FILES = ("step_trace_time.csv", "communication.json", "communication_matrix.json", "kernel_details.csv")
@@ -48,6 +49,15 @@ def _sources(src: RankSource) -> list[Path]:
         return [src.path / OUT / f for f in _PT_FILES] + sorted(src.path.glob("profiler_info_*.json"))
     db = src.path / "sqlite" / "msprof.db"
     return [db] if db.exists() else sorted(p for p in src.path.rglob("*") if p.is_file())
+
+
+def source_bytes(src: RankSource) -> int:
+    """Bytes of the files a parse of ``src`` reads (those present)."""
+    total = 0
+    for p in _sources(src):
+        with contextlib.suppress(OSError):
+            total += p.stat().st_size
+    return total
 
 
 def source_key(src: RankSource) -> str:
