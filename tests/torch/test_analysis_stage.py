@@ -13,10 +13,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from openmsprof.fileio import fs
 from openmsprof.torch.profiler import _analysis_claim, _analysis_stage, analysis
 from tests.torch.conftest import Trainer, raw_window
 
+SRC = Path(__file__).resolve().parents[2] / "src"
 pytestmark = pytest.mark.skipif(not _analysis_stage.supported(), reason="no renameat2 here")
 
 
@@ -72,7 +72,8 @@ def test_staged_analysis_publishes_the_bytes_of_an_in_place_one(trainer: Trainer
 
     assert _tree(staged_side) == _tree(here)
     assert "ASCEND_PROFILER_OUTPUT/analyse.done" in _tree(here)
-    assert sorted(p.name for p in staged_side.parent.iterdir()) == [name]  # no stage dir, no claim left
+    assert _analysis_claim.tidy(staged_side.parent)  # no claim left: the claims file goes
+    assert sorted(p.name for p in staged_side.parent.iterdir()) == [name]  # no stage dir
     if simplify and not stack:
         assert not (staged_side / "FRAMEWORK").exists()
 
@@ -86,6 +87,7 @@ def test_a_dir_analysed_first_elsewhere_is_left_as_it_is(trainer: Trainer, tmp_p
     assert _analysis_stage.publish(staged, rd) is False
     _analysis_stage.discard(staged)
     assert (os.lstat(tv).st_ino, _tree(rd)) == before  # nothing written twice
+    assert _analysis_claim.tidy(rd.parent)
     assert sorted(p.name for p in rd.parent.iterdir()) == [rd.name]
 
 
@@ -93,15 +95,15 @@ def test_a_held_claim_is_not_published_over(trainer: Trainer, tmp_path: Path) ->
     """Another holder of the claim (the training process analysing in place) wins."""
     rd, staged = _staged_window(trainer, tmp_path / "out")
     analysis.analyse_dir(staged, parallel=False)
-    lock = _analysis_claim.claim_path(rd)
-    os.close(fs.open_lock_file(lock))
-    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'rb'); "
-                               "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
-                               str(lock)], stdout=subprocess.PIPE)
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
+                               "from openmsprof.torch.profiler import _analysis_claim as c\n"
+                               "with c.claim(Path(sys.argv[1])) as mine: print('held', mine, flush=True); time.sleep(60)",
+                               str(rd)], stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(SRC)})
     try:
-        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        assert holder.stdout is not None and holder.stdout.readline() == b"held True\n"
         assert _analysis_stage.publish(staged, rd) is False
         assert not (rd / "ASCEND_PROFILER_OUTPUT").exists()
+        assert not _analysis_claim.tidy(rd.parent)  # a claim is held: the claims file stays
     finally:
         holder.kill()
         holder.wait()
@@ -121,3 +123,44 @@ def test_sweep_removes_the_stage_dirs_of_gone_workers_only(tmp_path: Path) -> No
     assert mine.is_dir() and other.is_dir() and not dead.exists()
     assert _analysis_stage.sweep(tmp_path, os.getpid()) == [mine]
     assert not mine.exists() and other.is_dir()
+
+
+def test_a_published_windows_raw_tree_is_the_next_stage(trainer: Trainer, tmp_path: Path) -> None:
+    """The raw tree a publish replaced is emptied and renamed into the next window's stage (no
+    mkdir, no rmdir); that window still ends byte for byte as one analysed in place, and a
+    skeleton dir its window lacks (logs/, which the worker does not make for a window to be
+    simplified) is not carried over."""
+    raw = raw_window(trainer, tmp_path / "raw")
+    first = _variant(raw, tmp_path / "out" / raw.name, "Level0", True, False)
+    second_name = raw.name.replace("_ascend_pt", "x_ascend_pt")
+    here = _variant(raw, tmp_path / "here" / second_name, "Level1", True, True)  # with its empty logs/
+    analysis.analyse_dir(here, parallel=False)
+    second = _variant(raw, tmp_path / "out" / second_name, "Level1", True, True)
+    shutil.rmtree(second / "logs")
+
+    with _analysis_claim.claim(first) as mine:
+        assert mine
+        staged = _analysis_stage.stage(first, 4243)
+    assert staged is not None
+    analysis.analyse_dir(staged, parallel=False)
+    raw_tree = {p.name: os.lstat(p).st_ino for p in (first, first / "FRAMEWORK", first / "logs")}
+    assert _analysis_stage.publish(staged, first) is True
+    _analysis_stage.recycle(staged)  # its place held the raw tree: emptied, kept
+    assert not staged.exists()
+    (spare,) = staged.parent.iterdir()
+    assert {p.name: os.lstat(p).st_ino for p in (spare, *spare.iterdir())} == {
+        spare.name: raw_tree[first.name], "FRAMEWORK": raw_tree["FRAMEWORK"], "logs": raw_tree["logs"]}
+    assert [p for p in spare.rglob("*") if not p.is_dir()] == []
+
+    with _analysis_claim.claim(second) as mine:
+        assert mine
+        staged2 = _analysis_stage.stage(second, 4243)
+    assert staged2 is not None and os.lstat(staged2).st_ino == raw_tree[first.name]  # renamed, not made
+    assert os.lstat(staged2 / "FRAMEWORK").st_ino == raw_tree["FRAMEWORK"]
+    assert sorted(p.name for p in staged2.iterdir()) == sorted(p.name for p in second.iterdir())  # no logs/
+    analysis.analyse_dir(staged2, parallel=False)
+    assert _analysis_stage.publish(staged2, second) is True
+    _analysis_stage.recycle(staged2)
+    assert _tree(second) == _tree(here)
+    _analysis_stage.release(staged.parent)
+    assert not staged.parent.exists()

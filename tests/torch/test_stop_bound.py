@@ -75,7 +75,8 @@ def _run(tmp_path: Path, mode: str) -> tuple[str, list[Path], float, float]:
     for d in dirs:  # a sync handler: every window analysed when stop() returned
         assert (d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file(), (d.name, sorted(
             p.name for p in (d / "ASCEND_PROFILER_OUTPUT").glob("*")), said)
-        assert not _analysis_claim.claim_path(d).exists(), said  # its holder removed the claim
+        with _analysis_claim.claim(d, wait_s=60) as mine:  # its holder released the claim
+            assert mine is False, said
     return proc.stdout + proc.stderr, dirs, wall, cpu
 
 

@@ -1,19 +1,26 @@
 """Who analyses a window: the background worker or the training process, never both at once.
 
-The save of a window handed to the worker and the analysis of a rank dir run under an exclusive
-``flock`` on ``.{rank dir name}.claim`` beside the rank dir (in the output root, which exists before
-the dir), removed by its holder when done; a dir whose ``ASCEND_PROFILER_OUTPUT/analyse.done``
-exists is neither saved (its data may be simplified away) nor analysed again.  The worker holds a
-claim only to save a window, stage a copy of it and publish the analysed copy (``_analysis_stage``),
-so when ``profile.stop()`` takes the windows of a stalled worker over (``_analysis_worker``), the
-training process analyses them in place and the worker discards its copies of those.  The CPU time and the place
-of each analysis go into the window's ``profiler_info_{rank}.json`` (``openmsprof_overhead``).
+The save of a window handed to the worker and the analysis of a rank dir run under the dir's
+claim: an exclusive open-file-description lock (Linux ``F_OFD_SETLK``) on one byte of
+``.openmsprof.claims`` in the output root (the byte is a hash of the rank dir's name), so a claim
+creates no file: the claims file is made once per output root and removed by ``tidy`` when no
+claim is held (the worker when it leaves, the training process at exit).  Where OFD locks are
+missing, an exclusive ``flock`` on ``.{rank dir name}.claim`` beside the rank dir, removed by its
+holder.  A dir whose ``ASCEND_PROFILER_OUTPUT/analyse.done`` exists is neither saved (its data may
+be simplified away) nor analysed again.  The worker holds a claim only to save a window, stage a
+copy of it and publish the analysed copy (``_analysis_stage``), so when ``profile.stop()`` takes
+the windows of a stalled worker over (``_analysis_worker``), the training process analyses them
+in place and the worker discards its copies of those.  The CPU time and the place of each
+analysis go into the window's ``profiler_info_{rank}.json`` (``openmsprof_overhead``).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
+import hashlib
 import os
+import struct
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,14 +30,25 @@ import orjson
 
 from openmsprof.fileio import fs
 
-__all__ = ["claim", "claim_path", "done", "record_overhead"]
+__all__ = ["CLAIMS_FILE", "claim", "claim_path", "done", "record_overhead", "tidy", "tidy_all"]
 
 _POLL_S = 0.01
+#: the claims file of an output root (one byte-range lock per rank dir)
+CLAIMS_FILE = ".openmsprof.claims"
+_OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", None)  # Linux 3.15+
+_OFD_GETLK = getattr(fcntl, "F_OFD_GETLK", None)
+_FLOCK = "hh4xqqi4x"  # struct flock: l_type, l_whence, l_start, l_len, l_pid (0 for OFD locks)
+_ofd = _OFD_SETLK is not None and _OFD_GETLK is not None and struct.calcsize(_FLOCK) == 32
+_BUSY = (errno.EAGAIN, errno.EACCES)
+#: output roots whose claims file this process opened (``tidy_all``)
+_roots: set[Path] = set()
+#: fds of the claims this process holds: a forked child closes its copies (``_after_fork``)
+_held: set[int] = set()
 
 
 def claim_path(rank_dir: Path) -> Path:
     """The lock file of ``rank_dir``'s save and analysis."""
-    return rank_dir.parent / f".{rank_dir.name}.claim"
+    return rank_dir.parent / CLAIMS_FILE if _ofd else rank_dir.parent / f".{rank_dir.name}.claim"
 
 
 def done(rank_dir: Path) -> bool:
@@ -38,23 +56,82 @@ def done(rank_dir: Path) -> bool:
     return (rank_dir / "ASCEND_PROFILER_OUTPUT" / "analyse.done").exists()
 
 
+def _byte(rank_dir: Path) -> int:
+    """The rank dir's byte in the claims file (a 62-bit hash of its name)."""
+    return int.from_bytes(hashlib.blake2b(os.fsencode(rank_dir.name), digest_size=8).digest(), "little") >> 2
+
+
+def _lock(fd: int, start: int, length: int) -> bool:
+    """Take the byte range exclusively (False: another open file holds part of it)."""
+    assert _OFD_SETLK is not None
+    try:
+        fcntl.fcntl(fd, _OFD_SETLK, struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, start, length, 0))
+    except OSError as exc:
+        if exc.errno in _BUSY:
+            return False
+        raise
+    return True
+
+
+def _tidying(fd: int, start: int) -> bool:
+    """The lock in the way of ``start`` is a ``tidy``'s (the whole file, held for microseconds)."""
+    assert _OFD_GETLK is not None
+    got = fcntl.fcntl(fd, _OFD_GETLK, struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, start, 1, 0))
+    kind, _, _, length, _ = struct.unpack(_FLOCK, got)
+    return kind != fcntl.F_UNLCK and length == 0
+
+
+def _open(path: Path) -> int:
+    """The claims file's fd (made when missing; never through a link)."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:  # made here; a link in its place is refused with one line
+        return fs.open_lock_file(path)
+
+
+def _same(path: Path, fd: int) -> bool:
+    """``path`` is still the file ``fd`` has open (a ``tidy`` or holder may have removed it)."""
+    try:
+        now = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino)
+
+
 def _acquire(rank_dir: Path) -> int | None:
     """The fd of the dir's lock, held exclusively; None while another process holds it."""
-    path = claim_path(rank_dir)
+    global _ofd
+    path, byte = claim_path(rank_dir), _byte(rank_dir)
     while True:
-        fd = fs.open_lock_file(path)
+        fd = _open(path) if _ofd else fs.open_lock_file(path)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if _ofd:
+                _roots.add(path.parent)
+                got = _lock(fd, byte, 1)
+            else:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                got = True
         except BlockingIOError:
-            os.close(fd)
-            return None
-        try:  # a holder that just finished removed the file: ours must be the one at the path
-            now = os.stat(path, follow_symlinks=False)
-        except FileNotFoundError:
-            os.close(fd)
+            got = False
+        except OSError:
+            if not _ofd:
+                os.close(fd)
+                raise
+            os.close(fd)  # no OFD locks on this kernel or file system: a lock file per claim
+            _ofd = False
             continue
-        mine = os.fstat(fd)
-        if (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+        if not got:
+            try:
+                tidying = _ofd and _tidying(fd, byte)
+            except OSError:
+                tidying = False
+            os.close(fd)
+            if tidying:
+                time.sleep(0.001)
+                continue
+            return None
+        if _same(path, fd):  # (a holder or ``tidy`` that just finished may have removed the file)
             return fd
         os.close(fd)
 
@@ -70,14 +147,58 @@ def claim(rank_dir: Path, wait_s: float = 0.0) -> Iterator[bool | None]:
     if fd is None:
         yield None
         return
+    _held.add(fd)
     try:
         yield not done(rank_dir)
     finally:
+        _held.discard(fd)
+        if not _ofd:  # (the claims file stays: ``tidy`` removes it when no claim is held)
+            try:
+                os.unlink(claim_path(rank_dir))
+            except OSError:
+                pass
+        os.close(fd)  # releases the lock
+
+
+def tidy(root: Path) -> bool:
+    """Remove the output ``root``'s claims file if no claim is held in it; whether it is gone."""
+    path = root / CLAIMS_FILE
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return not os.path.lexists(path)
+    try:
+        if _ofd and _lock(fd, 0, 0) and _same(path, fd):  # the whole file: no claim held
+            os.unlink(path)
+            return True
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return False
+
+
+def tidy_all() -> None:
+    """``tidy`` every output root this process claimed in."""
+    for root in list(_roots):
+        if tidy(root):
+            _roots.discard(root)
+
+
+def _after_fork() -> None:
+    """A forked child (a DataLoader worker) closes its copies of the claims held at the fork: the
+    claim stays its parent's, released when the parent closes it."""
+    for fd in list(_held):
         try:
-            os.unlink(claim_path(rank_dir))
+            os.close(fd)
         except OSError:
             pass
-        os.close(fd)
+    _held.clear()
+    _roots.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def record_overhead(rank_dir: Path, cpu_s: float, wall_s: float, where: str) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from openmsprof.fileio import fs
 from openmsprof.torch.profiler import _analysis_claim
 
-__all__ = ["STAGE_RE", "discard", "publish", "stage", "stage_root", "supported", "sweep"]
+__all__ = ["STAGE_RE", "discard", "publish", "recycle", "release", "stage", "stage_root", "supported", "sweep"]
 
 #: ``stage_root``'s name: ``.openmsprof.{worker pid}.stage``.
 STAGE_RE = re.compile(r"^\.openmsprof\.(?P<pid>\d+)\.stage$")
@@ -54,21 +54,100 @@ def stage_root(rank_dir: Path, pid: int) -> Path:
     return rank_dir.parent / f".openmsprof.{pid}.stage"
 
 
-def _copy(src: str, dst: str) -> bool:
+def _copy(src: str, dst: str, have: frozenset[str] | None = None) -> bool:
     """Hard-link ``src``'s tree into the new dir ``dst`` (modes kept); False for anything but
-    dirs and regular files (a link, a FIFO: that dir is analysed in place)."""
-    os.mkdir(dst, fs.DIR_MODE)
+    dirs and regular files (a link, a FIFO: that dir is analysed in place).  ``have``: ``dst`` is
+    a recycled skeleton (``recycle``) holding these empty dirs, reused, and removed if ``src``
+    lacks them."""
+    if have is None:
+        os.mkdir(dst, fs.DIR_MODE)
     os.chmod(dst, stat.S_IMODE(os.lstat(src).st_mode))
+    seen = set()
     with os.scandir(src) as it:
         for e in it:
             if e.is_dir(follow_symlinks=False):
-                if not _copy(e.path, os.path.join(dst, e.name)):
+                seen.add(e.name)
+                reuse = have is not None and e.name in have
+                if not _copy(e.path, os.path.join(dst, e.name), frozenset() if reuse else None):
                     return False
             elif e.is_file(follow_symlinks=False):
                 os.link(e.path, os.path.join(dst, e.name), follow_symlinks=False)
             else:
                 return False
+    for name in (have or frozenset()) - seen:
+        os.rmdir(os.path.join(dst, name))
     return True
+
+
+#: empty dir trees left by published windows, kept per stage dir for the next ``stage`` (one
+#: rename instead of a mkdir per dir, and no rmdir): (path, its subdirs)
+_spares: dict[Path, list[tuple[Path, frozenset[str]]]] = {}
+_SPARES = 2
+_serial = 0
+
+
+def _take_spare(root: Path, dst: Path) -> frozenset[str] | None:
+    """Rename one of ``root``'s skeletons to ``dst``; its subdirs (None: no skeleton)."""
+    spares = _spares.get(root)
+    while spares:
+        path, subs = spares.pop()
+        try:
+            os.rename(path, dst)
+            return subs
+        except OSError:
+            shutil.rmtree(path, ignore_errors=True)
+    return None
+
+
+def recycle(staged: Path) -> None:
+    """After ``publish``, ``staged`` holds the replaced raw tree: its files are unlinked and its
+    dirs (two levels at most) kept as a skeleton for the next ``stage`` of this process; any
+    other tree, or one too many, is discarded (the stage dir kept)."""
+    global _serial
+    spares = _spares.setdefault(staged.parent, [])
+    subs = _empty_out(staged) if len(spares) < _SPARES else None
+    if subs is None:
+        discard(staged, keep_root=True)
+        return
+    _serial += 1
+    spare = staged.parent / f".spare{_serial}"
+    try:
+        os.rename(staged, spare)
+    except OSError:
+        discard(staged, keep_root=True)
+        return
+    spares.append((spare, subs))
+
+
+def _empty_out(d: Path) -> frozenset[str] | None:
+    """Unlink the files of ``d`` and of its subdirs; the subdirs' names (None: a deeper tree, or
+    anything that could not be removed)."""
+    subs = []
+    try:
+        with os.scandir(d) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    subs.append(e.name)
+                    with os.scandir(e.path) as inner:
+                        for f in inner:
+                            if f.is_dir(follow_symlinks=False):
+                                return None
+                            os.unlink(f.path)
+                else:
+                    os.unlink(e.path)
+    except OSError:
+        return None
+    return frozenset(subs)
+
+
+def release(root: Path) -> None:
+    """Remove this process's skeletons in the stage dir ``root`` and the dir itself if empty."""
+    for path, _ in _spares.pop(root, []):
+        shutil.rmtree(path, ignore_errors=True)
+    try:
+        root.rmdir()
+    except OSError:  # (not empty: a copy a dying child left; ``sweep`` removes it later)
+        pass
 
 
 def stage(rank_dir: Path, pid: int) -> Path | None:
@@ -79,18 +158,20 @@ def stage(rank_dir: Path, pid: int) -> Path | None:
     root = stage_root(rank_dir, pid)
     dst = root / rank_dir.name
     try:
-        try:
-            os.mkdir(root, fs.DIR_MODE)
-            os.chmod(root, fs.DIR_MODE)
-        except FileExistsError:
-            if not stat.S_ISDIR(os.lstat(root).st_mode):
-                return None
+        if root not in _spares:  # (made, or found, by an earlier window of this process)
+            try:
+                os.mkdir(root, fs.DIR_MODE)
+                os.chmod(root, fs.DIR_MODE)
+            except FileExistsError:
+                if not stat.S_ISDIR(os.lstat(root).st_mode):
+                    return None
+            _spares[root] = []
         if os.path.lexists(dst):
             shutil.rmtree(dst)
-        if _copy(os.fspath(rank_dir), os.fspath(dst)):
+        if _copy(os.fspath(rank_dir), os.fspath(dst), _take_spare(root, dst)):
             return dst
     except OSError:
-        pass
+        _spares.pop(root, None)  # (checked again next time: it may have been removed)
     discard(dst)
     return None
 

@@ -10,7 +10,7 @@ process, the worker neither takes that GIL nor appears in its Kineto trace.  Asy
 handlers share it; ``wait()`` (``profile.stop()`` of a sync handler) waits for its queue while the
 worker makes progress, ``wait_saved()`` (an async handler's ``stop()``, interpreter exit) for the
 saves only.  A SCHED_IDLE worker gets no CPU while every core is busy: a worker that got under
-``MIN_SHARE`` of a core for ``STALL_S`` seconds (starved, SIGSTOPped, wedged) is not waited for:
+``MIN_SHARE`` of a core for ``STALL_S`` (0.1) seconds (starved, SIGSTOPped, wedged) is not waited for:
 the waiting thread analyses the windows itself, at the caller's priority (``_take_over``; the
 worker analyses a staged copy holding no claim, ``_analysis_stage``, and discards the windows done
 here, ``_analysis_claim``; it is ended only if it holds a window's claim ``HELD_WAIT_S`` or is stopped).  So a sync
@@ -45,9 +45,13 @@ log = logging.getLogger("openmsprof")
 SAVE_WAIT_S = 5.0  # then the training process saves what the worker has not confirmed
 #: ``profile.stop()`` (sync) and exit wait for a worker only while it makes progress: one that got
 #: less than ``MIN_SHARE`` of a core over the last ``STALL_S`` seconds (starved by busy cores,
-#: SIGSTOPped, blocked) or has run ``STOP_WAIT_S`` seconds in all is ended and its windows are
-#: analysed on the waiting thread, at the caller's priority.
-STALL_S = 0.5
+#: SIGSTOPped, blocked) or has run ``STOP_WAIT_S`` seconds in all has its windows analysed on the
+#: waiting thread, at the caller's priority (a SCHED_IDLE child on busy cores gets ~0 % and one on
+#: a free core ~100 %: a short window tells them apart; a wrong verdict costs one window analysed
+#: twice, never a wrong result).  ``export_chrome_trace`` ends a worker that holds the window it
+#: wants after ``END_STALL_S`` of such stalling.
+STALL_S = 0.1
+END_STALL_S = 0.5
 MIN_SHARE = 0.25
 STOP_WAIT_S = 300.0
 #: a window's claim held by the worker (saving or publishing it: a few ms at normal priority) is
@@ -184,16 +188,17 @@ def _reroute(left: dict[str, Job]) -> None:
             _writer.submit(functools.partial(submit, Path(path), job.sync))
 
 
-def _stalled(c: Client, marks: list[tuple[float, float]], started: float) -> bool:
-    """Whether the worker made too little progress lately (``marks``: (wall, cpu) samples)."""
+def _stalled(c: Client, marks: list[tuple[float, float]], started: float, stall_s: float = STALL_S) -> bool:
+    """Whether the worker made too little progress over the last ``stall_s`` (``marks``: (wall,
+    cpu) samples; the first call only takes one)."""
     now, cpu = time.monotonic(), c.cpu_s()
     if cpu is None:
         return False  # gone: the reader re-routes its windows
     marks.append((now, cpu))
-    while len(marks) > 2 and marks[1][0] <= now - STALL_S:
+    while len(marks) > 2 and marks[1][0] <= now - stall_s:
         marks.pop(0)
     t0, c0 = marks[0]
-    return (now - t0 >= STALL_S and cpu - c0 < MIN_SHARE * (now - t0)) or now - started >= STOP_WAIT_S
+    return (now - t0 >= stall_s and cpu - c0 < MIN_SHARE * (now - t0)) or now - started >= STOP_WAIT_S
 
 
 def _take_over(c: Client, why: str, sync_only: bool) -> None:
@@ -232,6 +237,7 @@ def _end(c: Client, windows: list[tuple[str, Job]]) -> None:
     c.end()
     for root in {Path(p).parent for p, _ in windows}:
         _analysis_stage.sweep(root, c.proc.pid)
+        _analysis_claim.tidy(root)
 
 
 def wait(timeout: float = STOP_WAIT_S, sync_only: bool = False) -> bool:
@@ -256,6 +262,7 @@ def _wait_progress(c: Client, deadline: float, sync_only: bool) -> bool:
     sync windows of a stalled worker are taken over here."""
     marks: list[tuple[float, float]] = []
     started = time.monotonic()
+    _stalled(c, marks, started)  # (the first sample: a verdict after ``STALL_S``, not one poll more)
     while not c.wait(min(_POLL_S, max(0.0, deadline - time.monotonic())), sync_only):
         if not c.alive():
             return True  # the reader re-routed what it left
@@ -279,7 +286,7 @@ def analyse_now(path: Path) -> Path:
         if time.monotonic() - started >= STOP_WAIT_S:
             raise TimeoutError(f"{path} is still being analysed by another process after {STOP_WAIT_S:.0f} s")
         c = _client
-        if c is not None and c.alive() and _stalled(c, marks, started):
+        if c is not None and c.alive() and _stalled(c, marks, started, END_STALL_S):
             _end(c, [(os.fspath(path), Job(False, False, None, None))])
         time.sleep(_POLL_S)
     return path / "ASCEND_PROFILER_OUTPUT"
@@ -296,6 +303,7 @@ def _at_exit() -> None:
         wait_saved()  # the windows' files are on disk before the training process leaves
         _writer.flush()  # (those a dead worker left went to the writer thread)
         _client.close()  # the worker finishes what is queued (async windows), then leaves
+    _analysis_claim.tidy_all()  # (a claims file the worker still uses is left to it)
 
 
 def _after_fork() -> None:

@@ -183,7 +183,9 @@ def _save_jobs(lines: IO[bytes], answer: _Answers, analyser: _Analyser) -> None:
             with _analysis_claim.claim(path, wait_s=float("inf")) as todo_here:
                 todo = bool(todo_here)
                 if todo and "tmp" in job:
-                    _window_files.save(path, Path(job["tmp"]), job["files"], "worker")
+                    files = job["files"]
+                    _window_files.save(path, Path(job["tmp"]), files, "worker",
+                                       logs=not _window_files.simplified(files, bool(job.get("analyse"))))
                 if todo and job.get("analyse") and not analyser.in_place:
                     later = not analyser.idle()  # a queued window is staged when the child takes it
                     staged = None if later else _analysis_stage.stage(path, os.getpid())
@@ -205,6 +207,7 @@ def _publish_results(analyser: _Analyser, answer: _Answers) -> None:
     for raw in analyser.results:
         res = orjson.loads(raw)
         path, staged, status = Path(res["dir"]), res["stage"], res["status"]
+        done: bool | None = False
         if staged is not None:
             if status == "ok":
                 try:
@@ -219,7 +222,11 @@ def _publish_results(analyser: _Analyser, answer: _Answers) -> None:
                     analyser.send(path, None, first=True)
                     continue
                 status = status if done or status == "fail" else "taken"
-            _discard(Path(staged))
+            if done:  # the copy's place now holds the raw tree it replaced: kept as a skeleton
+                _roots.add(Path(staged).parent)
+                _analysis_stage.recycle(Path(staged))
+            else:
+                _discard(Path(staged))
         answer(status, path)
         analyser.answered()
     with analyser.lock:
@@ -286,11 +293,9 @@ def _serve(lines: IO[bytes], answers: IO[bytes]) -> None:
         analyser.finish()
         publisher.join()
         os.waitpid(analyser.pid, 0)
-        for root in _roots:
-            try:
-                root.rmdir()
-            except OSError:  # (not empty: a copy the dying child left; ``sweep`` removes it later)
-                pass
+        _analysis_claim.tidy_all()  # (the claims files of the output roots, where no claim is held)
+        for root in _roots:  # (one not empty, a copy the dying child left, ``sweep`` removes later)
+            _analysis_stage.release(root)
 
 
 def _lower_priority() -> str:
