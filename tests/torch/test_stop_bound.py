@@ -8,13 +8,15 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
+import psutil
 import pytest
 
-from openmsprof.torch.profiler import _analysis_claim, _analysis_worker
+from openmsprof.torch.profiler import _analysis_claim, _analysis_worker, _worker_pipe
 from tests.torch.conftest import rank_dirs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -174,3 +176,23 @@ def test_repeated_profiles_with_busy_cores_keep_one_worker_and_analyse_each_wind
         assert (d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file()
     assert sorted(p.name for p in root.iterdir()) == sorted(res["state"])  # no stage dir, no claim left
     assert "Traceback" not in stderr and "failed" not in stderr, stderr
+
+
+def test_the_workers_progress_is_read_in_nanoseconds_not_clock_ticks() -> None:
+    """``stop()``'s 50 ms stall window reads the analysis's CPU from the threads' schedstat:
+    the same time as the kernel's clock-tick count, to within a tick or two, but not rounded to
+    10 ms ticks."""
+    spin = subprocess.Popen([sys.executable, "-c", "import time\nwhile time.process_time() < 0.4: pass\n"
+                             "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        p, deadline = psutil.Process(spin.pid), time.monotonic() + 120
+        while sum(p.cpu_times()[:2]) < 0.3:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        ticks = sum(p.cpu_times()[:2])
+        run = _worker_pipe._run_s(spin.pid)
+        assert run is not None and abs(run - ticks) < 0.1, (run, ticks)
+        assert round(run * 1e9) % 10_000_000 != 0  # (1 chance in 10 million of a whole tick)
+    finally:
+        spin.kill()
+        spin.wait()

@@ -10,7 +10,7 @@ process, the worker neither takes that GIL nor appears in its Kineto trace.  Asy
 handlers share it; ``wait()`` (``profile.stop()`` of a sync handler) waits for its queue while the
 worker makes progress, ``wait_saved()`` (an async handler's ``stop()``, interpreter exit) for the
 saves only.  A SCHED_IDLE worker gets no CPU while every core is busy: a worker that got under
-``MIN_SHARE`` of a core for ``STALL_S`` (0.1) seconds (starved, SIGSTOPped, wedged) is not waited for:
+``MIN_SHARE`` of a core for ``STALL_S`` (0.05) seconds (starved, SIGSTOPped, wedged) is not waited for:
 the waiting thread analyses the windows itself, at the caller's priority (``_take_over``; the
 worker analyses a staged copy holding no claim, ``_analysis_stage``, and discards the windows done
 here, ``_analysis_claim``; it is ended only if it holds a window's claim ``HELD_WAIT_S`` or is stopped).  So a sync
@@ -50,7 +50,7 @@ SAVE_WAIT_S = 5.0  # then the training process saves what the worker has not con
 #: a free core ~100 %: a short window tells them apart; a wrong verdict costs one window analysed
 #: twice, never a wrong result).  ``export_chrome_trace`` ends a worker that holds the window it
 #: wants after ``END_STALL_S`` of such stalling.
-STALL_S = 0.1
+STALL_S = 0.05
 END_STALL_S = 0.5
 MIN_SHARE = 0.25
 STOP_WAIT_S = 300.0
@@ -188,10 +188,12 @@ def _reroute(left: dict[str, Job]) -> None:
             _writer.submit(functools.partial(submit, Path(path), job.sync))
 
 
-def _stalled(c: Client, marks: list[tuple[float, float]], started: float, stall_s: float = STALL_S) -> bool:
-    """Whether the worker made too little progress over the last ``stall_s`` (``marks``: (wall,
-    cpu) samples; the first call only takes one)."""
-    now, cpu = time.monotonic(), c.cpu_s()
+def _stalled(c: Client, marks: list[tuple[float, float]], started: float, stall_s: float = STALL_S,
+             analysis_only: bool = True) -> bool:
+    """Whether the worker's analysis (``analysis_only``; else the worker too) made too little
+    progress over the last ``stall_s`` (``marks``: (wall, cpu) samples; the first call only
+    takes one)."""
+    now, cpu = time.monotonic(), c.cpu_s(analysis_only)
     if cpu is None:
         return False  # gone: the reader re-routes its windows
     marks.append((now, cpu))
@@ -286,7 +288,7 @@ def analyse_now(path: Path) -> Path:
         if time.monotonic() - started >= STOP_WAIT_S:
             raise TimeoutError(f"{path} is still being analysed by another process after {STOP_WAIT_S:.0f} s")
         c = _client
-        if c is not None and c.alive() and _stalled(c, marks, started, END_STALL_S):
+        if c is not None and c.alive() and _stalled(c, marks, started, END_STALL_S, analysis_only=False):
             _end(c, [(os.fspath(path), Job(False, False, None, None))])
         time.sleep(_POLL_S)
     return path / "ASCEND_PROFILER_OUTPUT"
