@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 
 import openmsprof.torch.profiler as tp
+from openmsprof.torch.profiler import _analysis_claim
 from tests.torch.conftest import rank_dirs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -128,10 +129,19 @@ def test_killed_run_leaves_raw_traces_that_offline_analyse_completes(tmp_path: P
     for d in dirs:
         assert (d / "FRAMEWORK" / "torch.kineto_trace.json").is_file()
         assert not (d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").exists()
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; from openmsprof."
+                               "torch.profiler import _analysis_claim as c\nwith c.claim(Path(sys.argv[1])) as mine: "
+                               "print('held', mine, flush=True); time.sleep(600)", str(dirs[0])],
+                              stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert holder.stdout is not None and holder.stdout.readline() == b"held True\n"
+    holder.kill()  # a worker killed while it held a window's claim: the lock goes, the claims file stays
+    holder.wait()
+    assert (root / _analysis_claim.CLAIMS_FILE).exists()
     done = tp.analyse(root)
     assert sorted(done) == sorted(d / "ASCEND_PROFILER_OUTPUT" for d in dirs)
     for d in dirs:
         assert (d / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").stat().st_size > 0
+    assert sorted(p.name for p in root.iterdir()) == [d.name for d in dirs]  # its claims file removed too
 
 
 _NO_WORKER = textwrap.dedent("""

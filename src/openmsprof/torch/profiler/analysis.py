@@ -13,7 +13,7 @@ from types import ModuleType
 from openmsprof.config.errors import AlreadySimplified, PathError, ProfilingError
 from openmsprof.config.paths import resolve_output
 from openmsprof.config.validate import show
-from openmsprof.torch.profiler import _analysis_stage, _orphans
+from openmsprof.torch.profiler import _analysis_claim, _analysis_stage, _orphans
 
 log = logging.getLogger("openmsprof")
 
@@ -53,7 +53,8 @@ def analyse(profiler_path: str | os.PathLike[str], max_process_number: int | Non
             export_type: str | list[str] | None = None) -> list[Path]:
     """Parse every ``*_ascend_pt`` dir under ``profiler_path``; bad dirs are reported and skipped.
     Unsaved windows whose writer is gone are saved first (``_orphans.adopt``, one line each), and
-    the stage dirs of an analysis worker that is gone are removed (``_analysis_stage.sweep``)."""
+    the stage dirs of an analysis worker that is gone are removed (``_analysis_stage.sweep``), as
+    is the claims file where no claim is held (``_analysis_claim.tidy``)."""
     if not isinstance(profiler_path, (str, os.PathLike)):
         raise PathError(f"profiler_path={show(profiler_path)} is invalid; allowed: a directory path")
     path = resolve_output(os.fspath(profiler_path), "profiler_path")
@@ -63,6 +64,7 @@ def analyse(profiler_path: str | os.PathLike[str], max_process_number: int | Non
     _orphans.adopt(path)
     for p in _analysis_stage.sweep(path):
         log.warning("openmsprof: removed %s, left by an analysis worker that is gone", p)
+    _analysis_claim.tidy(path)  # (the claims file a killed run left; kept while anyone holds a claim)
     dirs = rank_dirs(path)
     if not dirs:
         raise PathError(f"no *_ascend_pt directory under {os.fspath(profiler_path)!r}")
