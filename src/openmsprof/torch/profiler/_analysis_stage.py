@@ -6,7 +6,9 @@ copy) and analyses that copy holding no claim, so ``profile.stop()`` can analyse
 place meanwhile without ending the worker.  ``publish`` exchanges the analysed copy with the rank
 dir (``renameat2(RENAME_EXCHANGE)``: one syscall) under the claim and only if the rank dir is not
 analysed yet, so the dir is seen unanalysed or complete, never torn, and a window analysed
-elsewhere first is left as it is (the copy is discarded: nothing is written twice).  Where the
+elsewhere first is left as it is (the copy is discarded: nothing is written twice).  The raw tree
+an exchange replaced is emptied and kept (``recycle``): the next ``stage`` renames it into place
+instead of making its dirs (a mkdir costs ~0.1-1 ms of CPU on ext4; a rename ~20 µs).  Where the
 exchange is not supported (``publish`` returns None), the caller analyses in place as before.
 Stage dirs a killed worker left are removed by ``sweep`` (offline ``analyse``) or by the training
 process that ended the worker.
