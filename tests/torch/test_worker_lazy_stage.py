@@ -13,7 +13,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from openmsprof.torch.profiler import _analysis_claim, _analysis_stage, _worker_process
+from openmsprof.torch.profiler import (
+    _analysis_claim,
+    _analysis_stage,
+    _window_files,
+    _worker_process,
+    analysis,
+)
 from tests.torch.conftest import Trainer, raw_window
 
 pytestmark = pytest.mark.skipif(not _analysis_stage.supported(), reason="no renameat2 here")
@@ -87,3 +93,15 @@ def test_stage_now_says_what_is_left_to_analyse(trainer: Trainer, tmp_path: Path
     assert staged.parent in _worker_process._roots
     _worker_process._roots.discard(staged.parent)
     staged.parent.rmdir()
+
+
+def test_a_late_save_of_an_analysed_window_adds_nothing(trainer: Trainer, tmp_path: Path) -> None:
+    """The training process saves a window whose save the worker has not confirmed yet (``stop()``
+    of an async handler); one the worker saved, analysed and simplified meanwhile is left as it
+    is: no logs/ (nor FRAMEWORK/) made again in its analysed dir."""
+    rd = raw_window(trainer, tmp_path / "out")
+    analysis.analyse_dir(rd, parallel=False)
+    before = sorted(p.name for p in rd.iterdir())
+    assert "logs" not in before  # simplified (FRAMEWORK/ kept: with_stack)
+    assert _window_files.save(rd, tmp_path / "gone.kineto.tmp", {"rank": 0, "notes": ["x"]}, "writer_thread") is False
+    assert sorted(p.name for p in rd.iterdir()) == before

@@ -45,23 +45,30 @@ def temp_trace_name(rank_dir_name: str, pid: int) -> str:
     return f".{rank_dir_name}.{pid}{TEMP_SUFFIX}"
 
 
-def _ensure_dir(path: Path, logs: bool = True) -> None:
+def _ensure_dir(path: Path, logs: bool = True) -> bool:
     """Create the rank dir ``path`` with FRAMEWORK/ and (``logs``) logs/; one that another party
-    created (a directory of this user, not a link) is accepted."""
+    created (a directory of this user, not a link) is accepted: then False, and only FRAMEWORK/
+    is made if missing (logs/ is the saving party's, ``save``)."""
     try:
         prof_dir.create_at(path.parent, path, logs=logs)
-        return
+        return True
     except PathError:
         pass
-    for d in (path, path / "FRAMEWORK", *([path / "logs"] if logs else [])):
-        try:
-            os.mkdir(d, fs.DIR_MODE)
-            os.chmod(d, fs.DIR_MODE)
-        except FileExistsError:
-            pass
-        st = os.lstat(d)
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-            raise PathError(f"{str(d)!r} is not a directory of this user; refused")
+    for d in (path, path / "FRAMEWORK"):
+        _make_dir(d)
+    return False
+
+
+def _make_dir(d: Path) -> None:
+    """Make ``d`` unless it is there; refuse a thing that is not a directory of this user."""
+    try:
+        os.mkdir(d, fs.DIR_MODE)
+        os.chmod(d, fs.DIR_MODE)
+    except FileExistsError:
+        pass
+    st = os.lstat(d)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        raise PathError(f"{str(d)!r} is not a directory of this user; refused")
 
 
 def simplified(files: dict[str, Any], analyse: bool) -> bool:
@@ -79,8 +86,14 @@ def save(path: Path, tmp: Path, files: dict[str, Any], where: str, made: bool = 
     empty logs/ (see ``simplified``).  True if this call saved the window, False if another party
     already had.  Raises OSError / PathError (the caller logs)."""
     c0 = time.thread_time()
+    logs = logs or bool(files.get("notes"))
     if not made:
-        _ensure_dir(path, logs or bool(files.get("notes")))
+        if (path / "ASCEND_PROFILER_OUTPUT" / "analyse.done").exists():
+            return False  # saved and analysed by the other party (and maybe simplified: nothing to add)
+        made = _ensure_dir(path, logs)
+        logs = logs and not made
+    else:
+        logs = False  # (the caller made it whole)
     final = path / "FRAMEWORK" / FRAMEWORK_TRACE
     rank = int(files["rank"])
     try:
@@ -91,6 +104,8 @@ def save(path: Path, tmp: Path, files: dict[str, Any], where: str, made: bool = 
             return False  # saved by the other party
         if not final.is_file():
             raise PathError(f"the raw trace of {str(path)!r} is gone ({str(tmp)!r})") from None
+    if logs:  # the dir was another party's: its logs/ is made by the party that saves
+        _make_dir(path / "logs")
     notes = list(files.get("notes") or [])
     info = prof_dir.profiler_info(files["config"], files["start"], files["end"], rank, files["backend"], notes,
                                   files.get("torch_version"))
