@@ -188,18 +188,24 @@ def _reroute(left: dict[str, Job]) -> None:
             _writer.submit(functools.partial(submit, Path(path), job.sync))
 
 
-def _stalled(c: Client, marks: list[tuple[float, float]], started: float, stall_s: float = STALL_S,
-             analysis_only: bool = True) -> bool:
-    """Whether the worker's analysis (``analysis_only``; else the worker too) made too little
-    progress over the last ``stall_s`` (``marks``: (wall, cpu) samples; the first call only
-    takes one)."""
+def _stalled(c: Client, marks: list[tuple[float, float, bool]], started: float, stall_s: float = STALL_S,
+             analysis_only: bool | None = None) -> bool:
+    """Whether the worker made too little progress over the last ``stall_s`` (``marks``: (wall,
+    cpu, measure) samples; the first call only takes one).  Progress is its analysing child's CPU alone
+    (``analysis_only``; None: when every window it holds is saved, so only the child can finish
+    them and the worker's own CPU must not hide a starved child), else the whole tree's."""
+    if analysis_only is None:
+        with c.cond:
+            analysis_only = all(j.saved for j in c.pending.values())
+    if marks and marks[-1][2] != analysis_only:  # (the measure changed: its samples start again)
+        marks.clear()
     now, cpu = time.monotonic(), c.cpu_s(analysis_only)
     if cpu is None:
         return False  # gone: the reader re-routes its windows
-    marks.append((now, cpu))
+    marks.append((now, cpu, analysis_only))
     while len(marks) > 2 and marks[1][0] <= now - stall_s:
         marks.pop(0)
-    t0, c0 = marks[0]
+    t0, c0, _ = marks[0]
     return (now - t0 >= stall_s and cpu - c0 < MIN_SHARE * (now - t0)) or now - started >= STOP_WAIT_S
 
 
@@ -262,7 +268,7 @@ def wait(timeout: float = STOP_WAIT_S, sync_only: bool = False) -> bool:
 def _wait_progress(c: Client, deadline: float, sync_only: bool) -> bool:
     """Wait for the worker's queue (its sync windows if ``sync_only``) while it makes progress;
     sync windows of a stalled worker are taken over here."""
-    marks: list[tuple[float, float]] = []
+    marks: list[tuple[float, float, bool]] = []
     started = time.monotonic()
     _stalled(c, marks, started)  # (the first sample: a verdict after ``STALL_S``, not one poll more)
     while not c.wait(min(_POLL_S, max(0.0, deadline - time.monotonic())), sync_only):
@@ -282,7 +288,7 @@ def analyse_now(path: Path) -> Path:
     """``export_chrome_trace`` of a window not analysed yet: analysed here, unless the worker holds
     it (then it is waited for while it makes progress, else ended and the window analysed here)."""
     where = "training process (export_chrome_trace)"
-    marks: list[tuple[float, float]] = []
+    marks: list[tuple[float, float, bool]] = []
     started = time.monotonic()
     while not _analyse_claimed(path, where):
         if time.monotonic() - started >= STOP_WAIT_S:
