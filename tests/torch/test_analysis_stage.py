@@ -128,8 +128,7 @@ def test_sweep_removes_the_stage_dirs_of_gone_workers_only(tmp_path: Path) -> No
 def test_a_published_windows_raw_tree_is_the_next_stage(trainer: Trainer, tmp_path: Path) -> None:
     """The raw tree a publish replaced is emptied and renamed into the next window's stage (no
     mkdir, no rmdir); that window still ends byte for byte as one analysed in place, and a
-    skeleton dir its window lacks (logs/, which the worker does not make for a window to be
-    simplified) is not carried over."""
+    skeleton dir its window lacks (logs/ here) is not carried over."""
     raw = raw_window(trainer, tmp_path / "raw")
     first = _variant(raw, tmp_path / "out" / raw.name, "Level0", True, False)
     second_name = raw.name.replace("_ascend_pt", "x_ascend_pt")

@@ -81,7 +81,6 @@ def test_without_analysis_the_worker_saves_the_windows(tmp_path: Path) -> None:
         assert (d / "profiler_metadata.json").is_file()
         assert "window_files_worker_cpu_s" in _over(d)  # not the training process's writer thread
         assert not (d / "ASCEND_PROFILER_OUTPUT").exists()  # analyse_flag=False
-        assert (d / "logs").is_dir()  # kept raw: its layout has logs/ (docs/formats.md section 3)
         assert not list(d.parent.glob(".*.kineto.tmp")) and not list((d / "FRAMEWORK").glob(".*.tmp"))
 
 
@@ -132,16 +131,3 @@ def test_save_is_idempotent_and_refuses_a_link(tmp_path: Path) -> None:
     with pytest.raises(PathError):
         _window_files.save(link, tmp, _files(), "worker")
     assert not list((tmp_path / "elsewhere").iterdir())
-
-
-def test_an_empty_logs_dir_is_made_only_where_it_stays() -> None:
-    """The worker makes no empty logs/ for a window that data_simplification will remove it from."""
-    def files(simplify: object, notes: list[str]) -> dict:
-        exp = {} if simplify is None else {"_data_simplification": simplify}
-        return {"config": {"common_config": {}, "experimental_config": exp}, "notes": notes}
-
-    assert _window_files.simplified(files(None, []), analyse=True)  # the default: simplified
-    assert _window_files.simplified(files(True, []), analyse=True)
-    assert not _window_files.simplified(files(False, []), analyse=True)  # kept raw: logs/ stays
-    assert not _window_files.simplified(files(True, []), analyse=False)  # analyse_flag=False
-    assert not _window_files.simplified(files(True, ["NPU activity"]), analyse=True)  # collection.log

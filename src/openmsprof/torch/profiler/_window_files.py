@@ -27,8 +27,7 @@ from openmsprof.fileio import fs
 from openmsprof.sources import gc_watch as _gc_watch
 from openmsprof.torch.profiler import prof_dir
 
-__all__ = ["FRAMEWORK_TRACE", "OVERHEAD_KEY", "RECOVERED_KEY", "TEMP_SUFFIX", "WORKER_MODULE", "save", "simplified",
-           "temp_trace_name"]
+__all__ = ["FRAMEWORK_TRACE", "OVERHEAD_KEY", "RECOVERED_KEY", "TEMP_SUFFIX", "WORKER_MODULE", "save", "temp_trace_name"]
 
 FRAMEWORK_TRACE = "torch.kineto_trace.json"
 OVERHEAD_KEY = "openmsprof_overhead"
@@ -45,12 +44,12 @@ def temp_trace_name(rank_dir_name: str, pid: int) -> str:
     return f".{rank_dir_name}.{pid}{TEMP_SUFFIX}"
 
 
-def _ensure_dir(path: Path, logs: bool = True) -> bool:
-    """Create the rank dir ``path`` with FRAMEWORK/ and (``logs``) logs/; one that another party
-    created (a directory of this user, not a link) is accepted: then False, and only FRAMEWORK/
-    is made if missing (logs/ is the saving party's, ``save``)."""
+def _ensure_dir(path: Path) -> bool:
+    """Create the rank dir ``path`` with FRAMEWORK/ and logs/; one that another party created (a
+    directory of this user, not a link) is accepted: then False, and only FRAMEWORK/ is made if
+    missing (logs/ is the saving party's, ``save``)."""
     try:
-        prof_dir.create_at(path.parent, path, logs=logs)
+        prof_dir.create_at(path.parent, path)
         return True
     except PathError:
         pass
@@ -71,29 +70,18 @@ def _make_dir(d: Path) -> None:
         raise PathError(f"{str(d)!r} is not a directory of this user; refused")
 
 
-def simplified(files: dict[str, Any], analyse: bool) -> bool:
-    """The window will be analysed with data_simplification and logs nothing: its empty logs/,
-    which the simplification removes again, is not made (a mkdir costs up to ~1 ms of CPU on
-    ext4; docs/formats.md section 3)."""
-    exp = (files.get("config") or {}).get("experimental_config") or {}
-    return analyse and exp.get("_data_simplification", True) is not False and not files.get("notes")
-
-
-def save(path: Path, tmp: Path, files: dict[str, Any], where: str, made: bool = False, logs: bool = True) -> bool:
+def save(path: Path, tmp: Path, files: dict[str, Any], where: str, made: bool = False) -> bool:
     """Save one window into the rank dir ``path`` (its parent is the output root) from the raw
     trace ``tmp``; ``where`` names the saver in ``openmsprof_overhead`` (``worker``,
-    ``writer_thread``, ``offline_analyse``); ``made``: the caller made the dir; ``logs``: make an
-    empty logs/ (see ``simplified``).  True if this call saved the window, False if another party
-    already had.  Raises OSError / PathError (the caller logs)."""
+    ``writer_thread``, ``offline_analyse``); ``made``: the caller made the dir.  True if this call
+    saved the window, False if another party already had (an analysed dir is left as it is).
+    Raises OSError / PathError (the caller logs)."""
     c0 = time.thread_time()
-    logs = logs or bool(files.get("notes"))
+    logs = False  # (made whole, by the caller or here)
     if not made:
         if (path / "ASCEND_PROFILER_OUTPUT" / "analyse.done").exists():
             return False  # saved and analysed by the other party (and maybe simplified: nothing to add)
-        made = _ensure_dir(path, logs)
-        logs = logs and not made
-    else:
-        logs = False  # (the caller made it whole)
+        logs = not _ensure_dir(path)
     final = path / "FRAMEWORK" / FRAMEWORK_TRACE
     rank = int(files["rank"])
     try:

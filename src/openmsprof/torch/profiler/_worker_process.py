@@ -183,9 +183,7 @@ def _save_jobs(lines: IO[bytes], answer: _Answers, analyser: _Analyser) -> None:
             with _analysis_claim.claim(path, wait_s=float("inf")) as todo_here:
                 todo = bool(todo_here)
                 if todo and "tmp" in job:
-                    files = job["files"]
-                    _window_files.save(path, Path(job["tmp"]), files, "worker",
-                                       logs=not _window_files.simplified(files, bool(job.get("analyse"))))
+                    _window_files.save(path, Path(job["tmp"]), job["files"], "worker")
                 if todo and job.get("analyse") and not analyser.in_place:
                     later = not analyser.idle()  # a queued window is staged when the child takes it
                     staged = None if later else _analysis_stage.stage(path, os.getpid())

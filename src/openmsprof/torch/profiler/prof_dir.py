@@ -95,8 +95,8 @@ def root_ready(root: Path) -> bool:
     return root in _ready_roots
 
 
-def create_at(root: Path, path: Path, logs: bool = True) -> None:
-    """Create ``root`` if needed and the rank dir ``path`` with FRAMEWORK/ and (``logs``) logs/;
+def create_at(root: Path, path: Path) -> None:
+    """Create ``root`` if needed and the rank dir ``path`` with logs/ and FRAMEWORK/;
     a ``path`` that already exists is refused.  The root counts as ready (``root_ready``) only
     once the whole dir is made: a window end that finds it ready hands its dir's creation to
     whoever saves it, which must not race this one's subdirs."""
@@ -109,8 +109,7 @@ def create_at(root: Path, path: Path, logs: bool = True) -> None:
         _ready_roots.discard(root)  # re-check the root (removed, made read-only) next time
         raise
     fs.make_new_dir(path / "FRAMEWORK")
-    if logs:
-        fs.make_new_dir(path / "logs")
+    fs.make_new_dir(path / "logs")
     _ready_roots.add(root)
 
 
