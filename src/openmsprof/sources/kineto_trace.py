@@ -14,7 +14,6 @@ invalid JSON; it turns ``\\`` into ``/``).  When the whole document does not par
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import re
@@ -24,6 +23,7 @@ from typing import IO, Any
 
 import orjson
 
+from openmsprof.config import native_ext
 from openmsprof.config.errors import RawDataError
 from openmsprof.fileio.read_guard import (
     MAX_JSON_DEPTH,
@@ -49,19 +49,11 @@ _STRING_LINE_RE = re.compile(rb'^( *"[A-Za-z_ ]+": ")(.*)("),?$')
 log = logging.getLogger("openmsprof")
 
 
-def _native() -> Callable[[bytes], Any] | None:
-    if os.environ.get("OPENMSPROF_KINETO_SCAN_PYTHON") == "1":
-        return None
-    try:
-        return importlib.import_module("openmsprof.sources._kineto_scan").ops  # type: ignore[no-any-return]
-    except ImportError:
-        return None
-
-
+_ext = native_ext.load("openmsprof.sources._kineto_scan", "OPENMSPROF_KINETO_SCAN_PYTHON")
 #: The native scan of one block (``_kineto_scan.c``: the operator and flow columns straight from
 #: the bytes, or None for a block it leaves to orjson); None when not built.  The analysis'
 #: ``Columns.add_block`` uses it; ``Columns.add`` of the parsed events is the reference path.
-scan = _native()
+scan: Callable[[bytes], Any] | None = _ext.ops if _ext is not None else None
 
 
 class _NotKinetoLayout(Exception):

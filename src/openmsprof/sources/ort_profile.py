@@ -17,7 +17,6 @@ result, slower).
 from __future__ import annotations
 
 import gc
-import importlib
 import mmap
 import os
 import re
@@ -27,6 +26,7 @@ from typing import Any, Union
 import numpy as np
 import orjson
 
+from openmsprof.config import native_ext
 from openmsprof.recorder.records import Executor
 
 Buffer = Union[bytes, mmap.mmap]  # noqa: UP007  (a runtime alias)
@@ -44,14 +44,8 @@ _DTYPES = {"float": "FLOAT", "float16": "FLOAT16", "double": "DOUBLE", "int64": 
            "int32": "INT32", "int8": "INT8", "uint8": "UINT8", "bool": "BOOL", "bfloat16": "BF16"}
 
 
-def _load_native() -> Any:
-    try:
-        return importlib.import_module("openmsprof.sources._ort_scan")
-    except ImportError:  # not built (no compiler at install): the regex pass
-        return None
-
-
-_native = _load_native()
+#: ``_ort_scan.c`` (None when not built, no compiler at install: the regex pass)
+_native: Any = native_ext.load("openmsprof.sources._ort_scan")
 
 
 class NodeMeta:

@@ -8,28 +8,20 @@ stack after popping events that ended at or before that start).
 
 from __future__ import annotations
 
-import importlib
 import itertools
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from openmsprof.config import native_ext
+
 if TYPE_CHECKING:
     from openmsprof.export.ascend_pt.columns import Columns
 
-def _load_native() -> Callable[..., None] | None:
-    if os.environ.get("OPENMSPROF_NEST_SWEEP_PYTHON") == "1":
-        return None
-    try:
-        return importlib.import_module("openmsprof.export.ascend_pt._nest_sweep").sweep  # type: ignore[no-any-return]
-    except ImportError:
-        return None
-
-
+_ext = native_ext.load("openmsprof.export.ascend_pt._nest_sweep", "OPENMSPROF_NEST_SWEEP_PYTHON")
 #: ``_nest_sweep.c``'s ``sweep`` (None when not built: ``sweep`` below, the reference, runs).
-_native = _load_native()
+_native: Callable[..., None] | None = _ext.sweep if _ext is not None else None
 
 #: Allocation / view / metadata operators: inside a computing operator they are part of it.
 TRIVIAL = frozenset((

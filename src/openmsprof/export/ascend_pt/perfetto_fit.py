@@ -24,14 +24,13 @@ Python code here is the reference and the fallback (``OPENMSPROF_PERFETTO_FIT_PY
 
 from __future__ import annotations
 
-import importlib
 import itertools
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from openmsprof.config import native_ext
 from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.export.ascend_pt.overlap import Intervals, Overlap
 
@@ -45,17 +44,9 @@ MAX_LANES = 8
 _EXACT_FROM_NS = (1 << 40) * 1000  # above this (µs ≥ 2^40) the long-double path is exact
 
 
-def _load_native() -> Callable[..., tuple[int, int, int, dict[int, int]] | None] | None:
-    if os.environ.get("OPENMSPROF_PERFETTO_FIT_PYTHON") == "1":
-        return None
-    try:
-        return importlib.import_module("openmsprof.export.ascend_pt._perfetto_fit").fit  # type: ignore[no-any-return]
-    except ImportError:
-        return None
-
-
+_ext = native_ext.load("openmsprof.export.ascend_pt._perfetto_fit", "OPENMSPROF_PERFETTO_FIT_PYTHON")
 #: ``_perfetto_fit.c``'s ``fit`` (None when not built: the Python code below runs).
-_native = _load_native()
+_native: Callable[..., tuple[int, int, int, dict[int, int]] | None] | None = _ext.fit if _ext is not None else None
 
 
 def image_ns(ts_ns: np.ndarray) -> np.ndarray:

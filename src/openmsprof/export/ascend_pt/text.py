@@ -15,9 +15,7 @@ the only path).
 from __future__ import annotations
 
 import csv
-import importlib
 import io
-import os
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -26,6 +24,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from openmsprof.config import native_ext
 from openmsprof.fileio import fs
 
 #: ``FRAC[r]`` = the fraction digits of ``r / 1000`` without trailing zeros (``"0"`` for 0).
@@ -38,17 +37,8 @@ CHUNK = 4096  # rows per formatted group: bigger groups cost page faults (fresh 
 Column = np.ndarray | list[bytes] | tuple[np.ndarray, Sequence[bytes]]
 
 
-def _native() -> Any:
-    if os.environ.get("OPENMSPROF_ROW_TEXT_PYTHON") == "1":
-        return None
-    try:
-        return importlib.import_module("openmsprof.export.ascend_pt._row_text")
-    except ImportError:
-        return None
-
-
 #: the C row formatter (``_row_text.c``), None when not built or forced off
-NATIVE = _native()
+NATIVE: Any = native_ext.load("openmsprof.export.ascend_pt._row_text", "OPENMSPROF_ROW_TEXT_PYTHON")
 
 
 def ts_text(ns: int) -> str:
