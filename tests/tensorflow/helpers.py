@@ -49,9 +49,16 @@ def tf_own_op_count(job: Path) -> int:
     and eager executions of single ops; summed over the parts of a rolled tracer."""
     from tensorflow.tsl.profiler.protobuf.xplane_pb2 import XSpace
 
+    return sum(tf_own_op_counts(job))
+
+
+def tf_own_op_counts(job: Path) -> list[int]:
+    """:func:`tf_own_op_count` per part of the tracer kept in the job, in file-name order."""
+    from tensorflow.tsl.profiler.protobuf.xplane_pb2 import XSpace
+
     pbs = sorted((job / "host" / "tf_xplane").glob("plugins/profile/*/*.xplane.pb"))
     assert pbs, job
-    return sum(_own_ops(XSpace.FromString(pb.read_bytes())) for pb in pbs)
+    return [_own_ops(XSpace.FromString(pb.read_bytes())) for pb in pbs]
 
 
 def _own_ops(space: Any) -> int:

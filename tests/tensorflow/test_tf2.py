@@ -21,6 +21,7 @@ from tests.tensorflow.helpers import (
     rows,
     run_py,
     tf_own_op_count,
+    tf_own_op_counts,
 )
 
 
@@ -164,11 +165,13 @@ def test_rolled_tracer_records_every_part(tmp_path):
     r = run_py([str(PROGRAMS), "keras", str(tmp_path)], env={"OPENMSPROF_TF_ROLL_S": "0.2"})
     assert r.returncode == 0, r.stderr
     (job,) = jobs(tmp_path)
-    parts = list((job / "host" / "tf_xplane").glob("plugins/profile/*/*.xplane.pb"))
-    assert len(parts) >= 2
+    per_part = tf_own_op_counts(job)
+    # at least two parts hold ops (how many each holds depends on the load: what runs while the
+    # tracer restarts is not traced, docs/tensorflow.md)
+    assert len(per_part) >= 2 and sorted(per_part)[-2] > 0, per_part
     export(job)
     ops = rows(job / "summary" / "op_summary_0.csv")
-    assert len(ops) == tf_own_op_count(job) > 300  # the parts' ops, none twice
+    assert len(ops) == sum(per_part) > max(per_part)  # every part's ops, none twice
     fused = [(r["Model Name"], r["Fusion Op"]) for r in rows(job / "summary" / "fusion_op_0.csv")]
     assert fused and len(fused) == len(set(fused))
     assert "rolled" in (job / "host" / "collection.log").read_text()
