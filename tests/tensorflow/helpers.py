@@ -47,7 +47,6 @@ def tf_own_op_count(job: Path) -> int:
     """Ops in TensorFlow's own trace kept in the job, counted straight from the protobuf:
     executor events ``name:type`` (display name = type), async completions naming their kernel,
     and eager executions of single ops; summed over the parts of a rolled tracer."""
-    from tensorflow.tsl.profiler.protobuf.xplane_pb2 import XSpace
 
     return sum(tf_own_op_counts(job))
 
