@@ -19,8 +19,11 @@ from openmsprof.export.ascend_pt import text
 rt = pytest.importorskip("openmsprof.export.ascend_pt._row_text")
 
 I64 = [0, 1, -1, 7, -7, 9, 10, 99, 100, 999, 1000, -999, -1000, 123456789, 2**31, -(2**31), 2**63 - 1, -(2**63),
-       2**53 + 1, -(2**53) - 1, 10**18, -(10**18)]
-WORDS = [b"", b"a", b"\"q\"", b"%", b"%d", b"{}", b",", b"x" * 300, b"\x00\xff", "é名".encode()]
+       2**53 + 1, -(2**53) - 1, 10**18, -(10**18), 10**8 - 1, 10**8, -(10**8), 10**16 - 1, 10**16, -(10**16) + 1,
+       1795793414745585, 4503599627370496 + 158]
+#: (every length the short copies treat apart: 0-3, 4-7, 8-32 in words, above)
+WORDS = [b"", b"a", b"\"q\"", b"%", b"%d", b"{}", b",", b"x" * 300, b"\x00\xff", "é名".encode(), b"abcdefg",
+         b"12345678", b"y" * 15, b"z" * 16, b"w" * 17, b"v" * 31, b"u" * 32, b"t" * 33]
 
 
 def _ints(rng: random.Random, n: int) -> list[int]:
@@ -39,7 +42,8 @@ def _case(rng: random.Random) -> tuple[bytes, list[object], list[list[object]]]:
     cols: list[object] = []
     values: list[list[object]] = []
     for _ in range(rng.randint(1, 7)):
-        parts.append(rng.choice([b"", b",", b'{"a":', b"%%", b"x%%y", b"\t", b"]"]))
+        parts.append(rng.choice([b"", b",", b'{"a":', b"%%", b"x%%y", b"\t", b"]", b'","pid":1234567,"ti',
+                                 b'{"name":"ab"', b'"dur":%%{}0123456789abcdef']))
         kind = rng.choice(["d", "03d", "list", "vocab"])
         if kind in ("d", "03d"):
             v = _ints(rng, n) if kind == "d" else [rng.choice([0, 5, 42, 999, 1000, -5, -42, -1000, 2**63 - 1,
@@ -58,7 +62,7 @@ def _case(rng: random.Random) -> tuple[bytes, list[object], list[list[object]]]:
             parts.append(b"%b")
             cols.append((np.asarray(codes, np.int64), vocab if rng.random() < 0.5 else tuple(vocab)))
             values.append([vocab[c] for c in codes])
-    parts.append(rng.choice([b"", b"}", b"\n"]))
+    parts.append(rng.choice([b"", b"}", b"\n", b',"ph":"X","cat":"cpu_op"}']))
     return b"".join(parts), cols, values
 
 

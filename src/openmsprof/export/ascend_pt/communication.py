@@ -17,6 +17,7 @@ HCCL's 64-bit hash of the group id (``double_hash``), as msprof-analyze expects.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from math import prod
 from pathlib import Path
 from typing import Any
@@ -128,7 +129,9 @@ def _steps(fw: Framework, ts: np.ndarray) -> list[str | None]:
 def _named(fw: Framework, group: Group) -> list[tuple[int, str, str, str]]:
     """(event, hcom name, op type, backend) of every communication event in start order."""
     names = fw.names
-    is_comm = np.asarray([n.startswith(COMM_PREFIXES) for n in names] or [False], bool)
+    is_comm = _comm_names(tuple(names))
+    if not is_comm.any():  # no process-group work in the window (the usual one)
+        return []
     sel = np.flatnonzero(is_comm[fw.cols.op_name]) if fw.n_ops else np.zeros(0, np.int64)
     sel = sel[np.argsort(fw.op_ts[sel], kind="stable")]
     tag = int(group.hashed) % 1000
@@ -141,6 +144,14 @@ def _named(fw: Framework, group: Group) -> list[tuple[int, str, str, str]]:
         n = counters.get(op_type, 0)
         counters[op_type] = n + 1
         out.append((i, f"hcom_{op_type}__{tag:03d}_{n}_1", op_type, backend))
+    return out
+
+
+@lru_cache(maxsize=64)  # the same vocabulary window after window (the analysis worker)
+def _comm_names(names: tuple[str, ...]) -> np.ndarray:
+    """Per vocabulary entry: whether it names a process-group work event (read-only)."""
+    out = np.asarray([n.startswith(COMM_PREFIXES) for n in names] or [False], bool)
+    out.flags.writeable = False
     return out
 
 

@@ -274,17 +274,27 @@ def fit_trace(fw: Framework, ov: Overlap) -> TraceFit:
     the kernels per stream, the Overlap Analysis tracks (CANN reuses the operators' fit)."""
     cols = fw.cols
     n = fw.n_ops
-    is_op = np.concatenate([np.ones(n, np.int8), np.zeros(len(cols.py_ts), np.int8)])
-    py = fit(np.concatenate([cols.op_ts, cols.py_ts]), np.concatenate([cols.op_dur, cols.py_dur]),
-             np.concatenate([cols.op_tid, cols.py_tid]), is_op, stay=is_op.astype(bool))
+    if len(cols.py_ts):
+        is_op = np.concatenate([np.ones(n, np.int8), np.zeros(len(cols.py_ts), np.int8)])
+        py = fit(np.concatenate([cols.op_ts, cols.py_ts]), np.concatenate([cols.op_dur, cols.py_dur]),
+                 np.concatenate([cols.op_tid, cols.py_tid]), is_op, stay=is_op.astype(bool))
+    else:  # no Python functions (with_stack off): the operators alone
+        ones = np.ones(n, np.int8)
+        py = fit(cols.op_ts, cols.op_dur, cols.op_tid, ones, stay=ones.astype(bool))
     k = fw.kernels
     kf = fit(k.ts, k.dur, k.stream, np.ones(len(k), np.int8))
-    tracks: list[tuple[str, Intervals]] = []
     shortened, shortened_ns = py.shortened + kf.shortened, py.shortened_ns + kf.shortened_ns
-    for name, (starts, ends) in ov.tracks():
-        tf = fit(starts, ends - starts, np.zeros(len(starts), np.int64), np.ones(len(starts), np.int8))
-        tracks.append((name, (starts, starts + tf.dur)))
-        shortened, shortened_ns = shortened + tf.shortened, shortened_ns + tf.shortened_ns
+    # the Overlap Analysis tracks in one call: each is its own track id (the fit is per track)
+    named = ov.tracks()
+    sizes = [len(starts) for _name, (starts, _ends) in named]
+    starts = np.concatenate([iv[0] for _name, iv in named])
+    tf = fit(starts, np.concatenate([iv[1] - iv[0] for _name, iv in named]),
+             np.repeat(np.arange(len(named), dtype=np.int64), sizes), np.ones(len(starts), np.int8))
+    shortened, shortened_ns = shortened + tf.shortened, shortened_ns + tf.shortened_ns
+    ends = starts + tf.dur
+    bounds = np.cumsum([0, *sizes]).tolist()
+    tracks: list[tuple[str, Intervals]] = [(name, (iv[0], ends[a:b])) for (name, iv), a, b
+                                           in zip(named, bounds[:-1], bounds[1:], strict=True)]
     py_dur = py.dur[n:]
     changed = py_dur != cols.py_dur
     py_us = np.where(changed, py_dur / 1000, cols.py_dur_us)

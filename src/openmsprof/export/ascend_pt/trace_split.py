@@ -9,6 +9,7 @@ fails, or forking is not possible, the second half is written here: the bytes ar
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -28,12 +29,13 @@ MIN_OPS = 50_000
 WRITE_BYTES = 1 << 20
 
 
-def _groups(fd: int, groups: Iterable[list[bytes]], first: bool) -> bool:
+def _groups(fd: int, groups: Iterable[list[bytes]], first: bool, lead: bytes = b"", end: bytes = b"") -> bool:
     """Write each non-empty group comma-joined (a comma before each but the very first); small
     groups are gathered up to ``WRITE_BYTES``, a large one is written as it was joined (no second
-    copy).  Returns whether nothing was written yet."""
-    buf: list[bytes] = []
-    size = 0
+    copy).  ``lead`` / ``end``: bytes written before / after the groups, in the same writes (a
+    small window: one write in all).  Returns whether no group was written yet."""
+    buf: list[bytes] = [lead] if lead else []
+    size = len(lead)
     for g in groups:
         if not g:
             continue
@@ -50,6 +52,8 @@ def _groups(fd: int, groups: Iterable[list[bytes]], first: bool) -> bool:
         if size >= WRITE_BYTES:
             fs.write_all(fd, b"".join(buf))
             buf, size = [], 0
+    if end:
+        buf.append(end)
     if buf:
         fs.write_all(fd, b"".join(buf))
     return first
@@ -110,14 +114,17 @@ def write(path: Path, fw: Framework, ov: Overlap, lay: trace_view.Layout, pendin
         tmp.unlink(missing_ok=True)
         fd = fs.open_new(tmp, append=False)
     try:
-        fs.write_all(fd, b"[")
-        first = _groups(fd, trace_view.head(fw, ov, lay), first=True)
-        for _ in between:
-            pass
-        done = pending is not None and pending.collect(None if first else fd)
-        if not done:
-            _groups(fd, trace_view.tail(fw, ov, lay), first=first)
-        fs.write_all(fd, b"]")
+        if pending is None:  # both halves here: formatted before ``between``, in as few writes as fit
+            _groups(fd, itertools.chain(trace_view.head(fw, ov, lay), trace_view.tail(fw, ov, lay)),
+                    first=True, lead=b"[", end=b"]")
+            for _ in between:
+                pass
+        else:
+            first = _groups(fd, trace_view.head(fw, ov, lay), first=True, lead=b"[")
+            for _ in between:
+                pass
+            done = pending.collect(None if first else fd)
+            _groups(fd, () if done else trace_view.tail(fw, ov, lay), first=first, end=b"]")
     except BaseException:
         os.close(fd)
         tmp.unlink(missing_ok=True)

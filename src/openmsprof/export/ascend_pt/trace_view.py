@@ -35,6 +35,7 @@ _TO_NPU = (b',{"ph":"s","bp":"e","name":"torch_to_npu","id":"%d","pid":{pid},"ti
            b'"cat":"async_npu"},{"ph":"f","bp":"e","name":"torch_to_npu","id":"%d","pid":{hw},"tid":%d,'
            b'"ts":"%d.%03d","cat":"async_npu"}')
 _TRACK = b'{"name":%b,"pid":{pid},"tid":{tid},"ts":"%d.%03d","dur":{dur},"ph":"X"}'
+_TRACKS = b'{"name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":%d.%b,"ph":"X"}'  # all tracks at once
 _CANN = b'{"name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"ph":"X","args":{"connection_id":%d}}'
 _H2D = (b'{"ph":"s","bp":"e","name":"HostToDevice%b","id":"%b","pid":{pid},"tid":%d,"ts":"%d.%03d",'
         b'"cat":"HostToDevice"},{"ph":"f","bp":"e","name":"HostToDevice%b","id":"%b","pid":{hw},"tid":%d,'
@@ -92,26 +93,44 @@ def fitted(fw: Framework, ov: Overlap, lay: Layout) -> TraceFit:
 
 
 def _metadata(fw: Framework, ov: Overlap, lay: Layout) -> list[bytes]:
-    dev = lay.device_id
-    evs = _meta(lay.python, "Python", "CPU", 0)
     fit = fitted(fw, ov, lay)
-    for t in fw.tids:
-        evs += _thread(lay.python, t, f"Thread {t}", t)
-    for t, base in sorted(fit.python_lanes.items()):
-        evs += _thread(lay.python, t, f"Thread {base} (overlapping)", t)
-    evs += _meta(lay.cann, "CANN", "CPU", 7)
+    cann_tids: tuple[int, ...] = ()
     if lay.apis is not None and len(lay.apis):
-        for t in sorted(set(fit.op_tid[lay.apis.event].tolist())):
-            evs += _thread(lay.cann, t, f"Thread {t}", t)
-    evs += _meta(lay.hardware, "Ascend Hardware", f"NPU {dev}", 14)
-    for s in sorted(set(fw.kernels.stream.tolist())):
-        evs += _thread(lay.hardware, s, f"Stream {s}", s)
-    for t, base in sorted(fit.stream_lanes.items()):
-        evs += _thread(lay.hardware, t, f"Stream {base} (overlapping)", t)
-    evs += _meta(lay.overlap, "Overlap Analysis", f"NPU {dev}", 31)
-    for i, (name, _iv) in enumerate(ov.tracks()):
-        evs += _thread(lay.overlap, i, name, i)
+        cann_tids = tuple(sorted(set(fit.op_tid[lay.apis.event].tolist())))
+    streams = tuple(sorted(set(fw.kernels.stream.tolist())))
+    return _metadata_texts(lay.python, lay.cann, lay.hardware, lay.overlap, lay.device_id, tuple(fw.tids),
+                           tuple(sorted(fit.python_lanes.items())), cann_tids, streams,
+                           tuple(sorted(fit.stream_lanes.items())), tuple(name for name, _iv in ov.tracks()))
+
+
+@lru_cache(maxsize=64)  # the same process and threads window after window (the analysis worker)
+def _metadata_texts(python: int, cann_pid: int, hardware: int, overlap: int, dev: int, tids: tuple[int, ...],
+                    python_lanes: tuple[tuple[int, int], ...], cann_tids: tuple[int, ...], streams: tuple[int, ...],
+                    stream_lanes: tuple[tuple[int, int], ...], tracks: tuple[str, ...]) -> list[bytes]:
+    """The metadata events' texts (the caller never changes the list)."""
+    evs = _meta(python, "Python", "CPU", 0)
+    for t in tids:
+        evs += _thread(python, t, f"Thread {t}", t)
+    for t, base in python_lanes:
+        evs += _thread(python, t, f"Thread {base} (overlapping)", t)
+    evs += _meta(cann_pid, "CANN", "CPU", 7)
+    for t in cann_tids:
+        evs += _thread(cann_pid, t, f"Thread {t}", t)
+    evs += _meta(hardware, "Ascend Hardware", f"NPU {dev}", 14)
+    for s in streams:
+        evs += _thread(hardware, s, f"Stream {s}", s)
+    for t, base in stream_lanes:
+        evs += _thread(hardware, t, f"Stream {base} (overlapping)", t)
+    evs += _meta(overlap, "Overlap Analysis", f"NPU {dev}", 31)
+    for i, name in enumerate(tracks):
+        evs += _thread(overlap, i, name, i)
     return [orjson.dumps(e) for e in evs]
+
+
+@lru_cache(maxsize=64)  # the same vocabularies window after window (the analysis worker)
+def _json_vocab(items: tuple[str, ...]) -> list[bytes]:
+    """JSON texts of a vocabulary (the caller never changes the list)."""
+    return text.json_texts(items)
 
 
 def _op_args(fw: Framework) -> tuple[np.ndarray, list[bytes]]:
@@ -137,7 +156,7 @@ def _op_args(fw: Framework) -> tuple[np.ndarray, list[bytes]]:
 
 def _ops(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     cols = fw.cols
-    names = text.json_texts(fw.names)
+    names = _json_vocab(tuple(fw.names))
     args_code, args = _op_args(fw)
     for a, b in chunks(fw.n_ops):
         q, r = us_columns(cols.op_ts[a:b])
@@ -148,7 +167,7 @@ def _ops(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
 
 def _python(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     cols = fw.cols
-    names = text.json_texts(cols.py_names.items)
+    names = _json_vocab(tuple(cols.py_names.items))
     for a, b in chunks(len(cols.py_ts)):
         q, r = us_columns(cols.py_ts[a:b])
         us, ns = fit.py_dur_us[a:b], fit.py_dur[a:b]
@@ -168,6 +187,8 @@ def _cross_thread(cols: Any) -> np.ndarray:
     if not n:
         return np.zeros(0, np.int64)
     ids, start, tid = cols.flow_id, cols.flow_start, cols.flow_tid
+    if int(tid.min()) == int(tid.max()):  # one thread (the usual window): no pair spans two
+        return np.zeros(0, np.int64)
     s_tid: dict[int, int] = dict(zip(ids[start].tolist(), tid[start].tolist(), strict=True))
     f_tid: dict[int, int] = dict(zip(ids[~start].tolist(), tid[~start].tolist(), strict=True))
     cross = {i for i, t in s_tid.items() if i in f_tid and f_tid[i] != t}
@@ -210,8 +231,8 @@ def _pick(col: text.Column, rows: np.ndarray) -> text.Column:
 def _kernels(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     """Kernel events; a kernel with a source op carries its two torch_to_npu flows in its text."""
     k = fw.kernels
-    names = text.json_texts(k.names)
-    cores = text.json_texts(k.cores)
+    names = _json_vocab(tuple(k.names))
+    cores = _json_vocab(tuple(k.cores))
     for a, b in chunks(len(k)):
         q, r = us_columns(k.ts[a:b])
         piece, durs = text.dur_columns(fit.k_dur[a:b])
@@ -241,7 +262,21 @@ def _kernels(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]
 
 
 def _tracks(lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
-    for i, (name, (starts, ends)) in enumerate(fit.tracks):
+    """The Overlap Analysis tracks: one formatting call for all of them when they are in the short
+    ``dur`` form and fit one chunk (the usual window), else one per track and chunk."""
+    tracks = fit.tracks
+    n = sum(len(starts) for _name, (starts, _ends) in tracks)
+    if 0 < n <= text.CHUNK:
+        starts = np.concatenate([iv[0] for _name, iv in tracks])
+        lengths = np.concatenate([iv[1] - iv[0] for _name, iv in tracks])
+        if short_ok(lengths):
+            tid = np.repeat(np.arange(len(tracks), dtype=np.int64), [len(iv[0]) for _name, iv in tracks])
+            q, r = us_columns(starts)
+            dq, dr = np.divmod(lengths, 1000)
+            names = _json_vocab(tuple(name for name, _iv in tracks))
+            yield [join(_template(_TRACKS, pid=lay.overlap), [(tid, names), tid, q, r, dq, (dr, text.FRAC)])]
+            return
+    for i, (name, (starts, ends)) in enumerate(tracks):
         nm = orjson.dumps(name).replace(b"%", b"%%")
         for a, b in chunks(len(starts)):
             q, r = us_columns(starts[a:b])

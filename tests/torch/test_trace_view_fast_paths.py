@@ -1,0 +1,96 @@
+"""The per-window shortcuts of trace_view.json give the bytes of the general paths: the Overlap
+Analysis tracks formatted in one call (and fitted in one) equal one call per track and chunk, the
+metadata and vocabularies kept between windows equal fresh ones, the CANN APIs taken as they come
+equal ``np.unique``'s, and the one-thread window's fwdbwd shortcut equals the pairing it skips."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import orjson
+import pytest
+
+from openmsprof.export.ascend_pt import cann, perfetto_fit, text, trace_view
+from openmsprof.torch.profiler import analysis
+from tests.torch.conftest import Trainer, raw_window
+
+OUT = "ASCEND_PROFILER_OUTPUT"
+
+
+def _level(rank: Path, level: str) -> None:
+    info = next(rank.glob("profiler_info*.json"))
+    doc = orjson.loads(info.read_bytes())
+    doc["config"]["experimental_config"]["_profiler_level"] = level
+    info.write_bytes(orjson.dumps(doc))
+
+
+@pytest.mark.parametrize("level", ["Level0", "Level1"])
+def test_one_call_per_view_equals_one_per_track_and_chunk(trainer: Trainer, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch, level: str) -> None:
+    raw = raw_window(trainer, tmp_path / "raw")
+    fast, kept, ref = (tmp_path / n / raw.name for n in ("fast", "kept", "ref"))
+    for d in (fast, kept, ref):
+        shutil.copytree(raw, d)
+        _level(d, level)
+    trace_view._metadata_texts.cache_clear()
+    trace_view._json_vocab.cache_clear()
+    analysis.analyse_dir(fast, parallel=False)
+    analysis.analyse_dir(kept, parallel=False)  # the metadata and vocabularies kept from ``fast``
+    assert trace_view._metadata_texts.cache_info().hits >= 1
+
+    # the reference: every view in chunks of one row (each track alone), nothing kept, each
+    # Overlap Analysis track fitted by its own call
+    def per_track(fw: object, ov: object) -> perfetto_fit.TraceFit:
+        got = real_fit_trace(fw, ov)  # type: ignore[arg-type]
+        tracks = []
+        for name, (starts, ends) in ov.tracks():  # type: ignore[attr-defined]
+            tf = perfetto_fit.fit(starts, ends - starts, np.zeros(len(starts), np.int64), np.ones(len(starts), np.int8))
+            tracks.append((name, (starts, starts + tf.dur)))
+        got.tracks = tracks
+        return got
+
+    real_fit_trace = perfetto_fit.fit_trace
+    monkeypatch.setattr(trace_view, "fit_trace", per_track)
+    monkeypatch.setattr(text, "CHUNK", 1)
+    trace_view._metadata_texts.cache_clear()
+    trace_view._json_vocab.cache_clear()
+    analysis.analyse_dir(ref, parallel=False)
+
+    want = (ref / OUT / "trace_view.json").read_bytes()
+    assert (fast / OUT / "trace_view.json").read_bytes() == want
+    assert (kept / OUT / "trace_view.json").read_bytes() == want
+    events = orjson.loads(want)
+    pid = next(e["pid"] for e in events if e["name"] == "process_name" and e["args"]["name"] == "Overlap Analysis")
+    lanes = {e["tid"]: e["args"]["name"] for e in events if e["pid"] == pid and e["name"] == "thread_name"}
+    assert lanes == dict(enumerate(["Computing", "Communication", "Communication(Not Overlapped)", "Free"]))
+    spans = [e for e in events if e["pid"] == pid and e["ph"] == "X"]
+    assert {e["name"] for e in spans} == {"Computing", "Free"}  # (no communication in the window)
+    assert all(lanes[e["tid"]] == e["name"] for e in spans)
+
+
+def _kernels(op: list[int]) -> SimpleNamespace:
+    k = SimpleNamespace(op=np.asarray(op, np.int64), comm=np.zeros(len(op), bool), event=np.zeros(0, np.int64))
+    return SimpleNamespace(kernels=type("K", (), {"__len__": lambda self: len(op), **vars(k)})())
+
+
+@pytest.mark.parametrize("op", [[], [-1, -1], [0, 1, 2, 5], [-1, 3, -1, 4, 9], [2, 2, 3], [5, 1, -1, 3], [4, 4, 4, 1]])
+def test_cann_apis_in_launch_order_equal_unique(op: list[int]) -> None:
+    apis = cann.build(_kernels(op))  # type: ignore[arg-type]
+    sel = np.asarray([o for o in op if o >= 0], np.int64)
+    event, first = np.unique(sel, return_index=True)
+    assert apis.event.tolist() == event.tolist()
+    assert apis.level.tolist() == [0] * len(event) and apis.conn.tolist() == op
+    assert len(first) == len(apis.event)
+
+
+def test_fwdbwd_flows_on_one_thread_are_left_out_and_across_threads_kept() -> None:
+    ids = np.asarray([1, 1, 2, 2, 3, 3], np.int64)
+    start = np.asarray([True, False, True, False, True, False])
+    one = SimpleNamespace(flow_ts=ids * 10, flow_id=ids, flow_start=start, flow_tid=np.full(6, 7, np.int64))
+    assert trace_view._cross_thread(one).tolist() == []
+    two = SimpleNamespace(flow_ts=ids * 10, flow_id=ids, flow_start=start,
+                          flow_tid=np.asarray([7, 7, 7, 8, 8, 8], np.int64))
+    assert trace_view._cross_thread(two).tolist() == [2, 3]
