@@ -1,10 +1,12 @@
 """The per-window shortcuts of trace_view.json give the bytes of the general paths: the Overlap
 Analysis tracks formatted in one call (and fitted in one) equal one call per track and chunk, the
 metadata and vocabularies kept between windows equal fresh ones, the CANN APIs taken as they come
-equal ``np.unique``'s, and the one-thread window's fwdbwd shortcut equals the pairing it skips."""
+equal ``np.unique``'s, the one-thread window's fwdbwd shortcut equals the pairing it skips, and
+the communication group is read from profiler_metadata.json only when used."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,7 +15,8 @@ import numpy as np
 import orjson
 import pytest
 
-from openmsprof.export.ascend_pt import cann, perfetto_fit, text, trace_view
+from openmsprof.export.ascend_pt import cann, communication, perfetto_fit, text, trace_view
+from openmsprof.parse.hccl_hash import double_hash
 from openmsprof.torch.profiler import analysis
 from tests.torch.conftest import Trainer, raw_window
 
@@ -94,3 +97,30 @@ def test_fwdbwd_flows_on_one_thread_are_left_out_and_across_threads_kept() -> No
     two = SimpleNamespace(flow_ts=ids * 10, flow_id=ids, flow_start=start,
                           flow_tid=np.asarray([7, 7, 7, 8, 8, 8], np.int64))
     assert trace_view._cross_thread(two).tolist() == [2, 3]
+
+
+def test_the_group_is_read_at_its_first_use(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """profiler_metadata.json is read once, when a field of the group is first used (a window
+    without communication never reads it), and gives the group it describes."""
+    reads: list[Path] = []
+    real = communication.read_json
+    monkeypatch.setattr(communication, "read_json", lambda p, *a, **k: (reads.append(p), real(p, *a, **k))[1])
+    (tmp_path / "profiler_metadata.json").write_bytes(orjson.dumps(
+        {"parallel_group_info": {"7": {"global_ranks": [3, 1, 2], "group_rank": 2}}}))
+    group = communication.group_of(tmp_path, 1)
+    assert reads == []
+    assert (group.gid, group.local_rank, group.ranks) == ("7", 2, [1, 2, 3])
+    assert group.hashed == str(double_hash("7")) and reads == [tmp_path / "profiler_metadata.json"]
+    assert dataclasses.astuple(group) == ("7", str(double_hash("7")), 2, [1, 2, 3]) and len(reads) == 1
+    none = communication.group_of(tmp_path / "absent", 4)
+    assert (none.gid, none.local_rank, none.ranks) == ("0", 4, [4])
+
+
+def test_a_window_without_communication_never_reads_the_metadata(trainer: Trainer, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    raw = raw_window(trainer, tmp_path / "raw")
+    reads: list[Path] = []
+    real = communication.read_json
+    monkeypatch.setattr(communication, "read_json", lambda p, *a, **k: (reads.append(p), real(p, *a, **k))[1])
+    analysis.analyse_dir(raw, parallel=False)
+    assert (raw / OUT / "analyse.done").is_file() and reads == []

@@ -76,8 +76,29 @@ class CommOp:
     event: int = -1     # index of the framework operator event
 
 
+class _LazyGroup(Group):
+    """A :class:`Group` read from profiler_metadata.json at its first use: a window without
+    communication operations never reads the file."""
+
+    def __init__(self, rank_dir: Path, rank: int | None) -> None:  # the fields come at the first use
+        self.__dict__["_source"] = (rank_dir, rank)
+
+    def __getattr__(self, name: str) -> Any:  # only for the fields not read yet
+        if name not in ("gid", "hashed", "local_rank", "ranks") or "_source" not in self.__dict__:
+            raise AttributeError(name)
+        g = _read_group(*self.__dict__.pop("_source"))
+        self.__dict__.update(gid=g.gid, hashed=g.hashed, local_rank=g.local_rank, ranks=g.ranks)
+        return self.__dict__[name]
+
+
 def group_of(rank_dir: Path, rank: int | None) -> Group:
-    """The default group from profiler_metadata.json (``parallel_group_info`` or ``distributed_args``)."""
+    """The default group from profiler_metadata.json (``parallel_group_info`` or
+    ``distributed_args``), read when first used."""
+    return _LazyGroup(rank_dir, rank)
+
+
+def _read_group(rank_dir: Path, rank: int | None) -> Group:
+    """The default group as profiler_metadata.json gives it (the default one without it)."""
     meta: dict[str, Any] = {}
     path = rank_dir / "profiler_metadata.json"
     try:  # absent, not a regular file, unreadable: the default group
