@@ -279,8 +279,7 @@ def fit_trace(fw: Framework, ov: Overlap) -> TraceFit:
         py = fit(np.concatenate([cols.op_ts, cols.py_ts]), np.concatenate([cols.op_dur, cols.py_dur]),
                  np.concatenate([cols.op_tid, cols.py_tid]), is_op, stay=is_op.astype(bool))
     else:  # no Python functions (with_stack off): the operators alone
-        ones = np.ones(n, np.int8)
-        py = fit(cols.op_ts, cols.op_dur, cols.op_tid, ones, stay=ones.astype(bool))
+        py = fit(cols.op_ts, cols.op_dur, cols.op_tid, np.ones(n, np.int8), stay=np.ones(n, bool))
     k = fw.kernels
     kf = fit(k.ts, k.dur, k.stream, np.ones(len(k), np.int8))
     shortened, shortened_ns = py.shortened + kf.shortened, py.shortened_ns + kf.shortened_ns
@@ -289,14 +288,16 @@ def fit_trace(fw: Framework, ov: Overlap) -> TraceFit:
     sizes = [len(starts) for _name, (starts, _ends) in named]
     starts = np.concatenate([iv[0] for _name, iv in named])
     tf = fit(starts, np.concatenate([iv[1] - iv[0] for _name, iv in named]),
-             np.repeat(np.arange(len(named), dtype=np.int64), sizes), np.ones(len(starts), np.int8))
+             np.arange(len(named), dtype=np.int64).repeat(sizes), np.ones(len(starts), np.int8))
     shortened, shortened_ns = shortened + tf.shortened, shortened_ns + tf.shortened_ns
     ends = starts + tf.dur
-    bounds = np.cumsum([0, *sizes]).tolist()
+    bounds = [0, *itertools.accumulate(sizes)]
     tracks: list[tuple[str, Intervals]] = [(name, (iv[0], ends[a:b])) for (name, iv), a, b
                                            in zip(named, bounds[:-1], bounds[1:], strict=True)]
     py_dur = py.dur[n:]
-    changed = py_dur != cols.py_dur
-    py_us = np.where(changed, py_dur / 1000, cols.py_dur_us)
+    if len(py_dur):
+        py_us = np.where(py_dur != cols.py_dur, py_dur / 1000, cols.py_dur_us)
+    else:
+        py_us = np.zeros(0, np.float64)
     return TraceFit(py.dur[:n], py.track[:n], py_dur, py_us, py.track[n:], kf.dur, kf.track, tracks,
                     py.lanes, kf.lanes, shortened, shortened_ns, py.moved + kf.moved)
