@@ -7,9 +7,13 @@
  *                        per row i: fixed[i*width:(i+1)*width] + vocabulary[codes[i]] (binary
  *                        records: a packed constant part, then a variable tail; torch.op_range)
  *
- * The template is bytes with the conversions %d, %03d and %b (and %% for a percent sign); any
- * other conversion is a ValueError.  One column per conversion, all of the same length n (>= 0):
+ * The template is bytes with the conversions %d, %03d, %t, %u and %b (and %% for a percent sign);
+ * any other conversion is a ValueError.  One column per conversion, all of the same length n (>= 0):
  *   %d, %03d   a C-contiguous one-dimensional int64 buffer (numpy int64 array);
+ *   %t         the same, ns written as µs with three decimals: "%d.%03d" % divmod(v, 1000);
+ *   %u         the same, ns written as orjson writes v / 1000 for 0 <= v < 10**12: "%d.%b" % (v //
+ *              1000, the decimals of v % 1000 without trailing zeros, "0" for none); a value
+ *              outside that range is a ValueError (the caller takes the general form);
  *   %b         a list of n bytes (row i: item i), or a tuple (codes, vocabulary): an int64
  *              buffer of n codes and a list or tuple of bytes (row i: vocabulary[codes[i]]).
  * Every input is checked: lengths, buffer formats, codes within the vocabulary (IndexError),
@@ -21,7 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { K_INT, K_INT03, K_BYTES };
+enum { K_INT, K_INT03, K_BYTES, K_US, K_USF };
 enum { C_ARRAY, C_LIST, C_VOCAB };
 
 typedef struct {
@@ -107,8 +111,8 @@ static int tmpl_parse(const char *s, Py_ssize_t n, tmpl *t) {
             continue;
         }
         int kind;
-        if (i + 1 < n && (s[i + 1] == 'd' || s[i + 1] == 'b')) {
-            kind = s[i + 1] == 'd' ? K_INT : K_BYTES;
+        if (i + 1 < n && (s[i + 1] == 'd' || s[i + 1] == 'b' || s[i + 1] == 't' || s[i + 1] == 'u')) {
+            kind = s[i + 1] == 'd' ? K_INT : s[i + 1] == 'b' ? K_BYTES : s[i + 1] == 't' ? K_US : K_USF;
             i += 1;
         } else if (i + 3 < n && s[i + 1] == '0' && s[i + 2] == '3' && s[i + 3] == 'd') {
             kind = K_INT03;
@@ -273,6 +277,33 @@ static char *put_int(char *o, int64_t v, int width) {
     return o + k;
 }
 
+/* %u's range: 0 <= ns < 10**12 */
+#define USF_LIMIT 1000000000000LL
+
+/* ns as µs: "%d.%03d" % divmod(v, 1000) (floor division, as Python's), or with ``shortest`` the
+ * decimals without trailing zeros ("0" for none: orjson's v / 1000 for 0 <= v < 10**12) */
+static char *put_us(char *o, int64_t v, int shortest) {
+    int64_t q = v / 1000, r = v % 1000;
+    if (r < 0) {
+        r += 1000;
+        q -= 1;
+    }
+    o = put_int(o, q, 0);
+    *o++ = '.';
+    if (shortest && r == 0) {
+        *o++ = '0';
+        return o;
+    }
+    o[0] = (char)('0' + r / 100);
+    o[1] = (char)('0' + r / 10 % 10);
+    o[2] = (char)('0' + r % 10);
+    int k = 3;
+    if (shortest)
+        while (o[k - 1] == '0')
+            k--;
+    return o + k;
+}
+
 /* an output buffer: a bytes object grown as needed */
 typedef struct {
     PyObject *obj;
@@ -313,8 +344,12 @@ static int put_row(out *b, const tmpl *t, column *cols, Py_ssize_t i, const char
             cols[j].cur = PyBytes_AS_STRING(item); /* (the item cannot go: GIL held, no callbacks) */
             cols[j].cur_len = l;
             need += l;
+        } else if (t->convs[j].kind == K_USF && (cols[j].data[i] < 0 || cols[j].data[i] >= USF_LIMIT)) {
+            PyErr_Format(PyExc_ValueError, "row column %zd, row %zd: %lld ns is outside the short %%u form", j, i,
+                         (long long)cols[j].data[i]);
+            return -1;
         } else {
-            need += 24;
+            need += 32; /* an int64 (20 characters), or µs: the whole part, a point, three decimals */
         }
     }
     char *o = out_reserve(b, need + LIT_SLACK); /* copy_lit may write 16 bytes past a short piece */
@@ -334,6 +369,8 @@ static int put_row(out *b, const tmpl *t, column *cols, Py_ssize_t i, const char
         if (c->kind == K_BYTES) {
             copy_small(o, cols[j].cur, cols[j].cur_len);
             o += cols[j].cur_len;
+        } else if (c->kind == K_US || c->kind == K_USF) {
+            o = put_us(o, cols[j].data[i], c->kind == K_USF);
         } else {
             o = put_int(o, cols[j].data[i], c->kind == K_INT03 ? 3 : 0);
         }

@@ -25,21 +25,21 @@ from openmsprof.export.ascend_pt.text import chunks, fill, join, short_ok, ts_te
 HOST_DEV = 31
 __all__ = ["HOST_DEV", "TO_NPU_ID_BASE", "Layout", "enc_pid", "events", "fitted", "step_of", "ts_text", "write"]
 
-_OP = b'{"ph":"X","name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"cat":"cpu_op","args":%b}'
+_OP = b'{"ph":"X","name":%b,"pid":{pid},"tid":%d,"ts":"%t","dur":%u,"cat":"cpu_op","args":%b}'
 _PY = b'{"ph":"X","name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"cat":"python_function","args":{}}'
-_FLOW = b'{"ph":%b,"bp":"e","name":"fwdbwd","id":%d,"pid":{pid},"tid":%d,"ts":"%d.%03d","cat":"fwdbwd"}'
-_KERNEL = (b'{"name":%b,"pid":{hw},"tid":%d,"ts":"%d.%03d","dur":{dur},"ph":"X","args":{"Model Id":4294967295,'
+_FLOW = b'{"ph":%b,"bp":"e","name":"fwdbwd","id":%d,"pid":{pid},"tid":%d,"ts":"%t","cat":"fwdbwd"}'
+_KERNEL = (b'{"name":%b,"pid":{hw},"tid":%d,"ts":"%t","dur":%u,"ph":"X","args":{"Model Id":4294967295,'
            b'"Task Type":%b,"Stream Id":%d,"Task Id":%d,"Batch Id":0,"Subtask Id":4294967295,"connection_id":%d,'
            b'"Executor":"{executor}"}}')
-_TO_NPU = (b',{"ph":"s","bp":"e","name":"torch_to_npu","id":"%d","pid":{pid},"tid":%d,"ts":"%d.%03d",'
+_TO_NPU = (b',{"ph":"s","bp":"e","name":"torch_to_npu","id":"%d","pid":{pid},"tid":%d,"ts":"%t",'
            b'"cat":"async_npu"},{"ph":"f","bp":"e","name":"torch_to_npu","id":"%d","pid":{hw},"tid":%d,'
-           b'"ts":"%d.%03d","cat":"async_npu"}')
+           b'"ts":"%t","cat":"async_npu"}')
 _TRACK = b'{"name":%b,"pid":{pid},"tid":{tid},"ts":"%d.%03d","dur":{dur},"ph":"X"}'
-_TRACKS = b'{"name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":%d.%b,"ph":"X"}'  # all tracks at once
-_CANN = b'{"name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"ph":"X","args":{"connection_id":%d}}'
-_H2D = (b'{"ph":"s","bp":"e","name":"HostToDevice%b","id":"%b","pid":{pid},"tid":%d,"ts":"%d.%03d",'
+_TRACKS = b'{"name":%b,"pid":{pid},"tid":%d,"ts":"%t","dur":%u,"ph":"X"}'  # all tracks at once
+_CANN = b'{"name":%b,"pid":{pid},"tid":%d,"ts":"%t","dur":%u,"ph":"X","args":{"connection_id":%d}}'
+_H2D = (b'{"ph":"s","bp":"e","name":"HostToDevice%b","id":"%b","pid":{pid},"tid":%d,"ts":"%t",'
         b'"cat":"HostToDevice"},{"ph":"f","bp":"e","name":"HostToDevice%b","id":"%b","pid":{hw},"tid":%d,'
-        b'"ts":"%d.%03d","cat":"HostToDevice"}')
+        b'"ts":"%t","cat":"HostToDevice"}')
 
 
 _PH = [b'"f"', b'"s"']  # a fwdbwd flow's ph by flow_start
@@ -158,11 +158,10 @@ def _ops(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     cols = fw.cols
     names = _json_vocab(tuple(fw.names))
     args_code, args = _op_args(fw)
+    tmpl = _template(_OP, pid=lay.python)
     for a, b in chunks(fw.n_ops):
-        q, r = us_columns(cols.op_ts[a:b])
-        piece, durs = text.dur_columns(fit.op_dur[a:b])
-        yield [join(_template(_OP, piece, pid=lay.python),
-                    [(cols.op_name[a:b], names), fit.op_tid[a:b], q, r, *durs, (args_code[a:b], args)])]
+        yield [join(tmpl, [(cols.op_name[a:b], names), fit.op_tid[a:b], cols.op_ts[a:b], fit.op_dur[a:b],
+                           (args_code[a:b], args)])]
 
 
 def _python(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
@@ -201,8 +200,8 @@ def _flows(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
     keep = _cross_thread(cols)
     for a, b in chunks(len(keep)):
         j = keep[a:b]
-        q, r = us_columns(cols.flow_ts[j])
-        yield [join(tmpl, [(cols.flow_start[j].astype(np.int64), _PH), cols.flow_id[j], cols.flow_tid[j], q, r])]
+        yield [join(tmpl, [(cols.flow_start[j].astype(np.int64), _PH), cols.flow_id[j], cols.flow_tid[j],
+                           cols.flow_ts[j]])]
 
 
 #: torch_to_npu flow ids start here: exact as a double (< 2^53) and apart from the HostToDevice
@@ -233,49 +232,43 @@ def _kernels(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]
     k = fw.kernels
     names = _json_vocab(tuple(k.names))
     cores = _json_vocab(tuple(k.cores))
+    plain = _template(_KERNEL, b"", k.executor, hw=lay.hardware)
+    with_flow = _template(_KERNEL + _TO_NPU, b"", k.executor, hw=lay.hardware, pid=lay.python)
     for a, b in chunks(len(k)):
-        q, r = us_columns(k.ts[a:b])
-        piece, durs = text.dur_columns(fit.k_dur[a:b])
-        tid, idx = fit.k_tid[a:b], np.arange(a, b, dtype=np.int64)
-        base: list[text.Column] = [(k.name[a:b], names), tid, q, r, *durs, (k.core[a:b], cores), k.stream[a:b],
-                                   idx, idx]
+        ts, tid, idx = k.ts[a:b], fit.k_tid[a:b], np.arange(a, b, dtype=np.int64)
+        base: list[text.Column] = [(k.name[a:b], names), tid, ts, fit.k_dur[a:b], (k.core[a:b], cores),
+                                   k.stream[a:b], idx, idx]
         ops = k.op[a:b]
         w = np.flatnonzero(ops >= 0)
-        plain = _template(_KERNEL, piece, k.executor, hw=lay.hardware)
         if not len(w):
             yield [join(plain, base)]
             continue
         src = ops[w]
-        oq, orr = us_columns(fw.op_ts[src])
         ids = w + (TO_NPU_ID_BASE + a)  # flow_ids' ids
-        flow: list[text.Column] = [ids, fit.op_tid[src], oq, orr]
-        with_flow = _template(_KERNEL + _TO_NPU, piece, k.executor, hw=lay.hardware, pid=lay.python)
+        flow: list[text.Column] = [ids, fit.op_tid[src], fw.op_ts[src]]
         if len(w) == b - a:
-            yield [join(with_flow, [*base, *flow, ids, tid, q, r])]
+            yield [join(with_flow, [*base, *flow, ids, tid, ts])]
             continue
         pick = [_pick(col, w) for col in base]
         out = np.empty(b - a, object)
-        out[w] = fill(with_flow, [*pick, *flow, ids, pick[1], pick[2], pick[3]])
+        out[w] = fill(with_flow, [*pick, *flow, ids, pick[1], pick[2]])
         rest = np.flatnonzero(ops < 0)
         out[rest] = fill(plain, [_pick(col, rest) for col in base])
         yield out.tolist()
 
 
 def _tracks(lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
-    """The Overlap Analysis tracks: one formatting call for all of them when they are in the short
-    ``dur`` form and fit one chunk (the usual window), else one per track and chunk."""
+    """The Overlap Analysis tracks: one formatting call for all of them when they fit one chunk
+    (the usual window), else one per track and chunk."""
     tracks = fit.tracks
     n = sum(len(starts) for _name, (starts, _ends) in tracks)
     if 0 < n <= text.CHUNK:
         starts = np.concatenate([iv[0] for _name, iv in tracks])
         lengths = np.concatenate([iv[1] - iv[0] for _name, iv in tracks])
-        if short_ok(lengths):
-            tid = np.repeat(np.arange(len(tracks), dtype=np.int64), [len(iv[0]) for _name, iv in tracks])
-            q, r = us_columns(starts)
-            dq, dr = np.divmod(lengths, 1000)
-            names = _json_vocab(tuple(name for name, _iv in tracks))
-            yield [join(_template(_TRACKS, pid=lay.overlap), [(tid, names), tid, q, r, dq, (dr, text.FRAC)])]
-            return
+        tid = np.arange(len(tracks), dtype=np.int64).repeat([len(iv[0]) for _name, iv in tracks])
+        names = _json_vocab(tuple(name for name, _iv in tracks))
+        yield [join(_template(_TRACKS, pid=lay.overlap), [(tid, names), tid, starts, lengths])]
+        return
     for i, (name, (starts, ends)) in enumerate(tracks):
         nm = orjson.dumps(name).replace(b"%", b"%%")
         for a, b in chunks(len(starts)):
@@ -297,10 +290,8 @@ def _cann(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     ev = apis.event
     for a, b in chunks(len(ev)):
         e = ev[a:b]
-        q, r = us_columns(fw.op_ts[e])
-        piece, durs = text.dur_columns(fit.op_dur[e])
         code = apis.level[a:b].astype(np.int64) * len(names) + fw.cols.op_name[e]
-        yield [join(_template(_CANN, piece, pid=lay.cann), [(code, label), fit.op_tid[e], q, r, *durs, e])]
+        yield [join(_template(_CANN, pid=lay.cann), [(code, label), fit.op_tid[e], fw.op_ts[e], fit.op_dur[e], e])]
     k = fw.kernels
     has = np.flatnonzero(apis.conn >= 0)
     seen: dict[int, int] = {}
@@ -312,10 +303,8 @@ def _cann(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     tmpl = _template(_H2D, hw=lay.hardware, pid=lay.cann)
     for a, b in chunks(len(has)):
         j, src = has[a:b], apis.conn[has[a:b]]
-        oq, orr = us_columns(fw.op_ts[src])
-        kq, kr = us_columns(k.ts[j])
         idl = ids[a:b]
-        yield [join(tmpl, [idl, idl, fit.op_tid[src], oq, orr, idl, idl, fit.k_tid[j], kq, kr])]
+        yield [join(tmpl, [idl, idl, fit.op_tid[src], fw.op_ts[src], idl, idl, fit.k_tid[j], k.ts[j]])]
 
 
 def head(fw: Framework, ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:
