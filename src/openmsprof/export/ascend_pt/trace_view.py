@@ -186,7 +186,7 @@ def _cross_thread(cols: Any) -> np.ndarray:
     if not n:
         return np.zeros(0, np.int64)
     ids, start, tid = cols.flow_id, cols.flow_start, cols.flow_tid
-    if int(tid.min()) == int(tid.max()):  # one thread (the usual window): no pair spans two
+    if not (tid != tid[0]).any():  # one thread (the usual window): no pair spans two
         return np.zeros(0, np.int64)
     s_tid: dict[int, int] = dict(zip(ids[start].tolist(), tid[start].tolist(), strict=True))
     f_tid: dict[int, int] = dict(zip(ids[~start].tolist(), tid[~start].tolist(), strict=True))
