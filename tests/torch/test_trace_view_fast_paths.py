@@ -15,7 +15,16 @@ import numpy as np
 import orjson
 import pytest
 
-from openmsprof.export.ascend_pt import cann, communication, perfetto_fit, text, trace_view
+from openmsprof.export.ascend_pt import (
+    cann,
+    communication,
+    framework,
+    perfetto_fit,
+    rank_analyse,
+    text,
+    trace_view,
+)
+from openmsprof.export.ascend_pt.overlap import Overlap
 from openmsprof.parse.hccl_hash import double_hash
 from openmsprof.torch.profiler import analysis
 from tests.torch.conftest import Trainer, raw_window
@@ -124,3 +133,41 @@ def test_a_window_without_communication_never_reads_the_metadata(trainer: Traine
     monkeypatch.setattr(communication, "read_json", lambda p, *a, **k: (reads.append(p), real(p, *a, **k))[1])
     analysis.analyse_dir(raw, parallel=False)
     assert (raw / OUT / "analyse.done").is_file() and reads == []
+
+
+@pytest.mark.parametrize("some", [False, True])
+def test_kernels_with_and_without_operators_carry_their_own_flows(trainer: Trainer, tmp_path: Path,
+                                                                  some: bool) -> None:
+    """A chunk where every kernel, or only some, have a source operator: each kernel event keeps
+    its own times, and exactly those with one carry the torch_to_npu pair (s at the operator, f at
+    the kernel, id the base plus the kernel's index)."""
+    raw = raw_window(trainer, tmp_path / "raw")
+    info, _rank = rank_analyse.read_info(raw)
+    fw = framework.load(raw, info, parallel=False)
+    k = fw.kernels
+    assert len(k) >= 4 and (k.op >= 0).all()
+    k.op = k.op.copy()
+    if some:
+        k.op[1::3] = -1  # some kernels lose their operator
+    k.ts = k.ts + 1234  # and start apart from it (a CPU kernel is its operator: the same start)
+    lay = trace_view.Layout(fw, 0)
+    fit = trace_view.fitted(fw, Overlap(fw), lay)
+    events = orjson.loads(b"[" + b",".join(t for group in trace_view._kernels(fw, lay, fit) for t in group) + b"]")
+    per_kernel: list[list[dict]] = []
+    for e in events:  # a kernel's X event, then its flow pair if it has one
+        if e["ph"] == "X":
+            per_kernel.append([e])
+        else:
+            per_kernel[-1].append(e)
+    assert len(per_kernel) == len(k)
+    for j, evs in enumerate(per_kernel):
+        assert evs[0]["ts"] == text.ts_text(int(k.ts[j])) and evs[0]["tid"] == int(fit.k_tid[j])
+        assert evs[0]["dur"] == int(fit.k_dur[j]) / 1000 and evs[0]["args"]["Task Id"] == j
+        if k.op[j] < 0:
+            assert len(evs) == 1
+            continue
+        s, f = evs[1:]
+        assert (s["ph"], f["ph"], s["id"], f["id"]) == ("s", "f", str(trace_view.TO_NPU_ID_BASE + j),
+                                                        str(trace_view.TO_NPU_ID_BASE + j))
+        assert s["ts"] == text.ts_text(int(fw.op_ts[k.op[j]])) and s["tid"] == int(fit.op_tid[k.op[j]])
+        assert f["ts"] == evs[0]["ts"] and f["tid"] == evs[0]["tid"]

@@ -285,6 +285,8 @@ class TraceFit:
     shortened: int
     shortened_ns: int
     moved: int
+    #: the tracks' intervals as one set of rows (starts, fitted lengths, track index), as fitted
+    track_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def fit_trace(fw: Framework, ov: Overlap) -> TraceFit:
@@ -306,8 +308,9 @@ def fit_trace(fw: Framework, ov: Overlap) -> TraceFit:
     sizes = [len(starts) for _name, (starts, _ends) in named]
     full = [i for i, size in enumerate(sizes) if size]  # (the empty tracks add nothing)
     starts = np.concatenate([named[i][1][0] for i in full] or [np.zeros(0, np.int64)])
+    track_id = np.arange(len(named), dtype=np.int64).repeat(sizes)
     tf = _fit_columns(starts, np.concatenate([named[i][1][1] - named[i][1][0] for i in full] or [np.zeros(0, np.int64)]),
-                      np.arange(len(named), dtype=np.int64).repeat(sizes), np.ones(len(starts), np.int8))
+                      track_id, np.ones(len(starts), np.int8))
     shortened, shortened_ns = shortened + tf.shortened, shortened_ns + tf.shortened_ns
     ends = starts + tf.dur
     bounds = [0, *itertools.accumulate(sizes)]
@@ -319,4 +322,4 @@ def fit_trace(fw: Framework, ov: Overlap) -> TraceFit:
     else:
         py_us = np.zeros(0, np.float64)
     return TraceFit(py.dur[:n], py.track[:n], py_dur, py_us, py.track[n:], kf.dur, kf.track, tracks,
-                    py.lanes, kf.lanes, shortened, shortened_ns, py.moved + kf.moved)
+                    py.lanes, kf.lanes, shortened, shortened_ns, py.moved + kf.moved, (starts, tf.dur, track_id))

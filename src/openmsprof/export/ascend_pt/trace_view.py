@@ -239,16 +239,18 @@ def _kernels(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]
         base: list[text.Column] = [(k.name[a:b], names), tid, ts, fit.k_dur[a:b], (k.core[a:b], cores),
                                    k.stream[a:b], idx, idx]
         ops = k.op[a:b]
-        w = np.flatnonzero(ops >= 0)
+        has = ops >= 0
+        if has.all():  # every kernel has its operator (the usual window)
+            ids = idx + TO_NPU_ID_BASE  # flow_ids' ids
+            yield [join(with_flow, [*base, ids, fit.op_tid[ops], fw.op_ts[ops], ids, tid, ts])]
+            continue
+        w = np.flatnonzero(has)
         if not len(w):
             yield [join(plain, base)]
             continue
         src = ops[w]
         ids = w + (TO_NPU_ID_BASE + a)  # flow_ids' ids
         flow: list[text.Column] = [ids, fit.op_tid[src], fw.op_ts[src]]
-        if len(w) == b - a:
-            yield [join(with_flow, [*base, *flow, ids, tid, ts])]
-            continue
         pick = [_pick(col, w) for col in base]
         out = np.empty(b - a, object)
         out[w] = fill(with_flow, [*pick, *flow, ids, pick[1], pick[2]])
@@ -263,9 +265,12 @@ def _tracks(lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     tracks = fit.tracks
     n = sum(len(starts) for _name, (starts, _ends) in tracks)
     if 0 < n <= text.CHUNK:
-        starts = np.concatenate([iv[0] for _name, iv in tracks])
-        lengths = np.concatenate([iv[1] - iv[0] for _name, iv in tracks])
-        tid = np.arange(len(tracks), dtype=np.int64).repeat([len(iv[0]) for _name, iv in tracks])
+        if fit.track_rows is not None:  # (fit_trace's rows: the same intervals in the same order)
+            starts, lengths, tid = fit.track_rows
+        else:
+            starts = np.concatenate([iv[0] for _name, iv in tracks])
+            lengths = np.concatenate([iv[1] - iv[0] for _name, iv in tracks])
+            tid = np.arange(len(tracks), dtype=np.int64).repeat([len(iv[0]) for _name, iv in tracks])
         names = _json_vocab(tuple(name for name, _iv in tracks))
         yield [join(_template(_TRACKS, pid=lay.overlap), [(tid, names), tid, starts, lengths])]
         return
