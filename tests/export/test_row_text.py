@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import subprocess
 import sys
 
 import numpy as np
+import orjson
 import pytest
 
 from openmsprof.export.ascend_pt import text
@@ -19,8 +21,11 @@ from openmsprof.export.ascend_pt import text
 rt = pytest.importorskip("openmsprof.export.ascend_pt._row_text")
 
 I64 = [0, 1, -1, 7, -7, 9, 10, 99, 100, 999, 1000, -999, -1000, 123456789, 2**31, -(2**31), 2**63 - 1, -(2**63),
-       2**53 + 1, -(2**53) - 1, 10**18, -(10**18)]
-WORDS = [b"", b"a", b"\"q\"", b"%", b"%d", b"{}", b",", b"x" * 300, b"\x00\xff", "é名".encode()]
+       2**53 + 1, -(2**53) - 1, 10**18, -(10**18), 10**8 - 1, 10**8, -(10**8), 10**16 - 1, 10**16, -(10**16) + 1,
+       1795793414745585, 4503599627370496 + 158]
+#: (every length the short copies treat apart: 0-3, 4-7, 8-32 in words, above)
+WORDS = [b"", b"a", b"\"q\"", b"%", b"%d", b"{}", b",", b"x" * 300, b"\x00\xff", "é名".encode(), b"abcdefg",
+         b"12345678", b"y" * 15, b"z" * 16, b"w" * 17, b"v" * 31, b"u" * 32, b"t" * 33]
 
 
 def _ints(rng: random.Random, n: int) -> list[int]:
@@ -39,9 +44,17 @@ def _case(rng: random.Random) -> tuple[bytes, list[object], list[list[object]]]:
     cols: list[object] = []
     values: list[list[object]] = []
     for _ in range(rng.randint(1, 7)):
-        parts.append(rng.choice([b"", b",", b'{"a":', b"%%", b"x%%y", b"\t", b"]"]))
-        kind = rng.choice(["d", "03d", "list", "vocab"])
-        if kind in ("d", "03d"):
+        parts.append(rng.choice([b"", b",", b'{"a":', b"%%", b"x%%y", b"\t", b"]", b'","pid":1234567,"ti',
+                                 b'{"name":"ab"', b'"dur":%%{}0123456789abcdef']))
+        kind = rng.choice(["d", "03d", "list", "vocab", "t", "u"])
+        if kind in ("t", "u"):  # ns as µs: "%d.%03d" / orjson's ns / 1000 (0 <= ns < 10**12)
+            v = _ints(rng, n) if kind == "t" else [rng.choice([0, 1, 10, 999, 1000, 1010, 10**12 - 1]) if
+                                                   rng.random() < 0.5 else rng.randrange(10**12) for _ in range(n)]
+            parts.append(b"%" + kind.encode())
+            cols.append(np.asarray(v, np.int64))
+            values.append([b"%d.%03d" % divmod(x, 1000) for x in v] if kind == "t" else
+                          [orjson.dumps(x / 1000) for x in v])
+        elif kind in ("d", "03d"):
             v = _ints(rng, n) if kind == "d" else [rng.choice([0, 5, 42, 999, 1000, -5, -42, -1000, 2**63 - 1,
                                                                 -(2**63)]) for _ in range(n)]
             parts.append(b"%" + kind.encode())
@@ -58,8 +71,10 @@ def _case(rng: random.Random) -> tuple[bytes, list[object], list[list[object]]]:
             parts.append(b"%b")
             cols.append((np.asarray(codes, np.int64), vocab if rng.random() < 0.5 else tuple(vocab)))
             values.append([vocab[c] for c in codes])
-    parts.append(rng.choice([b"", b"}", b"\n"]))
-    return b"".join(parts), cols, values
+    parts.append(rng.choice([b"", b"}", b"\n", b',"ph":"X","cat":"cpu_op"}']))
+    template = b"".join(parts)
+    # the expected rows by Python's %: each %t / %u as the %b of its text
+    return template, cols, values
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -67,7 +82,9 @@ def test_join_and_rows_equal_python_formatting(seed: int) -> None:
     rng = random.Random(seed)
     for _ in range(25):
         template, cols, values = _case(rng)
-        expect = [template % row for row in zip(*values, strict=True)]
+        plain = re.sub(rb"%(%|03d|d|b|t|u)", lambda m: m.group(0) if m.group(1) not in (b"t", b"u") else b"%b",
+                       template)
+        expect = [plain % row for row in zip(*values, strict=True)]
         assert rt.rows(template, tuple(cols)) == expect
         for sep in (b",", b"", b";\n"):
             assert rt.join(template, tuple(cols), sep) == sep.join(expect)
@@ -176,3 +193,28 @@ def test_the_environment_forces_the_fallback() -> None:
     env.pop("OPENMSPROF_ROW_TEXT_PYTHON")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_ns_conversions_and_their_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``%t`` / ``%u`` take ns columns: the µs text and orjson's ``ns / 1000``; a ``%u`` value outside
+    0..10**12 is a ValueError in C and the general float text through ``text.join`` / ``text.fill``,
+    which give the same bytes with the fallback forced."""
+    ns = np.asarray([0, 1, 999, 1000, 1001, 1010, 1100, 123_456_789, 10**12 - 1, -1, -1000, -1001, 2**63 - 1,
+                     -(2**63)], np.int64)
+    assert rt.rows(b"%t", (ns,)) == [b"%d.%03d" % divmod(x, 1000) for x in ns.tolist()]
+    short = ns[(ns >= 0) & (ns < 10**12)]
+    assert rt.rows(b"%u", (short,)) == [orjson.dumps(x / 1000) for x in short.tolist()]
+    for bad in (-1, 10**12):
+        with pytest.raises(ValueError, match="outside the short %u form"):
+            rt.join(b"%u", (np.asarray([5, bad], np.int64),), b",")
+    wide = np.asarray([5, 10**12, 7, -3000], np.int64)
+    template = b'{"ts":"%t","dur":%u,"n":%b}'
+    cols: list[text.Column] = [ns[:4], wide, [b"a", b"bb", b"%", b""]]
+    got_join, got_fill = text.join(template, cols), text.fill(template, cols)
+    want = [b'{"ts":"%d.%03d","dur":%b,"n":%b}' % (*divmod(t, 1000), orjson.dumps(d / 1000), w)
+            for t, d, w in zip(ns[:4].tolist(), wide.tolist(), cols[2], strict=True)]
+    assert got_fill == want and got_join == b",".join(want)
+    monkeypatch.setattr(text, "NATIVE", None)
+    assert text.join(template, cols) == got_join and text.fill(template, cols) == got_fill
+    with pytest.raises(ValueError, match="conversions"):
+        text.join(b"%t %u", [ns])

@@ -68,8 +68,8 @@ import os, signal, sys
 from openmsprof.export.ascend_pt import rank_analyse
 from openmsprof.torch.profiler.analysis import main
 real = rank_analyse.simplify
-def simplify(rank_dir, keep_framework=False):
-    real(rank_dir, keep_framework=keep_framework)  # FRAMEWORK/ is gone now
+def simplify(rank_dir, keep_framework=False, names=None):
+    real(rank_dir, keep_framework=keep_framework, names=names)  # FRAMEWORK/ is gone now
     os.kill(os.getpid(), signal.SIGKILL)  # a worker ended by stop() at this instant
 rank_analyse.simplify = simplify
 sys.exit(main(sys.argv[1:]))

@@ -14,6 +14,7 @@ so no analysis tool counts it as work), and ``openmsprof_overhead`` in info.json
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -78,9 +79,15 @@ def trace_events(figures: dict[str, float | int], pid: int, ts_ns: int | None) -
     if not figures or ts_ns is None:
         return []
     ts = f"{ts_ns // 1000}.{ts_ns % 1000:03d}"
+    evs = [{"name": k, "pid": pid, "tid": 0, "ts": ts, "ph": "C", "args": {k: v}} for k, v in sorted(figures.items())]
+    return [*_metadata(pid), *map(orjson.dumps, evs)]
+
+
+@lru_cache(maxsize=16)  # the same pid window after window (the torch analysis worker)
+def _metadata(pid: int) -> tuple[bytes, ...]:
+    """The process' metadata events."""
     evs: list[dict[str, Any]] = [
         {"name": "process_name", "pid": pid, "tid": 0, "ph": "M", "args": {"name": PROCESS}},
         {"name": "process_labels", "pid": pid, "tid": 0, "ph": "M", "args": {"labels": "CPU"}},
         {"name": "process_sort_index", "pid": pid, "tid": 0, "ph": "M", "args": {"sort_index": 8}}]
-    evs += [{"name": k, "pid": pid, "tid": 0, "ts": ts, "ph": "C", "args": {k: v}} for k, v in sorted(figures.items())]
-    return [orjson.dumps(e) for e in evs]
+    return tuple(orjson.dumps(e) for e in evs)

@@ -7,9 +7,13 @@
  *                        per row i: fixed[i*width:(i+1)*width] + vocabulary[codes[i]] (binary
  *                        records: a packed constant part, then a variable tail; torch.op_range)
  *
- * The template is bytes with the conversions %d, %03d and %b (and %% for a percent sign); any
- * other conversion is a ValueError.  One column per conversion, all of the same length n (>= 0):
+ * The template is bytes with the conversions %d, %03d, %t, %u and %b (and %% for a percent sign);
+ * any other conversion is a ValueError.  One column per conversion, all of the same length n (>= 0):
  *   %d, %03d   a C-contiguous one-dimensional int64 buffer (numpy int64 array);
+ *   %t         the same, ns written as µs with three decimals: "%d.%03d" % divmod(v, 1000);
+ *   %u         the same, ns written as orjson writes v / 1000 for 0 <= v < 10**12: "%d.%b" % (v //
+ *              1000, the decimals of v % 1000 without trailing zeros, "0" for none); a value
+ *              outside that range is a ValueError (the caller takes the general form);
  *   %b         a list of n bytes (row i: item i), or a tuple (codes, vocabulary): an int64
  *              buffer of n codes and a list or tuple of bytes (row i: vocabulary[codes[i]]).
  * Every input is checked: lengths, buffer formats, codes within the vocabulary (IndexError),
@@ -21,7 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { K_INT, K_INT03, K_BYTES };
+enum { K_INT, K_INT03, K_BYTES, K_US, K_USF };
 enum { C_ARRAY, C_LIST, C_VOCAB };
 
 typedef struct {
@@ -36,6 +40,8 @@ typedef struct {
     const int64_t *data;
     PyObject *seq; /* C_LIST: the list; C_VOCAB: the vocabulary (list or tuple) */
     Py_ssize_t seq_len;
+    const char *cur; /* %b: the current row's bytes (put_row's first pass) */
+    Py_ssize_t cur_len;
 } column;
 
 typedef struct {
@@ -53,8 +59,39 @@ static void tmpl_free(tmpl *t) {
     t->convs = NULL;
 }
 
+/* bytes after the literal buffer and the reserved output, for copy_lit's fixed-size copies */
+#define LIT_SLACK 16
+
+/* a literal piece copied: a short one as one fixed 16-byte copy (two moves, no call; the source
+ * and the destination have LIT_SLACK bytes to spare, the bytes past len are overwritten next) */
+static inline void copy_lit(char *o, const char *src, Py_ssize_t len) {
+    if (len <= LIT_SLACK)
+        memcpy(o, src, LIT_SLACK);
+    else
+        memcpy(o, src, (size_t)len);
+}
+
+/* n bytes copied without a call for the usual short ones (overlapping fixed-size moves that read
+ * and write only [0, n)) */
+static inline void copy_small(char *o, const char *s, Py_ssize_t n) {
+    if (n > 32) {
+        memcpy(o, s, (size_t)n);
+    } else if (n >= 8) {
+        for (Py_ssize_t k = 0; k + 8 <= n; k += 8)
+            memcpy(o + k, s + k, 8);
+        memcpy(o + n - 8, s + n - 8, 8);
+    } else if (n >= 4) {
+        memcpy(o, s, 4);
+        memcpy(o + n - 4, s + n - 4, 4);
+    } else if (n > 0) {
+        o[0] = s[0];
+        o[n / 2] = s[n / 2];
+        o[n - 1] = s[n - 1];
+    }
+}
+
 static int tmpl_parse(const char *s, Py_ssize_t n, tmpl *t) {
-    t->lit = PyMem_Malloc((size_t)n + 1);
+    t->lit = PyMem_Calloc((size_t)n + LIT_SLACK, 1); /* read 16 bytes at a time by copy_lit */
     t->convs = PyMem_Malloc(sizeof(conv) * ((size_t)n / 2 + 1));
     t->nconv = 0;
     if (t->lit == NULL || t->convs == NULL) {
@@ -74,8 +111,8 @@ static int tmpl_parse(const char *s, Py_ssize_t n, tmpl *t) {
             continue;
         }
         int kind;
-        if (i + 1 < n && (s[i + 1] == 'd' || s[i + 1] == 'b')) {
-            kind = s[i + 1] == 'd' ? K_INT : K_BYTES;
+        if (i + 1 < n && (s[i + 1] == 'd' || s[i + 1] == 'b' || s[i + 1] == 't' || s[i + 1] == 'u')) {
+            kind = s[i + 1] == 'd' ? K_INT : s[i + 1] == 'b' ? K_BYTES : s[i + 1] == 't' ? K_US : K_USF;
             i += 1;
         } else if (i + 3 < n && s[i + 1] == '0' && s[i + 2] == '3' && s[i + 3] == 'd') {
             kind = K_INT03;
@@ -189,23 +226,82 @@ static PyObject *bytes_at(const column *c, Py_ssize_t j, Py_ssize_t i) {
     return item;
 }
 
-/* the decimal text of v, zero-padded to width (sign included) as Python's %0<width>d */
+/* the two-digit texts 00..99, for put_int */
+static const char DIGITS[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/* the 8 digits of x < 10^8, zero-padded, at p[0..8) (32-bit arithmetic) */
+static void put8(char *p, uint32_t x) {
+    uint32_t hi = x / 10000, lo = x % 10000;
+    memcpy(p, DIGITS + 2 * (hi / 100), 2);
+    memcpy(p + 2, DIGITS + 2 * (hi % 100), 2);
+    memcpy(p + 4, DIGITS + 2 * (lo / 100), 2);
+    memcpy(p + 6, DIGITS + 2 * (lo % 100), 2);
+}
+
+/* the decimal text of v, zero-padded to width (sign included) as Python's %0<width>d (eight
+ * digits per 64-bit division, then two per 32-bit one: a 16-digit epoch-µs time is one of each
+ * and four more) */
 static char *put_int(char *o, int64_t v, int width) {
-    char tmp[24];
-    int k = 0;
+    char tmp[32];
+    char *p = tmp + sizeof(tmp);
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[k++] = (char)('0' + (int)(u % 10));
-        u /= 10;
-    } while (u);
+    while (u >= 100000000u) {
+        uint64_t q = u / 100000000u;
+        p -= 8;
+        put8(p, (uint32_t)(u - q * 100000000u));
+        u = q;
+    }
+    uint32_t w = (uint32_t)u;
+    while (w >= 100) {
+        uint32_t d = (w % 100) * 2;
+        w /= 100;
+        *--p = DIGITS[d + 1];
+        *--p = DIGITS[d];
+    }
+    if (w >= 10) {
+        *--p = DIGITS[w * 2 + 1];
+        *--p = DIGITS[w * 2];
+    } else {
+        *--p = (char)('0' + (int)w);
+    }
+    int k = (int)(tmp + sizeof(tmp) - p);
     int len = k + (v < 0);
     if (v < 0)
         *o++ = '-';
     for (int pad = width - len; pad > 0; pad--)
         *o++ = '0';
-    while (k)
-        *o++ = tmp[--k];
-    return o;
+    copy_small(o, p, k);
+    return o + k;
+}
+
+/* %u's range: 0 <= ns < 10**12 */
+#define USF_LIMIT 1000000000000LL
+
+/* ns as µs: "%d.%03d" % divmod(v, 1000) (floor division, as Python's), or with ``shortest`` the
+ * decimals without trailing zeros ("0" for none: orjson's v / 1000 for 0 <= v < 10**12) */
+static char *put_us(char *o, int64_t v, int shortest) {
+    int64_t q = v / 1000, r = v % 1000;
+    if (r < 0) {
+        r += 1000;
+        q -= 1;
+    }
+    o = put_int(o, q, 0);
+    *o++ = '.';
+    if (shortest && r == 0) {
+        *o++ = '0';
+        return o;
+    }
+    o[0] = (char)('0' + r / 100);
+    o[1] = (char)('0' + r / 10 % 10);
+    o[2] = (char)('0' + r % 10);
+    int k = 3;
+    if (shortest)
+        while (o[k - 1] == '0')
+            k--;
+    return o + k;
 }
 
 /* an output buffer: a bytes object grown as needed */
@@ -232,7 +328,7 @@ static char *out_reserve(out *b, Py_ssize_t more) {
 }
 
 /* append row i to b (the separator first unless i == first) */
-static int put_row(out *b, const tmpl *t, const column *cols, Py_ssize_t i, const char *sep, Py_ssize_t seplen) {
+static int put_row(out *b, const tmpl *t, column *cols, Py_ssize_t i, const char *sep, Py_ssize_t seplen) {
     /* the row's size: literals, ints at most 20 characters, the bytes' own lengths */
     Py_ssize_t need = t->lit_total + seplen;
     for (Py_ssize_t j = 0; j < t->nconv; j++) {
@@ -245,33 +341,41 @@ static int put_row(out *b, const tmpl *t, const column *cols, Py_ssize_t i, cons
                 PyErr_NoMemory();
                 return -1;
             }
+            cols[j].cur = PyBytes_AS_STRING(item); /* (the item cannot go: GIL held, no callbacks) */
+            cols[j].cur_len = l;
             need += l;
+        } else if (t->convs[j].kind == K_USF && (cols[j].data[i] < 0 || cols[j].data[i] >= USF_LIMIT)) {
+            PyErr_Format(PyExc_ValueError, "row column %zd, row %zd: %lld ns is outside the short %%u form", j, i,
+                         (long long)cols[j].data[i]);
+            return -1;
         } else {
-            need += 24;
+            need += 32; /* an int64 (20 characters), or µs: the whole part, a point, three decimals */
         }
     }
-    char *o = out_reserve(b, need);
+    char *o = out_reserve(b, need + LIT_SLACK); /* copy_lit may write 16 bytes past a short piece */
     if (o == NULL)
         return -1;
     char *o0 = o;
-    if (seplen) {
+    if (seplen == 1) {
+        *o++ = *sep;
+    } else if (seplen) {
         memcpy(o, sep, (size_t)seplen);
         o += seplen;
     }
     for (Py_ssize_t j = 0; j < t->nconv; j++) {
         const conv *c = &t->convs[j];
-        memcpy(o, t->lit + c->lit_off, (size_t)c->lit_len);
+        copy_lit(o, t->lit + c->lit_off, c->lit_len);
         o += c->lit_len;
         if (c->kind == K_BYTES) {
-            PyObject *item = bytes_at(&cols[j], j, i); /* checked above */
-            Py_ssize_t l = PyBytes_GET_SIZE(item);
-            memcpy(o, PyBytes_AS_STRING(item), (size_t)l);
-            o += l;
+            copy_small(o, cols[j].cur, cols[j].cur_len);
+            o += cols[j].cur_len;
+        } else if (c->kind == K_US || c->kind == K_USF) {
+            o = put_us(o, cols[j].data[i], c->kind == K_USF);
         } else {
             o = put_int(o, cols[j].data[i], c->kind == K_INT03 ? 3 : 0);
         }
     }
-    memcpy(o, t->lit + t->tail_off, (size_t)t->tail_len);
+    copy_lit(o, t->lit + t->tail_off, t->tail_len);
     o += t->tail_len;
     b->len += o - o0;
     return 0;

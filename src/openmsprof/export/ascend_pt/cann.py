@@ -70,7 +70,11 @@ def build(fw: Framework) -> Apis:
         src[comm] = np.where(launch >= 0, launch, k.event[comm])
         level[comm] = 1
     has = np.flatnonzero(src >= 0)
-    event, first = np.unique(src[has], return_index=True)
+    sel = src[has]
+    if not len(sel) or bool((sel[1:] > sel[:-1]).all()):  # already unique and sorted (the usual window)
+        event, first = sel, np.arange(len(sel))
+    else:
+        event, first = np.unique(sel, return_index=True)
     return Apis(event=event.astype(np.int64), level=level[has][first], conn=src)
 
 

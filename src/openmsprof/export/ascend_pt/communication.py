@@ -17,6 +17,7 @@ HCCL's 64-bit hash of the group id (``double_hash``), as msprof-analyze expects.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from math import prod
 from pathlib import Path
 from typing import Any
@@ -75,8 +76,29 @@ class CommOp:
     event: int = -1     # index of the framework operator event
 
 
+class _LazyGroup(Group):
+    """A :class:`Group` read from profiler_metadata.json at its first use: a window without
+    communication operations never reads the file."""
+
+    def __init__(self, rank_dir: Path, rank: int | None) -> None:  # the fields come at the first use
+        self.__dict__["_source"] = (rank_dir, rank)
+
+    def __getattr__(self, name: str) -> Any:  # only for the fields not read yet
+        if name not in ("gid", "hashed", "local_rank", "ranks") or "_source" not in self.__dict__:
+            raise AttributeError(name)
+        g = _read_group(*self.__dict__.pop("_source"))
+        self.__dict__.update(gid=g.gid, hashed=g.hashed, local_rank=g.local_rank, ranks=g.ranks)
+        return self.__dict__[name]
+
+
 def group_of(rank_dir: Path, rank: int | None) -> Group:
-    """The default group from profiler_metadata.json (``parallel_group_info`` or ``distributed_args``)."""
+    """The default group from profiler_metadata.json (``parallel_group_info`` or
+    ``distributed_args``), read when first used."""
+    return _LazyGroup(rank_dir, rank)
+
+
+def _read_group(rank_dir: Path, rank: int | None) -> Group:
+    """The default group as profiler_metadata.json gives it (the default one without it)."""
     meta: dict[str, Any] = {}
     path = rank_dir / "profiler_metadata.json"
     try:  # absent, not a regular file, unreadable: the default group
@@ -128,7 +150,9 @@ def _steps(fw: Framework, ts: np.ndarray) -> list[str | None]:
 def _named(fw: Framework, group: Group) -> list[tuple[int, str, str, str]]:
     """(event, hcom name, op type, backend) of every communication event in start order."""
     names = fw.names
-    is_comm = np.asarray([n.startswith(COMM_PREFIXES) for n in names] or [False], bool)
+    is_comm = _comm_names(tuple(names))
+    if not is_comm.any():  # no process-group work in the window (the usual one)
+        return []
     sel = np.flatnonzero(is_comm[fw.cols.op_name]) if fw.n_ops else np.zeros(0, np.int64)
     sel = sel[np.argsort(fw.op_ts[sel], kind="stable")]
     tag = int(group.hashed) % 1000
@@ -141,6 +165,14 @@ def _named(fw: Framework, group: Group) -> list[tuple[int, str, str, str]]:
         n = counters.get(op_type, 0)
         counters[op_type] = n + 1
         out.append((i, f"hcom_{op_type}__{tag:03d}_{n}_1", op_type, backend))
+    return out
+
+
+@lru_cache(maxsize=64)  # the same vocabulary window after window (the analysis worker)
+def _comm_names(names: tuple[str, ...]) -> np.ndarray:
+    """Per vocabulary entry: whether it names a process-group work event (read-only)."""
+    out = np.asarray([n.startswith(COMM_PREFIXES) for n in names] or [False], bool)
+    out.flags.writeable = False
     return out
 
 

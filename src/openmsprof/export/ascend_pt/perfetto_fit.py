@@ -132,6 +132,24 @@ def _fit_native(native: Callable[..., tuple[int, int, int, dict[int, int]] | Non
     return out
 
 
+_I64 = np.dtype(np.int64)
+
+
+def _fit_columns(ts: np.ndarray, dur: np.ndarray, track: np.ndarray, priority: np.ndarray,
+                 stay: np.ndarray | None = None) -> Fitted:
+    """``fit`` for fit_trace's columns: contiguous int64 times and tracks, int8 priorities and a
+    bool ``stay`` go to the C code as they are (no conversions); anything else, or what the C
+    code declines, takes ``fit``."""
+    if _native is not None and len(ts) and all(type(a) is np.ndarray and a.dtype is _I64 and a.flags.c_contiguous
+                                               for a in (ts, dur, track)):
+        out = Fitted(np.empty(len(ts), np.int64), np.empty(len(ts), np.int64))
+        got = _native(ts, dur, track, priority, stay, out.dur, out.track, LANE_SHIFT, MAX_LANES)
+        if got is not None:
+            out.shortened, out.shortened_ns, out.moved, out.lanes = got
+            return out
+    return fit(ts, dur, track, priority, stay)
+
+
 def _sweep(ts: np.ndarray, true_dur: np.ndarray, img: np.ndarray, out: Fitted, idx: np.ndarray,
            priority: np.ndarray, keep: np.ndarray, last: bool) -> np.ndarray:
     """One pass over the events ``idx`` (and the events already on their tracks); returns the
@@ -267,6 +285,8 @@ class TraceFit:
     shortened: int
     shortened_ns: int
     moved: int
+    #: the tracks' intervals as one set of rows (starts, fitted lengths, track index), as fitted
+    track_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def fit_trace(fw: Framework, ov: Overlap) -> TraceFit:
@@ -274,19 +294,32 @@ def fit_trace(fw: Framework, ov: Overlap) -> TraceFit:
     the kernels per stream, the Overlap Analysis tracks (CANN reuses the operators' fit)."""
     cols = fw.cols
     n = fw.n_ops
-    is_op = np.concatenate([np.ones(n, np.int8), np.zeros(len(cols.py_ts), np.int8)])
-    py = fit(np.concatenate([cols.op_ts, cols.py_ts]), np.concatenate([cols.op_dur, cols.py_dur]),
-             np.concatenate([cols.op_tid, cols.py_tid]), is_op, stay=is_op.astype(bool))
+    if len(cols.py_ts):
+        is_op = np.concatenate([np.ones(n, np.int8), np.zeros(len(cols.py_ts), np.int8)])
+        py = _fit_columns(np.concatenate([cols.op_ts, cols.py_ts]), np.concatenate([cols.op_dur, cols.py_dur]),
+                          np.concatenate([cols.op_tid, cols.py_tid]), is_op, stay=is_op.astype(bool))
+    else:  # no Python functions (with_stack off): the operators alone
+        py = _fit_columns(cols.op_ts, cols.op_dur, cols.op_tid, np.ones(n, np.int8), stay=np.ones(n, bool))
     k = fw.kernels
-    kf = fit(k.ts, k.dur, k.stream, np.ones(len(k), np.int8))
-    tracks: list[tuple[str, Intervals]] = []
+    kf = _fit_columns(k.ts, k.dur, k.stream, np.ones(len(k), np.int8))
     shortened, shortened_ns = py.shortened + kf.shortened, py.shortened_ns + kf.shortened_ns
-    for name, (starts, ends) in ov.tracks():
-        tf = fit(starts, ends - starts, np.zeros(len(starts), np.int64), np.ones(len(starts), np.int8))
-        tracks.append((name, (starts, starts + tf.dur)))
-        shortened, shortened_ns = shortened + tf.shortened, shortened_ns + tf.shortened_ns
+    # the Overlap Analysis tracks in one call: each is its own track id (the fit is per track)
+    named = ov.tracks()
+    sizes = [len(starts) for _name, (starts, _ends) in named]
+    full = [i for i, size in enumerate(sizes) if size]  # (the empty tracks add nothing)
+    starts = np.concatenate([named[i][1][0] for i in full] or [np.zeros(0, np.int64)])
+    track_id = np.arange(len(named), dtype=np.int64).repeat(sizes)
+    tf = _fit_columns(starts, np.concatenate([named[i][1][1] - named[i][1][0] for i in full] or [np.zeros(0, np.int64)]),
+                      track_id, np.ones(len(starts), np.int8))
+    shortened, shortened_ns = shortened + tf.shortened, shortened_ns + tf.shortened_ns
+    ends = starts + tf.dur
+    bounds = [0, *itertools.accumulate(sizes)]
+    tracks: list[tuple[str, Intervals]] = [(name, (iv[0], ends[a:b])) for (name, iv), a, b
+                                           in zip(named, bounds[:-1], bounds[1:], strict=True)]
     py_dur = py.dur[n:]
-    changed = py_dur != cols.py_dur
-    py_us = np.where(changed, py_dur / 1000, cols.py_dur_us)
+    if len(py_dur):
+        py_us = np.where(py_dur != cols.py_dur, py_dur / 1000, cols.py_dur_us)
+    else:
+        py_us = np.zeros(0, np.float64)
     return TraceFit(py.dur[:n], py.track[:n], py_dur, py_us, py.track[n:], kf.dur, kf.track, tracks,
-                    py.lanes, kf.lanes, shortened, shortened_ns, py.moved + kf.moved)
+                    py.lanes, kf.lanes, shortened, shortened_ns, py.moved + kf.moved, (starts, tf.dur, track_id))

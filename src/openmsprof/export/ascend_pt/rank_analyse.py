@@ -106,7 +106,7 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
     ov = Overlap(fw)
     extra = Extras(rank_dir, fw, rank if rank is not None else _rank_id(info), level,
                    common.get("profile_memory") is True, info=info, jobs=_jobs(rank_dir, names))
-    out = _output_dir(rank_dir / OUTPUT, rank_dir / "logs" if simplifying and "logs" in names else None)
+    out, took_logs = _output_dir(rank_dir / OUTPUT, rank_dir / "logs" if simplifying and "logs" in names else None)
     files: list[str] = []
     if "text" in types or not types:
         lay = trace_view.Layout(fw, device_id)
@@ -117,7 +117,9 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
         lay.apis = extra.apis if level >= 1 else None
         lay.extra = overhead.trace_events(extra.overhead, trace_view.enc_pid(fw.pid, 8, trace_view.HOST_DEV),
                                           int(fw.op_ts.min()) if fw.n_ops else None)
-        lay.extra += gc_track.trace_events(gc_track.read(rank_dir), trace_view.enc_pid(fw.pid, 9, trace_view.HOST_DEV))
+        if exp.get("_gc_detect_threshold", 0) is not None:  # a window saved with it off has no GC file
+            lay.extra += gc_track.trace_events(gc_track.read(rank_dir),
+                                               trace_view.enc_pid(fw.pid, 9, trace_view.HOST_DEV))
         trace_view.fitted(fw, ov, lay)  # before the fork: both halves write the same fit
         tv = out / "trace_view.json"
         pending = trace_split.start_tail(tv, fw, ov, lay) if parallel else None
@@ -130,13 +132,13 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
     if "db" in types:
         from openmsprof.export.ascend_pt.torch_db import write as write_db
 
-        names = write_db(out, fw, ov, info, rank, device_id, rank_dir, extra=extra)
-        files += names
+        files += write_db(out, fw, ov, info, rank, device_id, rank_dir, extra=extra)
     # analyse.done before the simplification: a process killed between the two leaves a finished
     # analysis with its FRAMEWORK/ (kept), never one whose raw data is gone and that reads as unfinished
     _mark_done(out / "analyse.done")
-    if simplifying:
-        simplify(rank_dir, keep_framework=keep_framework)
+    if simplifying:  # (the listing of the start, less the logs/ that became the output dir)
+        simplify(rank_dir, keep_framework=keep_framework,
+                 names=[n for n in names if n != "logs"] if took_logs else names)
     return Result(out, files, len(fw.kernels), fw.n_ops)
 
 
@@ -145,41 +147,38 @@ def _jobs(rank_dir: Path, names: list[str]) -> list[Path]:
     return [rank_dir / n for n in sorted(names) if n.startswith("PROF_") and (rank_dir / n).is_dir()]
 
 
-def _output_dir(out: Path, leftover: Path | None = None) -> Path:
+def _output_dir(out: Path, leftover: Path | None = None) -> tuple[Path, bool]:
     """``ASCEND_PROFILER_OUTPUT/`` made fresh (two syscalls: the usual case, a window analysed
     once), or the existing one with its ``analyse.done`` removed (checked as ``fs.make_dir`` does).
     ``leftover``: the rank dir's ``logs/``, which data_simplification removes when empty: an empty
     one of ours is renamed into the fresh output dir instead (creating a dir is the costly syscall
-    on some file systems, and removing one adds to the cost of the next)."""
+    on some file systems, and removing one adds to the cost of the next).  Returns the dir and
+    whether ``leftover`` became it."""
     if leftover is not None and _took_leftover(leftover, out):
-        os.chmod(out, fs.DIR_MODE)
-        return out
+        return out, True
     try:
-        return fs.make_new_dir(out)
+        return fs.make_new_dir(out), False
     except PathError:
         out = fs.make_dir(out)
     (out / "analyse.done").unlink(missing_ok=True)
-    return out
+    return out, False
 
 
 def _took_leftover(leftover: Path, out: Path) -> bool:
-    """Whether the empty dir ``leftover`` (a real dir of this user) became ``out``, which did not
-    exist (rename never replaces a non-empty dir, a file or a link; an empty dir it may replace
-    is what a fresh output dir is anyway)."""
+    """Whether the empty dir ``leftover`` (a real dir of this user) became ``out`` (mode
+    ``fs.DIR_MODE``).  rename never replaces a non-empty dir, a file or a link (nor follows one):
+    where ``out`` is any of those it fails and nothing moved; an empty dir it may replace is what
+    a fresh output dir is anyway."""
     try:
         st = os.lstat(leftover)
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or os.listdir(leftover):
             return False
-        os.lstat(out)
-    except FileNotFoundError:
-        try:
-            os.rename(leftover, out)
-        except OSError:
-            return False
-        return True
+        os.rename(leftover, out)
     except OSError:
         return False
-    return False
+    if stat.S_IMODE(st.st_mode) != fs.DIR_MODE:  # (ours are made with it: no chmod then)
+        os.chmod(out, fs.DIR_MODE)
+    return True
 
 
 def _mark_done(path: Path) -> None:
@@ -227,14 +226,15 @@ def _summaries(out: Path, fw: framework.Framework, ov: Overlap, device_id: int, 
     yield None
 
 
-def simplify(rank_dir: Path, keep_framework: bool = False) -> None:
+def simplify(rank_dir: Path, keep_framework: bool = False, names: list[str] | None = None) -> None:
     """data_simplification (seed 004): after the export only ASCEND_PROFILER_OUTPUT/ and the
     PROF_ raw data stay — FRAMEWORK/ and the PROF_ dirs' intermediate folders go.  FRAMEWORK/ is
-    kept when ``keep_framework`` (with_stack: export_stacks reads the call stacks from it)."""
+    kept when ``keep_framework`` (with_stack: export_stacks reads the call stacks from it).
+    ``names``: the rank dir's entries when the caller listed them (else listed here)."""
     framework_dir = rank_dir / "FRAMEWORK"
     if not keep_framework:
         _remove_framework(framework_dir)
-    names = os.listdir(rank_dir)
+    names = os.listdir(rank_dir) if names is None else names
     if "logs" in names:
         try:
             (rank_dir / "logs").rmdir()  # an empty leftover (nothing logged there)

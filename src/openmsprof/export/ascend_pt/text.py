@@ -6,7 +6,9 @@ one formatting call: ``"%d.%03d" % divmod(ns, 1000)`` is docs/formats.md §1's �
 ``"%d.%b" % (q, FRAC[r])`` equals orjson's shortest form of ``ns / 1000`` for 0 ≤ ns < 10**12.
 
 :func:`join` and :func:`fill` take whole columns (int64 arrays for ``%d`` / ``%03d``; for ``%b`` a
-list of bytes or ``(codes, vocabulary)``) and fill the template in C (``_row_text.c``); the
+list of bytes or ``(codes, vocabulary)``; int64 ns for ``%t``, the µs text ``%d.%03d``, and ``%u``,
+the JSON float ``ns / 1000`` as :func:`dur_columns` spells it) and fill the template in C
+(``_row_text.c``, one pass: no µs columns prepared by numpy); the
 ``template % row`` loop over the columns' Python values is the fallback and the reference
 (``OPENMSPROF_ROW_TEXT_PYTHON=1``, or ``NATIVE = None``, forces it; without the extension it is
 the only path).
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -105,17 +108,71 @@ def _prepared(columns: Sequence[Column]) -> tuple[Any, ...] | None:
     return tuple(out)
 
 
+_CONVERSION = re.compile(rb"%(%|03d|d|b|t|u)")
+
+
+def _has_ns(template: bytes) -> bool:
+    return b"%t" in template or b"%u" in template
+
+
+def _expand(template: bytes, columns: Sequence[Column]) -> tuple[bytes, list[Column]]:
+    """The template and columns with each ``%t`` / ``%u`` and its ns column as the ``%d.%03d`` /
+    :func:`dur_columns` conversions and columns (what ``%`` formats; ``%u`` outside its short
+    range takes the general float text)."""
+    out: list[bytes] = []
+    cols: list[Column] = []
+    pos = j = 0
+    for m in _CONVERSION.finditer(template):
+        kind = m.group(1)
+        if kind == b"%":
+            continue
+        if j >= len(columns):
+            raise ValueError(f"row template: more conversions than the {len(columns)} columns")
+        col = columns[j]
+        j += 1
+        if kind in (b"t", b"u"):
+            ns = np.asarray(col)
+            more: list[Column]
+            if kind == b"t":
+                piece, more = b"%d.%03d", list(us_columns(ns))
+            else:
+                piece, more = dur_columns(ns)
+            out.append(template[pos:m.start()] + piece)
+            cols += more
+        else:
+            out.append(template[pos:m.end()])
+            cols.append(col)
+        pos = m.end()
+    if j != len(columns):
+        raise ValueError(f"row template: {j} conversions, {len(columns)} columns")
+    return b"".join(out) + template[pos:], cols
+
+
 def join(template: bytes, columns: Sequence[Column], sep: bytes = b",") -> bytes:
     """``sep.join(template % row for each row of columns)``, in C where built."""
     if NATIVE is not None and columns and (cols := _prepared(columns)) is not None:
-        return NATIVE.join(template, cols, sep)  # type: ignore[no-any-return]
+        try:
+            return NATIVE.join(template, cols, sep)  # type: ignore[no-any-return]
+        except ValueError:
+            if not _has_ns(template) or (wide := _expand(template, columns))[0] == template:
+                raise
+            return join(*wide, sep)  # a %u value outside the short form
+    if _has_ns(template):
+        template, columns = _expand(template, columns)
     return sep.join([template % row for row in zip(*map(_values, columns), strict=True)])
 
 
 def fill(template: bytes, columns: Sequence[Column]) -> list[bytes]:
     """One ``template % row`` per row of ``columns``, in C where built."""
     if NATIVE is not None and columns and (cols := _prepared(columns)) is not None:
-        return NATIVE.rows(template, cols)  # type: ignore[no-any-return]
+        try:
+            return NATIVE.rows(template, cols)  # type: ignore[no-any-return]
+        except ValueError:
+            if not _has_ns(template) or (wide := _expand(template, columns))[0] == template:
+                raise
+            return fill(*wide)  # a %u value outside the short form
+    if _has_ns(template):
+        template, columns = _expand(template, columns)
     return [template % row for row in zip(*map(_values, columns), strict=True)]
 
 

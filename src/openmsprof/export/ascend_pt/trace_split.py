@@ -9,6 +9,7 @@ fails, or forking is not possible, the second half is written here: the bytes ar
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -26,32 +27,48 @@ MIN_OPS = 50_000
 
 #: Groups are gathered up to this many bytes per write (a small window: one write in all).
 WRITE_BYTES = 1 << 20
+#: Buffers per writev (Linux's IOV_MAX is 1024).
+IOV_MAX = 1024
 
 
-def _groups(fd: int, groups: Iterable[list[bytes]], first: bool) -> bool:
-    """Write each non-empty group comma-joined (a comma before each but the very first); small
-    groups are gathered up to ``WRITE_BYTES``, a large one is written as it was joined (no second
-    copy).  Returns whether nothing was written yet."""
-    buf: list[bytes] = []
-    size = 0
+def _write_parts(fd: int, parts: list[bytes]) -> None:
+    """Write ``parts`` in order with one writev per ``IOV_MAX`` of them (no joined copy); a short
+    or failed writev goes on with ``fs.write_all`` from where it stopped (a full disk is its
+    ``StorageError``)."""
+    for i in range(0, len(parts), IOV_MAX):
+        batch = parts[i:i + IOV_MAX]
+        try:
+            done = os.writev(fd, batch)
+        except OSError:  # nothing was written: write_all meets the same error and names it
+            done = 0
+        if done < sum(map(len, batch)):
+            fs.write_all(fd, memoryview(b"".join(batch))[done:])
+
+
+def _groups(fd: int, groups: Iterable[list[bytes]], first: bool, lead: bytes = b"", end: bytes = b"") -> bool:
+    """Write each non-empty group comma-joined (a comma before each but the very first); groups
+    are gathered up to ``WRITE_BYTES`` and written together by ``_write_parts`` (a group of one
+    text is written as it is: no copy).  ``lead`` / ``end``: bytes written before / after the
+    groups, in the same writes (a small window: one writev in all).  Returns whether no group
+    was written yet."""
+    parts: list[bytes] = [lead] if lead else []
+    size = len(lead)
     for g in groups:
         if not g:
             continue
-        part = b",".join(g if first else [b"", *g])
+        if not first:
+            parts.append(b",")
         first = False
-        if len(part) >= WRITE_BYTES:
-            if buf:
-                fs.write_all(fd, b"".join(buf))
-                buf, size = [], 0
-            fs.write_all(fd, part)
-            continue
-        buf.append(part)
-        size += len(part)
-        if size >= WRITE_BYTES:
-            fs.write_all(fd, b"".join(buf))
-            buf, size = [], 0
-    if buf:
-        fs.write_all(fd, b"".join(buf))
+        part = b",".join(g)
+        parts.append(part)
+        size += len(part) + 1
+        if size >= WRITE_BYTES or len(parts) >= IOV_MAX:
+            _write_parts(fd, parts)
+            parts, size = [], 0
+    if end:
+        parts.append(end)
+    if parts:
+        _write_parts(fd, parts)
     return first
 
 
@@ -110,14 +127,17 @@ def write(path: Path, fw: Framework, ov: Overlap, lay: trace_view.Layout, pendin
         tmp.unlink(missing_ok=True)
         fd = fs.open_new(tmp, append=False)
     try:
-        fs.write_all(fd, b"[")
-        first = _groups(fd, trace_view.head(fw, ov, lay), first=True)
-        for _ in between:
-            pass
-        done = pending is not None and pending.collect(None if first else fd)
-        if not done:
-            _groups(fd, trace_view.tail(fw, ov, lay), first=first)
-        fs.write_all(fd, b"]")
+        if pending is None:  # both halves here: formatted before ``between``, in as few writes as fit
+            _groups(fd, itertools.chain(trace_view.head(fw, ov, lay), trace_view.tail(fw, ov, lay)),
+                    first=True, lead=b"[", end=b"]")
+            for _ in between:
+                pass
+        else:
+            first = _groups(fd, trace_view.head(fw, ov, lay), first=True, lead=b"[")
+            for _ in between:
+                pass
+            done = pending.collect(None if first else fd)
+            _groups(fd, () if done else trace_view.tail(fw, ov, lay), first=first, end=b"]")
     except BaseException:
         os.close(fd)
         tmp.unlink(missing_ok=True)

@@ -25,20 +25,21 @@ from openmsprof.export.ascend_pt.text import chunks, fill, join, short_ok, ts_te
 HOST_DEV = 31
 __all__ = ["HOST_DEV", "TO_NPU_ID_BASE", "Layout", "enc_pid", "events", "fitted", "step_of", "ts_text", "write"]
 
-_OP = b'{"ph":"X","name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"cat":"cpu_op","args":%b}'
+_OP = b'{"ph":"X","name":%b,"pid":{pid},"tid":%d,"ts":"%t","dur":%u,"cat":"cpu_op","args":%b}'
 _PY = b'{"ph":"X","name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"cat":"python_function","args":{}}'
-_FLOW = b'{"ph":%b,"bp":"e","name":"fwdbwd","id":%d,"pid":{pid},"tid":%d,"ts":"%d.%03d","cat":"fwdbwd"}'
-_KERNEL = (b'{"name":%b,"pid":{hw},"tid":%d,"ts":"%d.%03d","dur":{dur},"ph":"X","args":{"Model Id":4294967295,'
+_FLOW = b'{"ph":%b,"bp":"e","name":"fwdbwd","id":%d,"pid":{pid},"tid":%d,"ts":"%t","cat":"fwdbwd"}'
+_KERNEL = (b'{"name":%b,"pid":{hw},"tid":%d,"ts":"%t","dur":%u,"ph":"X","args":{"Model Id":4294967295,'
            b'"Task Type":%b,"Stream Id":%d,"Task Id":%d,"Batch Id":0,"Subtask Id":4294967295,"connection_id":%d,'
            b'"Executor":"{executor}"}}')
-_TO_NPU = (b',{"ph":"s","bp":"e","name":"torch_to_npu","id":"%d","pid":{pid},"tid":%d,"ts":"%d.%03d",'
+_TO_NPU = (b',{"ph":"s","bp":"e","name":"torch_to_npu","id":"%d","pid":{pid},"tid":%d,"ts":"%t",'
            b'"cat":"async_npu"},{"ph":"f","bp":"e","name":"torch_to_npu","id":"%d","pid":{hw},"tid":%d,'
-           b'"ts":"%d.%03d","cat":"async_npu"}')
+           b'"ts":"%t","cat":"async_npu"}')
 _TRACK = b'{"name":%b,"pid":{pid},"tid":{tid},"ts":"%d.%03d","dur":{dur},"ph":"X"}'
-_CANN = b'{"name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"ph":"X","args":{"connection_id":%d}}'
-_H2D = (b'{"ph":"s","bp":"e","name":"HostToDevice%b","id":"%b","pid":{pid},"tid":%d,"ts":"%d.%03d",'
+_TRACKS = b'{"name":%b,"pid":{pid},"tid":%d,"ts":"%t","dur":%u,"ph":"X"}'  # all tracks at once
+_CANN = b'{"name":%b,"pid":{pid},"tid":%d,"ts":"%t","dur":%u,"ph":"X","args":{"connection_id":%d}}'
+_H2D = (b'{"ph":"s","bp":"e","name":"HostToDevice%b","id":"%b","pid":{pid},"tid":%d,"ts":"%t",'
         b'"cat":"HostToDevice"},{"ph":"f","bp":"e","name":"HostToDevice%b","id":"%b","pid":{hw},"tid":%d,'
-        b'"ts":"%d.%03d","cat":"HostToDevice"}')
+        b'"ts":"%t","cat":"HostToDevice"}')
 
 
 _PH = [b'"f"', b'"s"']  # a fwdbwd flow's ph by flow_start
@@ -92,26 +93,44 @@ def fitted(fw: Framework, ov: Overlap, lay: Layout) -> TraceFit:
 
 
 def _metadata(fw: Framework, ov: Overlap, lay: Layout) -> list[bytes]:
-    dev = lay.device_id
-    evs = _meta(lay.python, "Python", "CPU", 0)
     fit = fitted(fw, ov, lay)
-    for t in fw.tids:
-        evs += _thread(lay.python, t, f"Thread {t}", t)
-    for t, base in sorted(fit.python_lanes.items()):
-        evs += _thread(lay.python, t, f"Thread {base} (overlapping)", t)
-    evs += _meta(lay.cann, "CANN", "CPU", 7)
+    cann_tids: tuple[int, ...] = ()
     if lay.apis is not None and len(lay.apis):
-        for t in sorted(set(fit.op_tid[lay.apis.event].tolist())):
-            evs += _thread(lay.cann, t, f"Thread {t}", t)
-    evs += _meta(lay.hardware, "Ascend Hardware", f"NPU {dev}", 14)
-    for s in sorted(set(fw.kernels.stream.tolist())):
-        evs += _thread(lay.hardware, s, f"Stream {s}", s)
-    for t, base in sorted(fit.stream_lanes.items()):
-        evs += _thread(lay.hardware, t, f"Stream {base} (overlapping)", t)
-    evs += _meta(lay.overlap, "Overlap Analysis", f"NPU {dev}", 31)
-    for i, (name, _iv) in enumerate(ov.tracks()):
-        evs += _thread(lay.overlap, i, name, i)
+        cann_tids = tuple(sorted(set(fit.op_tid[lay.apis.event].tolist())))
+    streams = tuple(sorted(set(fw.kernels.stream.tolist())))
+    return _metadata_texts(lay.python, lay.cann, lay.hardware, lay.overlap, lay.device_id, tuple(fw.tids),
+                           tuple(sorted(fit.python_lanes.items())), cann_tids, streams,
+                           tuple(sorted(fit.stream_lanes.items())), tuple(name for name, _iv in ov.tracks()))
+
+
+@lru_cache(maxsize=64)  # the same process and threads window after window (the analysis worker)
+def _metadata_texts(python: int, cann_pid: int, hardware: int, overlap: int, dev: int, tids: tuple[int, ...],
+                    python_lanes: tuple[tuple[int, int], ...], cann_tids: tuple[int, ...], streams: tuple[int, ...],
+                    stream_lanes: tuple[tuple[int, int], ...], tracks: tuple[str, ...]) -> list[bytes]:
+    """The metadata events' texts (the caller never changes the list)."""
+    evs = _meta(python, "Python", "CPU", 0)
+    for t in tids:
+        evs += _thread(python, t, f"Thread {t}", t)
+    for t, base in python_lanes:
+        evs += _thread(python, t, f"Thread {base} (overlapping)", t)
+    evs += _meta(cann_pid, "CANN", "CPU", 7)
+    for t in cann_tids:
+        evs += _thread(cann_pid, t, f"Thread {t}", t)
+    evs += _meta(hardware, "Ascend Hardware", f"NPU {dev}", 14)
+    for s in streams:
+        evs += _thread(hardware, s, f"Stream {s}", s)
+    for t, base in stream_lanes:
+        evs += _thread(hardware, t, f"Stream {base} (overlapping)", t)
+    evs += _meta(overlap, "Overlap Analysis", f"NPU {dev}", 31)
+    for i, name in enumerate(tracks):
+        evs += _thread(overlap, i, name, i)
     return [orjson.dumps(e) for e in evs]
+
+
+@lru_cache(maxsize=64)  # the same vocabularies window after window (the analysis worker)
+def _json_vocab(items: tuple[str, ...]) -> list[bytes]:
+    """JSON texts of a vocabulary (the caller never changes the list)."""
+    return text.json_texts(items)
 
 
 def _op_args(fw: Framework) -> tuple[np.ndarray, list[bytes]]:
@@ -137,18 +156,17 @@ def _op_args(fw: Framework) -> tuple[np.ndarray, list[bytes]]:
 
 def _ops(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     cols = fw.cols
-    names = text.json_texts(fw.names)
+    names = _json_vocab(tuple(fw.names))
     args_code, args = _op_args(fw)
+    tmpl = _template(_OP, pid=lay.python)
     for a, b in chunks(fw.n_ops):
-        q, r = us_columns(cols.op_ts[a:b])
-        piece, durs = text.dur_columns(fit.op_dur[a:b])
-        yield [join(_template(_OP, piece, pid=lay.python),
-                    [(cols.op_name[a:b], names), fit.op_tid[a:b], q, r, *durs, (args_code[a:b], args)])]
+        yield [join(tmpl, [(cols.op_name[a:b], names), fit.op_tid[a:b], cols.op_ts[a:b], fit.op_dur[a:b],
+                           (args_code[a:b], args)])]
 
 
 def _python(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     cols = fw.cols
-    names = text.json_texts(cols.py_names.items)
+    names = _json_vocab(tuple(cols.py_names.items))
     for a, b in chunks(len(cols.py_ts)):
         q, r = us_columns(cols.py_ts[a:b])
         us, ns = fit.py_dur_us[a:b], fit.py_dur[a:b]
@@ -168,6 +186,8 @@ def _cross_thread(cols: Any) -> np.ndarray:
     if not n:
         return np.zeros(0, np.int64)
     ids, start, tid = cols.flow_id, cols.flow_start, cols.flow_tid
+    if not (tid != tid[0]).any():  # one thread (the usual window): no pair spans two
+        return np.zeros(0, np.int64)
     s_tid: dict[int, int] = dict(zip(ids[start].tolist(), tid[start].tolist(), strict=True))
     f_tid: dict[int, int] = dict(zip(ids[~start].tolist(), tid[~start].tolist(), strict=True))
     cross = {i for i, t in s_tid.items() if i in f_tid and f_tid[i] != t}
@@ -180,8 +200,8 @@ def _flows(fw: Framework, lay: Layout) -> Iterator[list[bytes]]:
     keep = _cross_thread(cols)
     for a, b in chunks(len(keep)):
         j = keep[a:b]
-        q, r = us_columns(cols.flow_ts[j])
-        yield [join(tmpl, [(cols.flow_start[j].astype(np.int64), _PH), cols.flow_id[j], cols.flow_tid[j], q, r])]
+        yield [join(tmpl, [(cols.flow_start[j].astype(np.int64), _PH), cols.flow_id[j], cols.flow_tid[j],
+                           cols.flow_ts[j]])]
 
 
 #: torch_to_npu flow ids start here: exact as a double (< 2^53) and apart from the HostToDevice
@@ -210,38 +230,51 @@ def _pick(col: text.Column, rows: np.ndarray) -> text.Column:
 def _kernels(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     """Kernel events; a kernel with a source op carries its two torch_to_npu flows in its text."""
     k = fw.kernels
-    names = text.json_texts(k.names)
-    cores = text.json_texts(k.cores)
+    names = _json_vocab(tuple(k.names))
+    cores = _json_vocab(tuple(k.cores))
+    plain = _template(_KERNEL, b"", k.executor, hw=lay.hardware)
+    with_flow = _template(_KERNEL + _TO_NPU, b"", k.executor, hw=lay.hardware, pid=lay.python)
     for a, b in chunks(len(k)):
-        q, r = us_columns(k.ts[a:b])
-        piece, durs = text.dur_columns(fit.k_dur[a:b])
-        tid, idx = fit.k_tid[a:b], np.arange(a, b, dtype=np.int64)
-        base: list[text.Column] = [(k.name[a:b], names), tid, q, r, *durs, (k.core[a:b], cores), k.stream[a:b],
-                                   idx, idx]
+        ts, tid, idx = k.ts[a:b], fit.k_tid[a:b], np.arange(a, b, dtype=np.int64)
+        base: list[text.Column] = [(k.name[a:b], names), tid, ts, fit.k_dur[a:b], (k.core[a:b], cores),
+                                   k.stream[a:b], idx, idx]
         ops = k.op[a:b]
-        w = np.flatnonzero(ops >= 0)
-        plain = _template(_KERNEL, piece, k.executor, hw=lay.hardware)
+        has = ops >= 0
+        if has.all():  # every kernel has its operator (the usual window)
+            ids = idx + TO_NPU_ID_BASE  # flow_ids' ids
+            yield [join(with_flow, [*base, ids, fit.op_tid[ops], fw.op_ts[ops], ids, tid, ts])]
+            continue
+        w = np.flatnonzero(has)
         if not len(w):
             yield [join(plain, base)]
             continue
         src = ops[w]
-        oq, orr = us_columns(fw.op_ts[src])
         ids = w + (TO_NPU_ID_BASE + a)  # flow_ids' ids
-        flow: list[text.Column] = [ids, fit.op_tid[src], oq, orr]
-        with_flow = _template(_KERNEL + _TO_NPU, piece, k.executor, hw=lay.hardware, pid=lay.python)
-        if len(w) == b - a:
-            yield [join(with_flow, [*base, *flow, ids, tid, q, r])]
-            continue
+        flow: list[text.Column] = [ids, fit.op_tid[src], fw.op_ts[src]]
         pick = [_pick(col, w) for col in base]
         out = np.empty(b - a, object)
-        out[w] = fill(with_flow, [*pick, *flow, ids, pick[1], pick[2], pick[3]])
+        out[w] = fill(with_flow, [*pick, *flow, ids, pick[1], pick[2]])
         rest = np.flatnonzero(ops < 0)
         out[rest] = fill(plain, [_pick(col, rest) for col in base])
         yield out.tolist()
 
 
 def _tracks(lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
-    for i, (name, (starts, ends)) in enumerate(fit.tracks):
+    """The Overlap Analysis tracks: one formatting call for all of them when they fit one chunk
+    (the usual window), else one per track and chunk."""
+    tracks = fit.tracks
+    n = sum(len(starts) for _name, (starts, _ends) in tracks)
+    if 0 < n <= text.CHUNK:
+        if fit.track_rows is not None:  # (fit_trace's rows: the same intervals in the same order)
+            starts, lengths, tid = fit.track_rows
+        else:
+            starts = np.concatenate([iv[0] for _name, iv in tracks])
+            lengths = np.concatenate([iv[1] - iv[0] for _name, iv in tracks])
+            tid = np.arange(len(tracks), dtype=np.int64).repeat([len(iv[0]) for _name, iv in tracks])
+        names = _json_vocab(tuple(name for name, _iv in tracks))
+        yield [join(_template(_TRACKS, pid=lay.overlap), [(tid, names), tid, starts, lengths])]
+        return
+    for i, (name, (starts, ends)) in enumerate(tracks):
         nm = orjson.dumps(name).replace(b"%", b"%%")
         for a, b in chunks(len(starts)):
             q, r = us_columns(starts[a:b])
@@ -262,10 +295,8 @@ def _cann(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     ev = apis.event
     for a, b in chunks(len(ev)):
         e = ev[a:b]
-        q, r = us_columns(fw.op_ts[e])
-        piece, durs = text.dur_columns(fit.op_dur[e])
         code = apis.level[a:b].astype(np.int64) * len(names) + fw.cols.op_name[e]
-        yield [join(_template(_CANN, piece, pid=lay.cann), [(code, label), fit.op_tid[e], q, r, *durs, e])]
+        yield [join(_template(_CANN, pid=lay.cann), [(code, label), fit.op_tid[e], fw.op_ts[e], fit.op_dur[e], e])]
     k = fw.kernels
     has = np.flatnonzero(apis.conn >= 0)
     seen: dict[int, int] = {}
@@ -277,10 +308,8 @@ def _cann(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
     tmpl = _template(_H2D, hw=lay.hardware, pid=lay.cann)
     for a, b in chunks(len(has)):
         j, src = has[a:b], apis.conn[has[a:b]]
-        oq, orr = us_columns(fw.op_ts[src])
-        kq, kr = us_columns(k.ts[j])
         idl = ids[a:b]
-        yield [join(tmpl, [idl, idl, fit.op_tid[src], oq, orr, idl, idl, fit.k_tid[j], kq, kr])]
+        yield [join(tmpl, [idl, idl, fit.op_tid[src], fw.op_ts[src], idl, idl, fit.k_tid[j], k.ts[j]])]
 
 
 def head(fw: Framework, ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:
