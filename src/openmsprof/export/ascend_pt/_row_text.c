@@ -7,9 +7,11 @@
  *                        per row i: fixed[i*width:(i+1)*width] + vocabulary[codes[i]] (binary
  *                        records: a packed constant part, then a variable tail; torch.op_range)
  *
- * The template is bytes with the conversions %d, %03d and %b (and %% for a percent sign); any
- * other conversion is a ValueError.  One column per conversion, all of the same length n (>= 0):
- *   %d, %03d   a C-contiguous one-dimensional int64 buffer (numpy int64 array);
+ * The template is bytes with the conversions %d, %03d, %u and %b (and %% for a percent sign); any
+ * other conversion is a ValueError.  %u is not Python's: it is the µs text of a ns value v,
+ * ``%d.%03d`` of ``divmod(v, 1000)`` (docs/formats.md §1), one column where Python takes two.
+ * One column per conversion, all of the same length n (>= 0):
+ *   %d, %03d, %u   a C-contiguous one-dimensional int64 buffer (numpy int64 array);
  *   %b         a list of n bytes (row i: item i), or a tuple (codes, vocabulary): an int64
  *              buffer of n codes and a list or tuple of bytes (row i: vocabulary[codes[i]]).
  * Every input is checked: lengths, buffer formats, codes within the vocabulary (IndexError),
@@ -21,7 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { K_INT, K_INT03, K_BYTES };
+enum { K_INT, K_INT03, K_US, K_BYTES };
 enum { C_ARRAY, C_LIST, C_VOCAB };
 
 typedef struct {
@@ -74,8 +76,8 @@ static int tmpl_parse(const char *s, Py_ssize_t n, tmpl *t) {
             continue;
         }
         int kind;
-        if (i + 1 < n && (s[i + 1] == 'd' || s[i + 1] == 'b')) {
-            kind = s[i + 1] == 'd' ? K_INT : K_BYTES;
+        if (i + 1 < n && (s[i + 1] == 'd' || s[i + 1] == 'b' || s[i + 1] == 'u')) {
+            kind = s[i + 1] == 'd' ? K_INT : s[i + 1] == 'u' ? K_US : K_BYTES;
             i += 1;
         } else if (i + 3 < n && s[i + 1] == '0' && s[i + 2] == '3' && s[i + 3] == 'd') {
             kind = K_INT03;
@@ -247,7 +249,7 @@ static int put_row(out *b, const tmpl *t, const column *cols, Py_ssize_t i, cons
             }
             need += l;
         } else {
-            need += 24;
+            need += 26; /* %u: up to 20 digits and sign, the point, 3 decimals */
         }
     }
     char *o = out_reserve(b, need);
@@ -267,6 +269,15 @@ static int put_row(out *b, const tmpl *t, const column *cols, Py_ssize_t i, cons
             Py_ssize_t l = PyBytes_GET_SIZE(item);
             memcpy(o, PyBytes_AS_STRING(item), (size_t)l);
             o += l;
+        } else if (c->kind == K_US) {
+            int64_t v = cols[j].data[i], q = v / 1000, r = v % 1000;
+            if (r < 0) { /* floor division, as Python's divmod */
+                q -= 1;
+                r += 1000;
+            }
+            o = put_int(o, q, 0);
+            *o++ = '.';
+            o = put_int(o, r, 3);
         } else {
             o = put_int(o, cols[j].data[i], c->kind == K_INT03 ? 3 : 0);
         }

@@ -9,13 +9,15 @@ one formatting call: ``"%d.%03d" % divmod(ns, 1000)`` is docs/formats.md §1's �
 list of bytes or ``(codes, vocabulary)``) and fill the template in C (``_row_text.c``); the
 ``template % row`` loop over the columns' Python values is the fallback and the reference
 (``OPENMSPROF_ROW_TEXT_PYTHON=1``, or ``NATIVE = None``, forces it; without the extension it is
-the only path).
+the only path).  Beside Python's conversions a template may hold ``%u``: the µs text of a ns
+column (``%d.%03d`` of its ``divmod(ns, 1000)``), one column where ``us_columns`` makes two.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -105,10 +107,29 @@ def _prepared(columns: Sequence[Column]) -> tuple[Any, ...] | None:
     return tuple(out)
 
 
+_CONVERSION = re.compile(rb"%(%|03d|d|b|u)")
+
+
+def _python_form(template: bytes, columns: Sequence[Column]) -> tuple[bytes, list[Column]]:
+    """The template and columns with each ``%u`` as Python's ``%d.%03d`` over (q, r) columns."""
+    if b"%u" not in template:
+        return template, list(columns)
+    out: list[Column] = []
+    it = iter(columns)
+    for m in _CONVERSION.finditer(template):
+        if m.group(1) == b"u":
+            out.extend(us_columns(np.asarray(next(it))))
+        elif m.group(1) != b"%":
+            out.append(next(it))
+    out.extend(it)  # (a count mismatch stays one for zip below)
+    return _CONVERSION.sub(lambda m: b"%d.%03d" if m.group(1) == b"u" else m.group(0), template), out
+
+
 def join(template: bytes, columns: Sequence[Column], sep: bytes = b",") -> bytes:
     """``sep.join(template % row for each row of columns)``, in C where built."""
     if NATIVE is not None and columns and (cols := _prepared(columns)) is not None:
         return NATIVE.join(template, cols, sep)  # type: ignore[no-any-return]
+    template, columns = _python_form(template, columns)
     return sep.join([template % row for row in zip(*map(_values, columns), strict=True)])
 
 
@@ -116,6 +137,7 @@ def fill(template: bytes, columns: Sequence[Column]) -> list[bytes]:
     """One ``template % row`` per row of ``columns``, in C where built."""
     if NATIVE is not None and columns and (cols := _prepared(columns)) is not None:
         return NATIVE.rows(template, cols)  # type: ignore[no-any-return]
+    template, columns = _python_form(template, columns)
     return [template % row for row in zip(*map(_values, columns), strict=True)]
 
 
@@ -143,14 +165,33 @@ def csv_field(value: str) -> str:
     return buf.getvalue()[:-2]
 
 
+#: csv_texts' answers by their items: the same vocabularies window after window (the analysis
+#: worker); emptied when it reaches _CSV_KEPT entries (bounded memory)
+_csv_kept: dict[tuple[str, ...], list[bytes]] = {}
+_CSV_KEPT = 256
+
+
 def csv_texts(items: Sequence[str]) -> list[bytes]:
-    return [csv_field(s).encode() for s in items]
+    """``csv_field(s).encode()`` of each item (a new list)."""
+    key = tuple(items)
+    hit = _csv_kept.get(key)
+    if hit is None:
+        if len(_csv_kept) >= _CSV_KEPT:
+            _csv_kept.clear()
+        hit = _csv_kept[key] = [csv_field(s).encode() for s in key]
+    return list(hit)
 
 
 def csv_line(fields: Sequence[object]) -> bytes:
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(fields)
     return buf.getvalue().encode()
+
+
+@lru_cache(maxsize=256)
+def header_line(fields: tuple[str, ...]) -> bytes:
+    """``csv_line`` of a header (texts only: kept, the views' headers are few)."""
+    return csv_line(fields)
 
 
 def csv_lines(rows: Iterable[Sequence[object]]) -> bytes:
