@@ -180,7 +180,7 @@ def test_the_environment_forces_the_fallback() -> None:
 
 def test_us_conversion_is_the_us_text_of_ns() -> None:
     """``%u`` (not Python's): ``%d.%03d`` of ``divmod(ns, 1000)``, int64 extremes and negatives too."""
-    v = np.asarray(I64 + [-1, -999, -1000, -1001, 1001, 999_999], np.int64)
+    v = np.asarray([*I64, -1, -999, -1000, -1001, 1001, 999_999], np.int64)
     want = [b"<%d.%03d>" % divmod(x, 1000) for x in v.tolist()]
     assert rt.rows(b"<%u>", (v,)) == want
     assert rt.join(b"<%u>", (v,), b";") == b";".join(want)

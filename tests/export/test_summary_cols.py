@@ -67,7 +67,7 @@ def _ops(rng: np.random.Generator, n: int) -> tuple[np.ndarray, ...]:
 
 def test_op_tree_times_equal_nesting(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(2)
-    for trial in range(300):
+    for _ in range(300):
         ts, dur, tid, k_op, k_dur = _ops(rng, int(rng.integers(0, 50)))
         a, b = _both(monkeypatch, summary_cols.op_tree_times, ts, dur, tid, k_op, k_dur)
         _equal(a, b)
