@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +74,13 @@ def _kd_header(steps: bool, full: bool) -> bytes:
     return text.header_line(_KD_HEADERS[key])
 
 
+@lru_cache(maxsize=64)
+def _kd_template(full: bool, device_id: int, executor: str) -> bytes:
+    """The row template of one device and executor (the same on every row: baked in, a % escaped)."""
+    ex = csv_texts([executor])[0].replace(b"%", b"%%")
+    return text.literal(_KD_FULL if full else _KD_L0, dev=device_id).replace(b"{ex}", ex)
+
+
 def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> None:
     k = fw.kernels
     n = len(k)
@@ -81,9 +89,7 @@ def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> Non
     facts = _name_facts(k.names)
     names, types, cores = facts.texts, facts.types, csv_texts(k.cores)
     shp_t, typ_t = _shape_texts(fw)
-    # the executor is the same on every row: baked into the template (a % in it escaped)
-    ex = csv_texts([k.executor])[0].replace(b"%", b"%%")
-    template = text.literal(_KD_FULL if full else _KD_L0, dev=device_id).replace(b"{ex}", ex)
+    template = _kd_template(full, device_id, k.executor)
     pre = (step, [b",", *(b"%d," % s[0] for s in fw.steps)] if fw.steps else [b""])
     cost = _cost_column(fw, k.names, k.name, shape)
     if full:
@@ -122,7 +128,8 @@ class _NameFacts:
     types: list[bytes]      # the CSV text of its ``classify.op_type``
     type_code: np.ndarray   # its op type's code (read-only)
     type_texts: list[bytes]  # the CSV text per op type code
-    step: np.ndarray        # whether it is a ``ProfilerStep#N`` range (read-only)
+    row: np.ndarray         # whether an operator of that name is an operator_details row: all but
+                            # the ``ProfilerStep#N`` ranges (read-only)
 
 
 #: the facts of the last vocabularies (kernel names, operator names): the same window after window
@@ -136,10 +143,10 @@ def _name_facts(names: list[str]) -> _NameFacts:
     if hit is None:
         tvocab: dict[str, int] = {}
         tcode = np.asarray([tvocab.setdefault(classify.op_type(n), len(tvocab)) for n in key] or [0], np.int64)
-        step = np.asarray([n.startswith("ProfilerStep#") for n in key] or [False], bool)
-        tcode.flags.writeable = step.flags.writeable = False
+        row = np.asarray([not n.startswith("ProfilerStep#") for n in key] or [True], bool)
+        tcode.flags.writeable = row.flags.writeable = False
         hit = _NameFacts(csv_texts(key), csv_texts([classify.op_type(n) for n in key]), tcode, csv_texts(list(tvocab)),
-                         step)
+                         row)
         if len(_names_kept) >= _NAMES_KEPT:
             _names_kept.clear()
         _names_kept[key] = hit
@@ -259,9 +266,9 @@ def operator_details(path: Path, fw: Framework) -> None:
     torch_npu's OperatorViewParser every operator is a row but the ``ProfilerStep#N`` ranges:
     record_function ranges (user annotations) too, nested like operators (docs/formats.md)."""
     facts = _name_facts(fw.names)
-    step = facts.step[fw.cols.op_name]
-    ops = np.flatnonzero(~step)
-    if bool((fw.op_annotation & ~step).any()):
+    row = facts.row[fw.cols.op_name]
+    ops = np.flatnonzero(row)
+    if bool((fw.op_annotation & row).any()):
         child, dev_self, dev_total = summary_cols.op_tree_times(fw.op_ts, fw.op_dur, fw.op_tid, fw.kernels.op,
                                                                 fw.kernels.dur)
     else:  # the steps only: the operators' own tree is the same
@@ -312,7 +319,10 @@ def api_statistic(path: Path, rows: list[list[object]]) -> None:
     write_csv(path, API_STATISTIC, rows)
 
 
+_STT_HEADER = tuple(STEP_TRACE_HEADER)
+
+
 def step_trace_time(path: Path, fw: Framework, ov: Overlap, device_id: int) -> list[list[object]]:
     rows = step_rows(fw, ov, device_id)
-    write_csv(path, STEP_TRACE_HEADER, rows)
+    text.write_stream(path, [text.header_line(_STT_HEADER), text.csv_lines(rows)])
     return rows

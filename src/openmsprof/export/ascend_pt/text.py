@@ -79,8 +79,13 @@ def _values(col: Column) -> Sequence[Any]:
     return col
 
 
+_I64 = np.dtype(np.int64)
+
+
 def _int64(a: Any) -> np.ndarray | None:
     """``a`` as a contiguous int64 array when its values fit unchanged, else None."""
+    if type(a) is np.ndarray and a.dtype == _I64 and a.flags.c_contiguous:
+        return a
     a = np.asarray(a)
     if a.dtype.kind == "i" or (a.dtype.kind == "u" and a.dtype.itemsize < 8):
         return np.ascontiguousarray(a, np.int64)
@@ -91,7 +96,9 @@ def _prepared(columns: Sequence[Column]) -> tuple[Any, ...] | None:
     """The columns as the C formatter takes them; None when one is not of its kinds."""
     out: list[Any] = []
     for col in columns:
-        if isinstance(col, np.ndarray):
+        if type(col) is list:
+            out.append(col)
+        elif isinstance(col, np.ndarray):
             a = _int64(col)
             if a is None:
                 return None
@@ -101,9 +108,9 @@ def _prepared(columns: Sequence[Column]) -> tuple[Any, ...] | None:
             c = _int64(codes)
             if c is None:
                 return None
-            out.append((c, vocab if isinstance(vocab, (list, tuple)) else list(vocab)))
+            out.append((c, vocab if type(vocab) is list or type(vocab) is tuple else list(vocab)))
         else:
-            out.append(col if isinstance(col, list) else list(col))
+            out.append(list(col))
     return tuple(out)
 
 
