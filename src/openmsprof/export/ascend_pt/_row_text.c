@@ -7,11 +7,11 @@
  *                        per row i: fixed[i*width:(i+1)*width] + vocabulary[codes[i]] (binary
  *                        records: a packed constant part, then a variable tail; torch.op_range)
  *
- * The template is bytes with the conversions %d, %03d, %u and %b (and %% for a percent sign); any
- * other conversion is a ValueError.  %u is not Python's: it is the µs text of a ns value v,
- * ``%d.%03d`` of ``divmod(v, 1000)`` (docs/formats.md §1), one column where Python takes two.
+ * The template is bytes with the conversions %d, %03d, %t and %b (and %% for a percent sign); any
+ * other conversion is a ValueError.  %t is not Python's: it is the µs text of a ns value v,
+ * "%d.%03d" % divmod(v, 1000) (docs/formats.md §1), one column where Python takes two.
  * One column per conversion, all of the same length n (>= 0):
- *   %d, %03d, %u   a C-contiguous one-dimensional int64 buffer (numpy int64 array);
+ *   %d, %03d, %t   a C-contiguous one-dimensional int64 buffer (numpy int64 array);
  *   %b         a list of n bytes (row i: item i), or a tuple (codes, vocabulary): an int64
  *              buffer of n codes and a list or tuple of bytes (row i: vocabulary[codes[i]]).
  * Every input is checked: lengths, buffer formats, codes within the vocabulary (IndexError),
@@ -76,8 +76,8 @@ static int tmpl_parse(const char *s, Py_ssize_t n, tmpl *t) {
             continue;
         }
         int kind;
-        if (i + 1 < n && (s[i + 1] == 'd' || s[i + 1] == 'b' || s[i + 1] == 'u')) {
-            kind = s[i + 1] == 'd' ? K_INT : s[i + 1] == 'u' ? K_US : K_BYTES;
+        if (i + 1 < n && (s[i + 1] == 'd' || s[i + 1] == 'b' || s[i + 1] == 't')) {
+            kind = s[i + 1] == 'd' ? K_INT : s[i + 1] == 't' ? K_US : K_BYTES;
             i += 1;
         } else if (i + 3 < n && s[i + 1] == '0' && s[i + 2] == '3' && s[i + 3] == 'd') {
             kind = K_INT03;
@@ -249,7 +249,7 @@ static int put_row(out *b, const tmpl *t, const column *cols, Py_ssize_t i, cons
             }
             need += l;
         } else {
-            need += 26; /* %u: up to 20 digits and sign, the point, 3 decimals */
+            need += 26; /* %t: up to 20 digits and sign, the point, 3 decimals */
         }
     }
     char *o = out_reserve(b, need);

@@ -39,16 +39,16 @@ API_STATISTIC = ["Device_id", "Level", "API Name", "Time(us)", "Count", "Avg(us)
                  "Variance"]
 #: the real hardware beside the Ascend engine class (``classify``; docs/formats.md)
 EXECUTOR = "Executor"
-#: ``%u``: µs text of a ns column (``text.join``); ``{ex}``: the executor's CSV text
-_KD_L0 = b"%b{dev},%b,%b,%b,%u\t,%u,%u,N/A,%b,%b,N/A,N/A,N/A,N/A,{ex},%b\n"
-_KD_FULL = (b"%b{dev},4294967295,%d,%d,%b,%b,%b,%b,%u\t,%u,%u,N/A,N/A,N/A,%b,%b,N/A,N/A,N/A,N/A,N/A,"
+#: ``%t``: µs text of a ns column (``text.join``); ``{ex}``: the executor's CSV text
+_KD_L0 = b"%b{dev},%b,%b,%b,%t\t,%t,%t,N/A,%b,%b,N/A,N/A,N/A,N/A,{ex},%b\n"
+_KD_FULL = (b"%b{dev},4294967295,%d,%d,%b,%b,%b,%b,%t\t,%t,%t,N/A,N/A,N/A,%b,%b,N/A,N/A,N/A,N/A,N/A,"
             b"%b,%b,{ex},%b\n")
 #: engine-class time columns (Level1+): the task's whole duration booked to the engine class of
 #: ``classify`` — ``aicore_time(us)`` for AI_CORE (matrix) tasks, ``aiv_vec_time(us)`` for
 #: AI_VECTOR_CORE tasks, 0 for the other class, N/A for communication / memory copies.  Not a
 #: hardware counter (docs/formats.md); msprof-analyze needs them to split Cube/Vector time.
 ENGINE_COLS = ["aicore_time(us)", "aiv_vec_time(us)"]
-_OPD = b"%b,%b,%b,%u,%u,%u,%u,0.000,0.000\n"
+_OPD = b"%b,%b,%b,%t,%t,%t,%t,0.000,0.000\n"
 
 
 def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
@@ -250,7 +250,7 @@ def _cost_texts(fw: Framework, names: list[str]) -> tuple[Callable[[int, int], b
 
 def _engine_texts(core: np.ndarray, dur: np.ndarray) -> tuple[list[bytes], list[bytes]]:
     """``aicore_time(us)`` / ``aiv_vec_time(us)`` texts per task (see ``ENGINE_COLS``)."""
-    us = text.fill(b"%u", [dur])
+    us = text.fill(b"%t", [dur])
     cube_k, vec_k = int(classify.Kind.CUBE), int(classify.Kind.VECTOR)
     kinds = core.tolist()
     cube = [u if c == cube_k else b"0" if c == vec_k else b"N/A" for c, u in zip(kinds, us, strict=True)]
@@ -293,7 +293,7 @@ def operator_details(path: Path, fw: Framework) -> None:
 
 
 _OPS_HEADER = tuple(OP_STATISTIC)
-_OPS = b"{dev},%b,%b,%d,%u,%u,%u,%u,%b\n"
+_OPS = b"{dev},%b,%b,%d,%t,%t,%t,%t,%b\n"
 
 
 def op_statistic(path: Path, fw: Framework, device_id: int) -> None:

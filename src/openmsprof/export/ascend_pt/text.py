@@ -9,7 +9,7 @@ one formatting call: ``"%d.%03d" % divmod(ns, 1000)`` is docs/formats.md §1's �
 list of bytes or ``(codes, vocabulary)``) and fill the template in C (``_row_text.c``); the
 ``template % row`` loop over the columns' Python values is the fallback and the reference
 (``OPENMSPROF_ROW_TEXT_PYTHON=1``, or ``NATIVE = None``, forces it; without the extension it is
-the only path).  Beside Python's conversions a template may hold ``%u``: the µs text of a ns
+the only path).  Beside Python's conversions a template may hold ``%t``: the µs text of a ns
 column (``%d.%03d`` of its ``divmod(ns, 1000)``), one column where ``us_columns`` makes two.
 """
 
@@ -114,22 +114,22 @@ def _prepared(columns: Sequence[Column]) -> tuple[Any, ...] | None:
     return tuple(out)
 
 
-_CONVERSION = re.compile(rb"%(%|03d|d|b|u)")
+_CONVERSION = re.compile(rb"%(%|03d|d|b|t)")
 
 
 def _python_form(template: bytes, columns: Sequence[Column]) -> tuple[bytes, list[Column]]:
-    """The template and columns with each ``%u`` as Python's ``%d.%03d`` over (q, r) columns."""
-    if b"%u" not in template:
+    """The template and columns with each ``%t`` as Python's ``%d.%03d`` over (q, r) columns."""
+    if b"%t" not in template:
         return template, list(columns)
     out: list[Column] = []
     it = iter(columns)
     for m in _CONVERSION.finditer(template):
-        if m.group(1) == b"u":
+        if m.group(1) == b"t":
             out.extend(us_columns(np.asarray(next(it))))
         elif m.group(1) != b"%":
             out.append(next(it))
     out.extend(it)  # (a count mismatch stays one for zip below)
-    return _CONVERSION.sub(lambda m: b"%d.%03d" if m.group(1) == b"u" else m.group(0), template), out
+    return _CONVERSION.sub(lambda m: b"%d.%03d" if m.group(1) == b"t" else m.group(0), template), out
 
 
 def join(template: bytes, columns: Sequence[Column], sep: bytes = b",") -> bytes:
