@@ -249,11 +249,15 @@ static PyObject *op_tree_times(PyObject *self, PyObject *args) {
         goto done;
     }
     Py_BEGIN_ALLOW_THREADS
+    int sorted = 1; /* operators in file order are usually in sweep order already */
     for (Py_ssize_t i = 0; i < n; i++) {
         ev[i] = (event){tid[i], ts[i], wsub(0, dur[i]), (int64_t)i};
         child[i] = dev_self[i] = 0;
+        if (i && sorted && by_sweep(&ev[i - 1], &ev[i]) > 0)
+            sorted = 0;
     }
-    qsort(ev, (size_t)n, sizeof(event), by_sweep);
+    if (!sorted)
+        qsort(ev, (size_t)n, sizeof(event), by_sweep);
     Py_ssize_t top = 0; /* stack depth */
     for (Py_ssize_t p = 0; p < n; p++) {
         int64_t i = ev[p].idx;

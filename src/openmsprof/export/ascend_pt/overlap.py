@@ -91,10 +91,6 @@ class Overlap:
                 ("Communication(Not Overlapped)", self.comm_not_overlapped), ("Free", self.free)]
 
 
-def _us(ns: int) -> float:
-    return round(ns / 1000.0, 3)
-
-
 def step_rows(fw: Framework, ov: Overlap, device_id: int) -> list[list[object]]:
     """One row per ProfilerStep (or one row with an empty Step when no steps were recorded)."""
     return window_rows(ov, [(sid, s, e) for sid, s, e in fw.steps], device_id, "")
@@ -112,9 +108,9 @@ def window_rows(ov: Overlap, windows: list[tuple[object, int, int]], device_id: 
     hi = np.asarray([w[2] for w in windows], np.int64)
     sums = summary_cols.step_sums([ov.computing, ov.communication, ov.comm_not_overlapped, ov.free], ov.busy,
                                   lo, hi)
-    rows = []
-    bubble = 0
-    for (sid, _lo, _hi), (comp, comm, not_ov, free, stage, preparing) in zip(windows, sums, strict=True):
-        rows.append([device_id, sid, _us(comp), _us(not_ov), _us(comm - not_ov), _us(comm), _us(free),
-                     _us(stage - bubble), _us(bubble), _us(max(not_ov - bubble, 0)), _us(preparing)])
-    return rows
+    # Bubble is 0 (no pipeline stages here): Stage is the busy span itself, and Communication(Not Overlapped
+    # and Exclude Receive) is Communication(Not Overlapped); every value µs rounded to 3 decimals
+    return [[device_id, sid, round(comp / 1000.0, 3), round(not_ov / 1000.0, 3), round((comm - not_ov) / 1000.0, 3),
+             round(comm / 1000.0, 3), round(free / 1000.0, 3), round(stage / 1000.0, 3), 0.0,
+             round(max(not_ov, 0) / 1000.0, 3), round(preparing / 1000.0, 3)]
+            for (sid, _lo, _hi), (comp, comm, not_ov, free, stage, preparing) in zip(windows, sums, strict=True)]

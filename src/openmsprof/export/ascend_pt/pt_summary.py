@@ -296,6 +296,11 @@ _OPS_HEADER = tuple(OP_STATISTIC)
 _OPS = b"{dev},%b,%b,%d,%t,%t,%t,%t,%b\n"
 
 
+@lru_cache(maxsize=64)
+def _ops_template(device_id: int) -> bytes:
+    return text.literal(_OPS, dev=device_id)
+
+
 def op_statistic(path: Path, fw: Framework, device_id: int) -> None:
     """Kernels grouped by (OP Type, core): count, total/min/avg/max, share of all kernel time."""
     k = fw.kernels
@@ -309,7 +314,7 @@ def op_statistic(path: Path, fw: Framework, device_id: int) -> None:
     key, cnt, tot = g[:, 0], g[:, 1], g[:, 2]
     total_all = max(int(k.dur.sum()), 1)
     ratio = [b"%.3f" % (100.0 * t / total_all) for t in tot.tolist()]
-    body = join(text.literal(_OPS, dev=device_id), [(key // nk, facts.type_texts), (key % nk, csv_texts(k.cores)),
+    body = join(_ops_template(device_id), [(key // nk, facts.type_texts), (key % nk, csv_texts(k.cores)),
                                                     cnt, tot, g[:, 3], tot // cnt, g[:, 4], ratio], b"")
     text.write_stream(path, [head, body])
 
