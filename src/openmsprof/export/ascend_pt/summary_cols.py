@@ -1,5 +1,5 @@
-"""The per-row columns of the torch summary CSVs (kernel_details, step_trace_time, op_statistic),
-each in one call: in C (``_summary_cols.c``) where built, else numpy.  The numpy code is the
+"""The per-row columns of the torch summary CSVs (kernel_details, operator_details, step_trace_time,
+op_statistic), each in one call: in C (``_summary_cols.c``) where built, else numpy.  The numpy code is the
 reference and the fallback (``OPENMSPROF_SUMMARY_COLS_PYTHON=1``, or ``NATIVE = None``, forces
 it); the arguments are checked here first, one line naming what is wrong.
 """
