@@ -55,10 +55,20 @@ def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
     text.write_stream(path, [text.csv_lines([header, *rows])])
 
 
+#: _shape_texts' answers by shape vocabulary: the same shapes window after window
+_shapes_kept: dict[tuple[tuple[str, str], ...], tuple[list[bytes], list[bytes]]] = {}
+_SHAPES_KEPT = 8
+
+
 def _shape_texts(fw: Framework) -> tuple[list[bytes], list[bytes]]:
-    """CSV texts of (input shapes or N/A, input dtypes or N/A) per shape code."""
-    items = fw.cols.shapes.items
-    return csv_texts([s or NA for s, _t in items]), csv_texts([t or NA for _s, t in items])
+    """CSV texts of (input shapes or N/A, input dtypes or N/A) per shape code (kept lists: read only)."""
+    key = tuple(fw.cols.shapes.items)
+    hit = _shapes_kept.get(key)
+    if hit is None:
+        if len(_shapes_kept) >= _SHAPES_KEPT:
+            _shapes_kept.clear()
+        hit = _shapes_kept[key] = (csv_texts([s or NA for s, _t in key]), csv_texts([t or NA for _s, t in key]))
+    return hit
 
 
 _KD_HEADERS: dict[tuple[bool, bool], tuple[str, ...]] = {}
@@ -274,7 +284,7 @@ def operator_details(path: Path, fw: Framework) -> None:
     else:  # the steps only: the operators' own tree is the same
         child, dev_self, dev_total = fw.op_times()
     names = facts.texts
-    shp_t = csv_texts([s or NA for s, _t in fw.cols.shapes.items])
+    shp_t = _shape_texts(fw)[0]
     stacks = [NA.encode(), *csv_texts(fw.stacks)]  # code -1 → N/A
     dur = fw.op_dur[ops]
     cols: list[text.Column] = [(fw.cols.op_name[ops], names), (fw.cols.op_shape[ops], shp_t),

@@ -35,9 +35,9 @@ def _int64(name: str, a: Any) -> np.ndarray:
 
 
 def _same_len(what: str, *arrays: np.ndarray) -> None:
-    n = len(arrays[0])
-    if any(len(a) != n for a in arrays):
-        raise ValueError(f"summary columns: {what} differ in length ({', '.join(str(len(a)) for a in arrays)})")
+    lengths = [len(a) for a in arrays]
+    if lengths.count(lengths[0]) != len(lengths):
+        raise ValueError(f"summary columns: {what} differ in length ({', '.join(map(str, lengths))})")
 
 
 def kernel_codes(ts: Any, dur: Any, op: Any, op_shape: Any,
