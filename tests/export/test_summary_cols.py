@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from openmsprof.export.ascend_pt import nesting, summary_cols
+from openmsprof.export.ascend_pt import nesting, pt_summary, summary_cols, text
 
 native = pytest.importorskip("openmsprof.export.ascend_pt._summary_cols",
                              reason="the C summary columns are not built")
@@ -145,3 +145,22 @@ def test_the_c_checks_its_buffers() -> None:
         native.step_sums(i, i, [i] * 10, np.empty(18, np.int64))
     with pytest.raises(ValueError, match="size 2: out has 1 values"):
         native.group_stats(i, i, 2, np.empty(1, np.int64))
+
+
+def test_kept_vocabulary_texts_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The texts kept between windows stay under their bounds, whatever the windows bring (call
+    stacks are long and new in every window), and a kept answer is the fresh one."""
+    monkeypatch.setattr(text, "_csv_kept", {})
+    monkeypatch.setattr(text, "_csv_bytes", [0])
+    monkeypatch.setattr(pt_summary, "_names_kept", {})
+    for w in range(60):  # 60 windows of 500 new stacks of ~1 KB
+        stacks = [f"frame {w}.{i};" + "f" * 1000 for i in range(500)]
+        assert text.csv_texts(stacks) == [s.encode() for s in stacks]
+        assert text._csv_bytes[0] <= text._CSV_ALL
+        assert sum(sum(map(len, v)) for v in text._csv_kept.values()) <= text._CSV_ALL
+    huge = [f"s{i}" + "x" * 2000 for i in range(1000)]  # over _CSV_ONE: answered, not kept
+    assert text.csv_texts(huge)[-1] == huge[-1].encode() and tuple(huge) not in text._csv_kept
+    assert text.csv_texts(['a,"b"', "c"]) == [b'"a,""b"""', b"c"] == text.csv_texts(['a,"b"', "c"])
+    for w in range(20):
+        facts = pt_summary._name_facts([f"ProfilerStep#{w}", f"aten::mm{w}", "aten::add"])
+        assert facts.row.tolist() == [False, True, True] and len(pt_summary._names_kept) <= pt_summary._NAMES_KEPT

@@ -55,6 +55,8 @@ def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
     text.write_stream(path, [text.csv_lines([header, *rows])])
 
 
+#: the largest vocabulary whose texts are kept between windows (bounded memory)
+_VOCAB_KEPT_MAX = 1 << 16
 #: _shape_texts' answers by shape vocabulary: the same shapes window after window
 _shapes_kept: dict[tuple[tuple[str, str], ...], tuple[list[bytes], list[bytes]]] = {}
 _SHAPES_KEPT = 8
@@ -65,9 +67,11 @@ def _shape_texts(fw: Framework) -> tuple[list[bytes], list[bytes]]:
     key = tuple(fw.cols.shapes.items)
     hit = _shapes_kept.get(key)
     if hit is None:
-        if len(_shapes_kept) >= _SHAPES_KEPT:
-            _shapes_kept.clear()
-        hit = _shapes_kept[key] = (csv_texts([s or NA for s, _t in key]), csv_texts([t or NA for _s, t in key]))
+        hit = (csv_texts([s or NA for s, _t in key]), csv_texts([t or NA for _s, t in key]))
+        if len(key) <= _VOCAB_KEPT_MAX:
+            if len(_shapes_kept) >= _SHAPES_KEPT:
+                _shapes_kept.clear()
+            _shapes_kept[key] = hit
     return hit
 
 
@@ -157,9 +161,10 @@ def _name_facts(names: list[str]) -> _NameFacts:
         tcode.flags.writeable = row.flags.writeable = False
         hit = _NameFacts(csv_texts(key), csv_texts([classify.op_type(n) for n in key]), tcode, csv_texts(list(tvocab)),
                          row)
-        if len(_names_kept) >= _NAMES_KEPT:
-            _names_kept.clear()
-        _names_kept[key] = hit
+        if len(key) <= _VOCAB_KEPT_MAX:
+            if len(_names_kept) >= _NAMES_KEPT:
+                _names_kept.clear()
+            _names_kept[key] = hit
     return hit
 
 

@@ -173,9 +173,12 @@ def csv_field(value: str) -> str:
 
 
 #: csv_texts' answers by their items: the same vocabularies window after window (the analysis
-#: worker); emptied when it reaches _CSV_KEPT entries (bounded memory)
+#: worker).  Bounded by their bytes: a vocabulary over _CSV_ONE is not kept, and all are dropped
+#: when the kept ones would pass _CSV_ALL (call stacks can be long, and new in every window).
 _csv_kept: dict[tuple[str, ...], list[bytes]] = {}
-_CSV_KEPT = 256
+_csv_bytes = [0]
+_CSV_ONE = 1 << 20
+_CSV_ALL = 1 << 24
 
 
 def csv_texts(items: Sequence[str]) -> list[bytes]:
@@ -183,9 +186,14 @@ def csv_texts(items: Sequence[str]) -> list[bytes]:
     key = tuple(items)
     hit = _csv_kept.get(key)
     if hit is None:
-        if len(_csv_kept) >= _CSV_KEPT:
-            _csv_kept.clear()
-        hit = _csv_kept[key] = [csv_field(s).encode() for s in key]
+        hit = [csv_field(s).encode() for s in key]
+        size = sum(map(len, hit)) + 64 * len(hit)
+        if size <= _CSV_ONE:
+            if _csv_bytes[0] + size > _CSV_ALL:
+                _csv_kept.clear()
+                _csv_bytes[0] = 0
+            _csv_kept[key] = hit
+            _csv_bytes[0] += size
     return list(hit)
 
 
