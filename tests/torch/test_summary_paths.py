@@ -1,7 +1,7 @@
 """The summary CSVs (and every other output) of real torch windows are the same bytes with the C
 row formatter and summary columns (``_row_text``, ``_summary_cols``) as with their Python
-fallbacks, at every level, with shapes, stacks and memory, with and without data_simplification,
-window after window (the vocabularies' texts and cost cells kept between windows); and the
+fallbacks (and the chunks of a large table), at every level, with shapes, stacks and memory, with
+and without data_simplification, window after window (the vocabularies' texts and cost cells kept between windows); and the
 ``OPENMSPROF_*_PYTHON`` switches turn the C off."""
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ def test_native_and_python_paths_write_the_same_bytes(trainer: Trainer, tmp_path
             with monkeypatch.context() as m:
                 m.setattr(text, "NATIVE", None)
                 m.setattr(summary_cols, "NATIVE", None)
+                m.setattr(text, "CHUNK", 37)  # the large tables' chunked path too
                 analysis.analyse_dir(slow, parallel=False)
             got = _tree(fast)
             assert got == _tree(slow), (level, simplify, stack, memory)
