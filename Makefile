@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-deps lint typecheck bench clean sanitize
 
-$(STAMP): pyproject.toml setup.py src/openmsprof/recorder/_ring.c src/openmsprof/export/msprof/_task_lines.c src/openmsprof/parse/_bulk_insert.c src/openmsprof/sources/_ort_scan.c src/openmsprof/sources/_kineto_scan.c src/openmsprof/export/ascend_pt/_row_text.c src/openmsprof/export/ascend_pt/_nest_sweep.c src/openmsprof/export/ascend_pt/_perfetto_fit.c
+$(STAMP): pyproject.toml setup.py src/openmsprof/recorder/_ring.c src/openmsprof/export/msprof/_task_lines.c src/openmsprof/parse/_bulk_insert.c src/openmsprof/sources/_ort_scan.c src/openmsprof/sources/_kineto_scan.c src/openmsprof/export/ascend_pt/_row_text.c src/openmsprof/export/ascend_pt/_nest_sweep.c src/openmsprof/export/ascend_pt/_perfetto_fit.c src/openmsprof/export/ascend_pt/_summary_cols.c
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0

@@ -37,7 +37,8 @@ class OptionalBuildExt(build_ext):
             what = {"_ring": "recorder", "_task_lines": "export task loop",
                     "_bulk_insert": "import writer", "_ort_scan": "ONNX Runtime profile scan",
                     "_kineto_scan": "Kineto trace scan", "_nest_sweep": "operator nesting sweep",
-                    "_row_text": "row formatter", "_perfetto_fit": "Perfetto fit"}.get(ext.name.rsplit(".", 1)[-1], ext.name)
+                    "_row_text": "row formatter", "_perfetto_fit": "Perfetto fit",
+                    "_summary_cols": "summary columns"}.get(ext.name.rsplit(".", 1)[-1], ext.name)
             print(f"openmsprof: native {what} not built ({exc}); using its pure-Python fallback",
                   file=sys.stderr)
 
@@ -66,6 +67,10 @@ ext_modules = [] if os.environ.get("OPENMSPROF_NO_NATIVE") else [
     # the torch views' rows (trace_view.json, kernel_details / operator_details.csv); text.py's
     # ``%`` templates are its fallback
     Extension("openmsprof.export.ascend_pt._row_text", ["src/openmsprof/export/ascend_pt/_row_text.c"],
+              extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
+    # the torch summary CSVs' columns (kernel codes, step sums, op groups); summary_cols.py's numpy
+    # code is its fallback
+    Extension("openmsprof.export.ascend_pt._summary_cols", ["src/openmsprof/export/ascend_pt/_summary_cols.c"],
               extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
     # trace_view's Perfetto fit (the lane sweep and Perfetto's reading of the µs text, which must
     # round as numpy's long double does: no contraction); perfetto_fit.fit's Python is its fallback

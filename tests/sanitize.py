@@ -1,6 +1,6 @@
-"""``make sanitize``: the eight C extensions (recorder/_ring.c, export/msprof/_task_lines.c,
+"""``make sanitize``: the nine C extensions (recorder/_ring.c, export/msprof/_task_lines.c,
 parse/_bulk_insert.c, sources/_ort_scan.c, sources/_kineto_scan.c, export/ascend_pt/_row_text.c,
-export/ascend_pt/_nest_sweep.c, export/ascend_pt/_perfetto_fit.c) built with AddressSanitizer and
+export/ascend_pt/_nest_sweep.c, export/ascend_pt/_perfetto_fit.c, export/ascend_pt/_summary_cols.c) built with AddressSanitizer and
 UndefinedBehaviorSanitizer into a copy of the package under build/sanitize (the venv's in-place
 build is untouched), then the recorder tests, the C extensions' tests and a slice of the fuzz corpus (tests/hostile) run against them.
 Any sanitizer report aborts the process that made it, which fails its test (or this run).
@@ -27,7 +27,8 @@ TESTS = ["tests/recorder", "tests/parse/test_bulk_insert.py", "tests/parse/test_
          "tests/export/test_summary_task_pass.py", "tests/hostile/test_regressions.py",
          "tests/acl/test_ort_scan.py", "tests/acl/test_ort_profile.py", "tests/sources/test_kineto_scan.py",
          "tests/export/test_row_text.py", "tests/export/test_nest_sweep.py",
-         "tests/export/test_perfetto_fit_native.py", "tests/export/test_perfetto_fit_clusters.py"]
+         "tests/export/test_perfetto_fit_native.py", "tests/export/test_perfetto_fit_clusters.py",
+         "tests/export/test_summary_cols.py", "tests/export/test_overlap_windows.py"]
 #: not run here: the pure-Python backend's runs (no C code; left out by the suite's conftest when
 #: OPENMSPROF_TESTS_NO_PURE_PYTHON is set, by their parametrization id), and the bounds of memory (ASan's shadow
 #: and quarantine) and time (a 2-5x slow-down) that hold for the normal build, not the instrumented one;
@@ -37,7 +38,7 @@ DESELECT = ("not memory_stays_under_the_ceiling and not lose_at_most_one_second"
             " and not still_gets_a_host_sample and not blocks_of_a_real_trace")
 EXTENSIONS = ("recorder/_ring", "export/msprof/_task_lines", "parse/_bulk_insert", "sources/_ort_scan",
               "sources/_kineto_scan", "export/ascend_pt/_row_text", "export/ascend_pt/_nest_sweep",
-              "export/ascend_pt/_perfetto_fit")
+              "export/ascend_pt/_perfetto_fit", "export/ascend_pt/_summary_cols")
 
 
 def _runtime(lib: str) -> str:

@@ -1,11 +1,13 @@
-"""step_trace_time's per-window sums, all windows at once (``overlap._clip_sums``, ``_spans``),
-equal the per-window reference on random tracks and windows, edges included."""
+"""step_trace_time's per-window sums, all windows at once (``summary_cols._clip_sums``, ``_spans``,
+and ``summary_cols.step_sums`` in C and numpy), equal the per-window reference on random tracks
+and windows, edges included."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from openmsprof.export.ascend_pt import overlap
+from openmsprof.export.ascend_pt import overlap, summary_cols
 from openmsprof.export.ascend_pt.overlap import Overlap, gaps, merge
 
 
@@ -29,7 +31,13 @@ def _busy_reference(busy: overlap.Intervals, lo: int, hi: int) -> tuple[int, int
     return last - first, first - lo
 
 
-def test_all_windows_at_once_equal_one_window_at_a_time() -> None:
+@pytest.mark.parametrize("how", ["numpy", "native"])
+def test_all_windows_at_once_equal_one_window_at_a_time(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if how == "native":
+        if summary_cols.NATIVE is None:
+            pytest.skip("_summary_cols not built")
+    else:
+        monkeypatch.setattr(summary_cols, "NATIVE", None)
     rng = np.random.default_rng(5)
     for trial in range(300):
         n = int(rng.integers(0, 40))
@@ -40,8 +48,11 @@ def test_all_windows_at_once_equal_one_window_at_a_time() -> None:
         tracks = [iv for _name, iv in ov.tracks()] + [merge(ts, end), gaps(merge(ts, end))]
         lo, hi = _windows(rng, merge(ts, end), 25)
         for iv in tracks:
-            want = [overlap._clip_sum(iv, a, b) for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
-            assert overlap._clip_sums(iv, lo, hi) == want
-        stages, preps = overlap._spans(ov.busy, lo, hi)
+            want = [summary_cols._clip_sum(iv, a, b) for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
+            assert summary_cols._clip_sums(iv, lo, hi) == want
+        stages, preps = summary_cols._spans(ov.busy, lo, hi)
         assert list(zip(stages, preps, strict=True)) == [_busy_reference(ov.busy, a, b)
                                                           for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
+        sums = summary_cols.step_sums(tracks[:4], ov.busy, lo, hi)
+        assert sums == [[*(summary_cols._clip_sum(iv, a, b) for iv in tracks[:4]), *_busy_reference(ov.busy, a, b)]
+                        for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]

@@ -218,3 +218,32 @@ def test_ns_conversions_and_their_fallback(monkeypatch: pytest.MonkeyPatch) -> N
     assert text.join(template, cols) == got_join and text.fill(template, cols) == got_fill
     with pytest.raises(ValueError, match="conversions"):
         text.join(b"%t %u", [ns])
+
+
+def test_t_conversion_is_the_us_text_of_ns() -> None:
+    """``%t`` (not Python's): ``%d.%03d`` of ``divmod(ns, 1000)``, int64 extremes and negatives too."""
+    v = np.asarray([*I64, -1, -999, -1000, -1001, 1001, 999_999], np.int64)
+    want = [b"<%d.%03d>" % divmod(x, 1000) for x in v.tolist()]
+    assert rt.rows(b"<%t>", (v,)) == want
+    assert rt.join(b"<%t>", (v,), b";") == b";".join(want)
+    assert rt.rows(b"%t", (np.asarray([1_795_793_414_739_323_348, 0, 5, -5], np.int64),)) == \
+        [b"1795793414739323.348", b"0.000", b"0.005", b"-1.995"]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_text_join_with_t_takes_the_fallback_bytes(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``text.join`` / ``text.fill`` with ``%t`` beside ``%%t`` literals, ``%d``, ``%03d`` and ``%b``
+    columns: the C bytes are the fallback's (which rewrites ``%t`` to Python's ``%d.%03d``)."""
+    rng = random.Random(seed)
+    n = rng.choice([0, 1, 7, 300])
+    ns = np.asarray(_ints(rng, n), np.int64)
+    small = np.asarray([rng.randint(-5000, 5000) for _ in range(n)], np.int32)  # widened to int64
+    words = [rng.choice(WORDS) for _ in range(n)]
+    template = b"%%t=%t,%d|%b|%03d%%%t\n"
+    cols: list[text.Column] = [ns, small, words, small, small]
+    native_join, native_fill = text.join(template, cols, b""), text.fill(template, cols)
+    monkeypatch.setattr(text, "NATIVE", None)
+    assert text.join(template, cols, b"") == native_join
+    assert text.fill(template, cols) == native_fill
+    assert native_fill == [b"%%t=%d.%03d,%d|%b|%03d%%%d.%03d\n" % (*divmod(a, 1000), b, w, b, *divmod(b, 1000))
+                           for a, b, w in zip(ns.tolist(), small.tolist(), words, strict=True)]

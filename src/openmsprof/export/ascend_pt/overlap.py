@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from openmsprof.export.ascend_pt import summary_cols
 from openmsprof.export.ascend_pt.framework import Framework
 
 Intervals = tuple[np.ndarray, np.ndarray]  # (starts, ends), sorted, disjoint
@@ -90,50 +91,6 @@ class Overlap:
                 ("Communication(Not Overlapped)", self.comm_not_overlapped), ("Free", self.free)]
 
 
-def _clip_sum(iv: Intervals, lo: int, hi: int) -> int:
-    """Length of ``iv`` inside [lo, hi] (the reference of ``_clip_sums``)."""
-    s, e = iv
-    i0 = np.searchsorted(e, lo, side="right")
-    i1 = np.searchsorted(s, hi, side="left")
-    if i1 <= i0:
-        return 0
-    return int(np.sum(np.minimum(e[i0:i1], hi) - np.maximum(s[i0:i1], lo)).clip(min=0))
-
-
-def _clip_sums(iv: Intervals, lo: np.ndarray, hi: np.ndarray) -> list[int]:
-    """``_clip_sum`` of every window [lo[i], hi[i]] at once: with C(x) the length of the sorted,
-    disjoint ``iv`` before x (the lengths of the intervals starting before x, less the part of
-    the last one past x), the length inside a window is C(hi) - C(lo) (0 when negative)."""
-    s, e = iv
-    if not len(s):
-        return [0] * len(lo)
-    before = np.concatenate(([0], np.cumsum(e - s)))
-
-    def upto(x: np.ndarray) -> np.ndarray:
-        j = np.searchsorted(s, x, side="left")
-        past = np.where(j > 0, np.maximum(e[np.maximum(j - 1, 0)] - x, 0), 0)
-        return before[j] - past  # type: ignore[no-any-return]
-
-    return np.maximum(upto(hi) - upto(lo), 0).tolist()  # type: ignore[no-any-return]
-
-
-def _spans(busy: Intervals, lo: np.ndarray, hi: np.ndarray) -> tuple[list[int], list[int]]:
-    """Per window [lo, hi]: (Stage: first busy start to last busy end inside it, Preparing: window
-    start to the first busy start), both 0 where nothing is busy inside."""
-    if not len(busy[0]):
-        return [0] * len(lo), [0] * len(lo)
-    b0 = np.searchsorted(busy[1], lo, side="right")
-    b1 = np.searchsorted(busy[0], hi, side="left")
-    inside = b1 > b0
-    first = np.maximum(busy[0][np.minimum(b0, len(busy[0]) - 1)], lo)
-    last = np.minimum(busy[1][np.maximum(b1 - 1, 0)], hi)
-    return np.where(inside, last - first, 0).tolist(), np.where(inside, first - lo, 0).tolist()
-
-
-def _us(ns: int) -> float:
-    return round(ns / 1000.0, 3)
-
-
 def step_rows(fw: Framework, ov: Overlap, device_id: int) -> list[list[object]]:
     """One row per ProfilerStep (or one row with an empty Step when no steps were recorded)."""
     return window_rows(ov, [(sid, s, e) for sid, s, e in fw.steps], device_id, "")
@@ -149,14 +106,11 @@ def window_rows(ov: Overlap, windows: list[tuple[object, int, int]], device_id: 
         windows = [(no_step, int(ov.busy[0][0]), int(ov.busy[1][-1]))]
     lo = np.asarray([w[1] for w in windows], np.int64)
     hi = np.asarray([w[2] for w in windows], np.int64)
-    comps, comms, not_ovs, frees = (_clip_sums(iv, lo, hi) for iv in
-                                    (ov.computing, ov.communication, ov.comm_not_overlapped, ov.free))
-    stages, preparings = _spans(ov.busy, lo, hi)
-    rows = []
-    for i, (sid, _lo, _hi) in enumerate(windows):
-        comp, comm, not_ov, free = comps[i], comms[i], not_ovs[i], frees[i]
-        stage, preparing = stages[i], preparings[i]
-        bubble = 0
-        rows.append([device_id, sid, _us(comp), _us(not_ov), _us(comm - not_ov), _us(comm), _us(free),
-                     _us(stage - bubble), _us(bubble), _us(max(not_ov - bubble, 0)), _us(preparing)])
-    return rows
+    sums = summary_cols.step_sums([ov.computing, ov.communication, ov.comm_not_overlapped, ov.free], ov.busy,
+                                  lo, hi)
+    # Bubble is 0 (no pipeline stages here): Stage is the busy span itself, and Communication(Not Overlapped
+    # and Exclude Receive) is Communication(Not Overlapped); every value µs rounded to 3 decimals
+    return [[device_id, sid, round(comp / 1000.0, 3), round(not_ov / 1000.0, 3), round((comm - not_ov) / 1000.0, 3),
+             round(comm / 1000.0, 3), round(free / 1000.0, 3), round(stage / 1000.0, 3), 0.0,
+             round(max(not_ov, 0) / 1000.0, 3), round(preparing / 1000.0, 3)]
+            for (sid, _lo, _hi), (comp, comm, not_ov, free, stage, preparing) in zip(windows, sums, strict=True)]

@@ -8,15 +8,17 @@ with texts pre-encoded the way ``csv.writer`` encodes them, so the bytes match `
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from openmsprof.export import classify
-from openmsprof.export.ascend_pt import nesting, text
+from openmsprof.export.ascend_pt import summary_cols, text
 from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.export.ascend_pt.overlap import STEP_TRACE_HEADER, Overlap, step_rows
-from openmsprof.export.ascend_pt.text import chunks, csv_line, csv_texts, join, us_columns
+from openmsprof.export.ascend_pt.text import chunks, csv_texts, join
 from openmsprof.export.ascend_pt.trace_view import step_of
 from openmsprof.export.msprof.op_cost_columns import COST_COLUMNS, cost_values
 from openmsprof.machine import peaks as P
@@ -37,90 +39,133 @@ API_STATISTIC = ["Device_id", "Level", "API Name", "Time(us)", "Count", "Avg(us)
                  "Variance"]
 #: the real hardware beside the Ascend engine class (``classify``; docs/formats.md)
 EXECUTOR = "Executor"
-_KD_L0 = b"%b{dev},%b,%b,%b,%d.%03d\t,%d.%03d,%d.%03d,N/A,%b,%b,N/A,N/A,N/A,N/A,%b,%b\n"
-_KD_FULL = (b"%b{dev},4294967295,%d,%d,%b,%b,%b,%b,%d.%03d\t,%d.%03d,%d.%03d,N/A,N/A,N/A,%b,%b,N/A,N/A,N/A,N/A,N/A,"
-            b"%b,%b,%b,%b\n")
+#: ``%t``: µs text of a ns column (``text.join``); ``{ex}``: the executor's CSV text
+_KD_L0 = b"%b{dev},%b,%b,%b,%t\t,%t,%t,N/A,%b,%b,N/A,N/A,N/A,N/A,{ex},%b\n"
+_KD_FULL = (b"%b{dev},4294967295,%d,%d,%b,%b,%b,%b,%t\t,%t,%t,N/A,N/A,N/A,%b,%b,N/A,N/A,N/A,N/A,N/A,"
+            b"%b,%b,{ex},%b\n")
 #: engine-class time columns (Level1+): the task's whole duration booked to the engine class of
 #: ``classify`` — ``aicore_time(us)`` for AI_CORE (matrix) tasks, ``aiv_vec_time(us)`` for
 #: AI_VECTOR_CORE tasks, 0 for the other class, N/A for communication / memory copies.  Not a
 #: hardware counter (docs/formats.md); msprof-analyze needs them to split Cube/Vector time.
 ENGINE_COLS = ["aicore_time(us)", "aiv_vec_time(us)"]
-_OPD = b"%b,%b,%b,%d.%03d,%d.%03d,%d.%03d,%d.%03d,0.000,0.000\n"
+_OPD = b"%b,%b,%b,%t,%t,%t,%t,0.000,0.000\n"
 
 
 def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
     text.write_stream(path, [text.csv_lines([header, *rows])])
 
 
+#: the largest vocabulary whose texts are kept between windows (bounded memory)
+_VOCAB_KEPT_MAX = 1 << 16
+#: _shape_texts' answers by shape vocabulary: the same shapes window after window
+_shapes_kept: dict[tuple[tuple[str, str], ...], tuple[list[bytes], list[bytes]]] = {}
+_SHAPES_KEPT = 8
+
+
 def _shape_texts(fw: Framework) -> tuple[list[bytes], list[bytes]]:
-    """CSV texts of (input shapes or N/A, input dtypes or N/A) per shape code."""
-    items = fw.cols.shapes.items
-    return csv_texts([s or NA for s, _t in items]), csv_texts([t or NA for _s, t in items])
+    """CSV texts of (input shapes or N/A, input dtypes or N/A) per shape code (kept lists: read only)."""
+    key = tuple(fw.cols.shapes.items)
+    hit = _shapes_kept.get(key)
+    if hit is None:
+        hit = (csv_texts([s or NA for s, _t in key]), csv_texts([t or NA for _s, t in key]))
+        if len(key) <= _VOCAB_KEPT_MAX:
+            if len(_shapes_kept) >= _SHAPES_KEPT:
+                _shapes_kept.clear()
+            _shapes_kept[key] = hit
+    return hit
 
 
-def _step_prefix(fw: Framework, ts: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
-    """The ``Step Id,`` cell per timestamp as (codes, texts): ``""`` without steps."""
-    if not fw.steps:
-        return np.zeros(len(ts), np.int64), [b""]
-    # as step_of: the step that starts last at or before ts, if ts is before its end; code 0 (``,``)
-    # outside every step, else 1 + the step's index
-    starts = np.asarray([s[1] for s in fw.steps], np.int64)
-    ends = np.asarray([s[2] for s in fw.steps], np.int64)
-    pos = np.searchsorted(starts, ts, side="right") - 1
-    inside = (pos >= 0) & (ts < ends[np.maximum(pos, 0)])
-    return np.where(inside, pos + 1, 0).astype(np.int64), [b",", *(b"%d," % s[0] for s in fw.steps)]
+_KD_HEADERS: dict[tuple[bool, bool], tuple[str, ...]] = {}
+
+
+def _kd_header(steps: bool, full: bool) -> bytes:
+    key = (steps, full)
+    if key not in _KD_HEADERS:
+        header = (["Step Id"] if steps else []) + (KD_FULL if full else KD_L0) + SHAPE_COLS
+        if full:
+            header += ["Context ID", *ENGINE_COLS]
+        _KD_HEADERS[key] = (*header, EXECUTOR, *COST_COLUMNS)
+    return text.header_line(_KD_HEADERS[key])
+
+
+@lru_cache(maxsize=64)
+def _kd_template(full: bool, device_id: int, executor: str) -> bytes:
+    """The row template of one device and executor (the same on every row: baked in, a % escaped)."""
+    ex = csv_texts([executor])[0].replace(b"%", b"%%")
+    return text.literal(_KD_FULL if full else _KD_L0, dev=device_id).replace(b"{ex}", ex)
 
 
 def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> None:
     k = fw.kernels
-    end_prev = np.concatenate(([0], (k.ts + k.dur)[:-1]))
-    wait = np.maximum(k.ts - end_prev, 0)
-    if len(wait):
-        wait[0] = 0
-    header = (["Step Id"] if fw.steps else []) + (KD_FULL if full else KD_L0) + SHAPE_COLS
-    if full:
-        header += ["Context ID", *ENGINE_COLS]
-    header += [EXECUTOR, *COST_COLUMNS]
-    names, cores = csv_texts(k.names), csv_texts(k.cores)
-    types = csv_texts([classify.op_type(n) for n in k.names])
-    states = csv_texts(fw.op_states()) if full else []
-    ex = csv_texts([k.executor])
+    n = len(k)
+    ts, dur = k.ts, k.dur
+    wait, shape, step = summary_cols.kernel_codes(ts, dur, k.op, fw.cols.op_shape, fw.steps)
+    facts = _name_facts(k.names)
+    names, types, cores = facts.texts, facts.types, csv_texts(k.cores)
     shp_t, typ_t = _shape_texts(fw)
-    shape = np.where(k.op >= 0, fw.cols.op_shape[np.maximum(k.op, 0)], 0) if len(k) else np.zeros(0, np.int64)
-
-    kd_full, kd_l0 = text.literal(_KD_FULL, dev=device_id), text.literal(_KD_L0, dev=device_id)
-    cost = _cost_texts(fw, k.names)
+    template = _kd_template(full, device_id, k.executor)
+    pre = (step, [b",", *(b"%d," % s[0] for s in fw.steps)] if fw.steps else [b""])
+    cost = _cost_column(fw, k.names, k.name, shape)
+    if full:
+        states = csv_texts(fw.op_states())
+        cube, vec = _engine_texts(k.core, dur)
+        cols: list[text.Column] = [pre, np.arange(n, dtype=np.int64), k.stream, (k.name, names), (k.name, types),
+                                   (k.name, states), (k.core, cores), ts, dur, wait, (shape, shp_t),
+                                   (shape, typ_t), cube, vec, cost]
+    else:
+        cols = [pre, (k.name, names), (k.name, types), (k.core, cores), ts, dur, wait, (shape, shp_t),
+                (shape, typ_t), cost]
 
     def rows() -> Iterator[bytes]:
-        yield csv_line(header)
-        for a, b in chunks(len(k)):
-            codes, sh = k.name[a:b], shape[a:b]
-            nm, ty_, co = (codes, names), (codes, types), (k.core[a:b], cores)
-            sp, ty = (sh, shp_t), (sh, typ_t)
-            exs = (np.zeros(b - a, np.int64), ex)
-            tq, tr = us_columns(k.ts[a:b])
-            dq, dr = us_columns(k.dur[a:b])
-            wq, wr = us_columns(wait[a:b])
-            pre = _step_prefix(fw, k.ts[a:b])
-            cs = _cost_column(cost, codes, sh)
-            if full:
-                cube, vec = _engine_texts(k.core[a:b], k.dur[a:b])
-                yield join(kd_full, [pre, np.arange(a, b, dtype=np.int64), k.stream[a:b], nm, ty_, (codes, states),
-                                     co, tq, tr, dq, dr, wq, wr, sp, ty, cube, vec, exs, cs], b"")
-            else:
-                yield join(kd_l0, [pre, nm, ty_, co, tq, tr, dq, dr, wq, wr, sp, ty, exs, cs], b"")
+        yield _kd_header(bool(fw.steps), full)
+        if n <= text.CHUNK:
+            yield join(template, cols, b"")
+            return
+        for a, b in chunks(n):
+            yield join(template, [_rows_of(c, a, b) for c in cols], b"")
 
     text.write_stream(path, rows())
 
 
-def _cost_column(cost: Callable[[int, int], bytes], name: np.ndarray, shape: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
-    """The cost cells of each (kernel name code, shape code) as (codes, texts)."""
-    if not len(name):
-        return np.zeros(0, np.int64), []
-    key = name.astype(np.int64) * (int(shape.max()) + 1) + shape
-    _uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    return inv.reshape(-1).astype(np.int64), [cost(n, c) for n, c in zip(name[first].tolist(), shape[first].tolist(),
-                                                                         strict=True)]
+def _rows_of(col: text.Column, a: int, b: int) -> text.Column:
+    """Rows a..b of a :func:`text.join` column."""
+    if isinstance(col, tuple):
+        return col[0][a:b], col[1]
+    return col[a:b]
+
+
+@dataclass(frozen=True)
+class _NameFacts:
+    """What the views take from a names vocabulary, per name code."""
+
+    texts: list[bytes]      # the name's CSV text
+    types: list[bytes]      # the CSV text of its ``classify.op_type``
+    type_code: np.ndarray   # its op type's code (read-only)
+    type_texts: list[bytes]  # the CSV text per op type code
+    row: np.ndarray         # whether an operator of that name is an operator_details row: all but
+                            # the ``ProfilerStep#N`` ranges (read-only)
+
+
+#: the facts of the last vocabularies (kernel names, operator names): the same window after window
+_names_kept: dict[tuple[str, ...], _NameFacts] = {}
+_NAMES_KEPT = 8
+
+
+def _name_facts(names: list[str]) -> _NameFacts:
+    key = tuple(names)
+    hit = _names_kept.get(key)
+    if hit is None:
+        tvocab: dict[str, int] = {}
+        tcode = np.asarray([tvocab.setdefault(classify.op_type(n), len(tvocab)) for n in key] or [0], np.int64)
+        row = np.asarray([not n.startswith("ProfilerStep#") for n in key] or [True], bool)
+        tcode.flags.writeable = row.flags.writeable = False
+        hit = _NameFacts(csv_texts(key), csv_texts([classify.op_type(n) for n in key]), tcode, csv_texts(list(tvocab)),
+                         row)
+        if len(key) <= _VOCAB_KEPT_MAX:
+            if len(_names_kept) >= _NAMES_KEPT:
+                _names_kept.clear()
+            _names_kept[key] = hit
+    return hit
 
 
 def kernel_columns(fw: Framework, device_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
@@ -140,109 +185,153 @@ def kernel_columns(fw: Framework, device_id: int) -> tuple[np.ndarray, np.ndarra
              (shape, [t or NA for _s, t in items]), (shape, [s or NA for s, _t in items]), None, None, None])
 
 
-_values: list[tuple[object, Callable[..., tuple[float | None, float | None, float | None]], int]] = []
+#: the cost cells' codes of the last vocabularies: (cells cache, kernel names, shape items, code by
+#: name * len(items) + shape (-1: not yet), cells) — the same operators window after window
+_cost_codes: list[tuple[object, tuple[str, ...], tuple[tuple[str, str], ...], np.ndarray, list[bytes]]] = []
+#: the largest table of codes kept (names x shapes); past it the codes are found per window
+_COST_TABLE = 1 << 20
+
+
+def _cost_column(fw: Framework, names: list[str], name: np.ndarray, shape: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
+    """The cost cells of each kernel (name code, shape code) as (codes, texts)."""
+    cost, kept = _cost_texts(fw, names)
+    if not len(name):
+        return np.zeros(0, np.int64), []
+    items = fw.cols.shapes.items
+    span = len(items)
+    if len(names) * span > _COST_TABLE:
+        return _cost_codes_once(cost, name, shape)
+    key = name * span + shape
+    last = _cost_codes[0] if _cost_codes else None
+    if last is None or last[0] is not kept or last[1] != tuple(names) or last[2] != tuple(items):
+        last = (kept, tuple(names), tuple(items), np.full(len(names) * span, -1, np.int64), [])
+        _cost_codes[:] = [last]
+    table, cells = last[3], last[4]
+    codes = table[key]
+    if bool((codes < 0).any()):  # pairs not seen with these vocabularies yet
+        for k in np.unique(key[codes < 0]).tolist():
+            table[k] = len(cells)
+            cells.append(cost(k // span, k % span))
+        codes = table[key]
+    return codes, cells
+
+
+def _cost_codes_once(cost: Callable[[int, int], bytes], name: np.ndarray,
+                     shape: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
+    """``_cost_column`` for vocabularies too large for a kept table: the window's own pairs."""
+    span = int(shape.max()) + 1
+    uniq, inv = np.unique(name.astype(np.int64) * span + shape, return_inverse=True)
+    n_u, s_u = np.divmod(uniq, span)
+    return inv.reshape(-1).astype(np.int64), [cost(a, c) for a, c in zip(n_u.tolist(), s_u.tolist(), strict=True)]
+
+
+#: (peaks document, its cost function, windows served, cost cells by (op type, shapes, dtypes))
+_values: list[tuple[object, Callable[..., tuple[float | None, float | None, float | None]], int,
+                    dict[tuple[str, str, str], bytes]]] = []
 #: the cost model's per-signature cache is kept this many windows (then rebuilt: bounded memory)
 _VALUES_WINDOWS = 1000
 
 
-def _cost_values() -> Callable[..., tuple[float | None, float | None, float | None]]:
-    """``cost_values`` of this machine's cached peaks, kept from window to window while the peaks
-    stand (its per-signature cache too: the same operators window after window)."""
+def _cost_values() -> tuple[Callable[..., tuple[float | None, float | None, float | None]],
+                            dict[tuple[str, str, str], bytes]]:
+    """``cost_values`` of this machine's cached peaks and the cells it gave, kept from window to
+    window while the peaks stand (the same operators window after window)."""
     doc = P.cached_read_only()
     kept = _values[0] if _values else None
     if kept is None or kept[0] is not doc or kept[2] >= _VALUES_WINDOWS:
-        kept = (doc, cost_values(doc), 0)
-    _values[:] = [(kept[0], kept[1], kept[2] + 1)]
-    return kept[1]
+        kept = (doc, cost_values(doc), 0, {})
+    _values[:] = [(kept[0], kept[1], kept[2] + 1, kept[3])]
+    return kept[1], kept[3]
 
 
-def _cost_texts(fw: Framework, names: list[str]) -> Callable[[int, int], bytes]:
+def _cost_texts(fw: Framework, names: list[str]) -> tuple[Callable[[int, int], bytes], object]:
     """(kernel name code, shape code) → the ``FLOPs,Bytes,Memory Bound Ratio`` cells (cost model
-    of the kernel's type and input shapes; this machine's cached peaks, else the ratio is N/A)."""
-    values = _cost_values()
+    of the kernel's type and input shapes; this machine's cached peaks, else the ratio is N/A),
+    and the kept cells' cache it uses (its identity changes with the peaks)."""
+    values, kept = _cost_values()
     items = fw.cols.shapes.items
-    cache: dict[tuple[int, int], bytes] = {}
 
     def cells(name: int, shape: int) -> bytes:
-        hit = cache.get((name, shape))
+        key = (classify.op_type(names[name]), *items[shape])
+        hit = kept.get(key)  # type: ignore[call-overload]
         if hit is None:
-            shp, typ = items[shape]
-            f, b, r = values(classify.op_type(names[name]), shp, typ, None, None)
-            hit = cache[(name, shape)] = (b"N/A,N/A,N/A" if f is None or b is None else
-                                          b"%.0f,%.0f,%b" % (f, b, b"N/A" if r is None else b"%.3f" % r))
-        return hit
+            f, b, r = values(key[0], key[1], key[2], None, None)
+            hit = kept[key] = (b"N/A,N/A,N/A" if f is None or b is None else  # type: ignore[index]
+                               b"%.0f,%.0f,%b" % (f, b, b"N/A" if r is None else b"%.3f" % r))
+        return hit  # type: ignore[no-any-return]
 
-    return cells
+    return cells, kept
 
 
 def _engine_texts(core: np.ndarray, dur: np.ndarray) -> tuple[list[bytes], list[bytes]]:
     """``aicore_time(us)`` / ``aiv_vec_time(us)`` texts per task (see ``ENGINE_COLS``)."""
-    us = [text.ts_text(d).encode() for d in dur.tolist()]
+    us = text.fill(b"%t", [dur])
     cube_k, vec_k = int(classify.Kind.CUBE), int(classify.Kind.VECTOR)
-    cube = [u if c == cube_k else b"0" if c == vec_k else b"N/A" for c, u in zip(core.tolist(), us, strict=True)]
-    vec = [u if c == vec_k else b"0" if c == cube_k else b"N/A" for c, u in zip(core.tolist(), us, strict=True)]
+    kinds = core.tolist()
+    cube = [u if c == cube_k else b"0" if c == vec_k else b"N/A" for c, u in zip(kinds, us, strict=True)]
+    vec = [u if c == vec_k else b"0" if c == cube_k else b"N/A" for c, u in zip(kinds, us, strict=True)]
     return cube, vec
+
+
+_OPD_HEADER = tuple(OPERATOR_DETAILS)
 
 
 def operator_details(path: Path, fw: Framework) -> None:
     """One row per framework operator: host self/total, device (kernel) self/total time.  As in
     torch_npu's OperatorViewParser every operator is a row but the ``ProfilerStep#N`` ranges:
     record_function ranges (user annotations) too, nested like operators (docs/formats.md)."""
-    step = np.asarray([n.startswith("ProfilerStep#") for n in fw.names] or [False], bool)[fw.cols.op_name]
-    ops = np.flatnonzero(~step)
-    if bool((fw.op_annotation & ~step).any()):
-        every = np.ones(fw.n_ops, bool)
-        parent, depth = nesting.parents(fw.op_ts, fw.op_dur, fw.op_tid, every)
-        child, dev_self, dev_total = nesting.op_times(parent, depth, fw.op_dur, every, fw.kernels.op,
-                                                      fw.kernels.dur)
+    facts = _name_facts(fw.names)
+    row = facts.row[fw.cols.op_name]
+    ops = np.flatnonzero(row)
+    if bool((fw.op_annotation & row).any()):
+        child, dev_self, dev_total = summary_cols.op_tree_times(fw.op_ts, fw.op_dur, fw.op_tid, fw.kernels.op,
+                                                                fw.kernels.dur)
     else:  # the steps only: the operators' own tree is the same
         child, dev_self, dev_total = fw.op_times()
-    names = csv_texts(fw.names)
-    shp_t = csv_texts([s or NA for s, _t in fw.cols.shapes.items])
+    names = facts.texts
+    shp_t = _shape_texts(fw)[0]
     stacks = [NA.encode(), *csv_texts(fw.stacks)]  # code -1 → N/A
+    dur = fw.op_dur[ops]
+    cols: list[text.Column] = [(fw.cols.op_name[ops], names), (fw.cols.op_shape[ops], shp_t),
+                               (fw.op_stack[ops] + 1, stacks), np.maximum(dur - child[ops], 0), dur,
+                               dev_self[ops], dev_total[ops]]
 
     def rows() -> Iterator[bytes]:
-        yield csv_line(OPERATOR_DETAILS)
+        yield text.header_line(_OPD_HEADER)
+        if len(ops) <= text.CHUNK:
+            yield join(_OPD, cols, b"")
+            return
         for a, b in chunks(len(ops)):
-            i = ops[a:b]
-            dur = fw.op_dur[i]
-            sq, sr = us_columns(np.maximum(dur - child[i], 0))
-            hq, hr = us_columns(dur)
-            dq, dr = us_columns(dev_self[i])
-            tq, tr = us_columns(dev_total[i])
-            yield join(_OPD, [(fw.cols.op_name[i], names), (fw.cols.op_shape[i], shp_t),
-                              (fw.op_stack[i].astype(np.int64) + 1, stacks), sq, sr, hq, hr, dq, dr, tq, tr], b"")
+            yield join(_OPD, [_rows_of(c, a, b) for c in cols], b"")
 
     text.write_stream(path, rows())
+
+
+_OPS_HEADER = tuple(OP_STATISTIC)
+_OPS = b"{dev},%b,%b,%d,%t,%t,%t,%t,%b\n"
+
+
+@lru_cache(maxsize=64)
+def _ops_template(device_id: int) -> bytes:
+    return text.literal(_OPS, dev=device_id)
 
 
 def op_statistic(path: Path, fw: Framework, device_id: int) -> None:
     """Kernels grouped by (OP Type, core): count, total/min/avg/max, share of all kernel time."""
     k = fw.kernels
-    rows: list[list[object]] = []
-    if len(k):
-        tvocab: dict[str, int] = {}
-        tcode = np.asarray([tvocab.setdefault(classify.op_type(n), len(tvocab)) for n in k.names] or [0], np.int64)
-        tnames = list(tvocab)
-        nk, cores = len(classify.Kind), k.cores
-        key = tcode[k.name] * nk + k.core
-        uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
-        inv = inv.reshape(-1)
-        cnt = np.bincount(inv, minlength=len(uniq))
-        tot = np.zeros(len(uniq), np.int64)
-        np.add.at(tot, inv, k.dur)
-        mn = np.full(len(uniq), np.iinfo(np.int64).max, np.int64)
-        np.minimum.at(mn, inv, k.dur)
-        mx = np.full(len(uniq), np.iinfo(np.int64).min, np.int64)
-        np.maximum.at(mx, inv, k.dur)
-        total_all = max(int(k.dur.sum()), 1)
-        u, tl, cl, mnl, mxl = uniq.tolist(), tot.tolist(), cnt.tolist(), mn.tolist(), mx.tolist()  # Python ints
-        for g in np.lexsort((first, -tot)).tolist():
-            t, c = tl[g], cl[g]
-            rows.append([device_id, tnames[u[g] // nk], cores[u[g] % nk], c,
-                         text.ts_text(t), text.ts_text(mnl[g]), text.ts_text(t // c), text.ts_text(mxl[g]),
-                         f"{100.0 * t / total_all:.3f}"])
-    write_csv(path, OP_STATISTIC, rows)
+    head = text.header_line(_OPS_HEADER)
+    if not len(k):
+        text.write_stream(path, [head])
+        return
+    facts = _name_facts(k.names)
+    nk = len(classify.Kind)
+    g = summary_cols.group_stats(facts.type_code[k.name] * nk + k.core, k.dur, len(facts.type_texts) * nk)
+    key, cnt, tot = g[:, 0], g[:, 1], g[:, 2]
+    total_all = max(int(k.dur.sum()), 1)
+    ratio = [b"%.3f" % (100.0 * t / total_all) for t in tot.tolist()]
+    body = join(_ops_template(device_id), [(key // nk, facts.type_texts), (key % nk, csv_texts(k.cores)),
+                                                    cnt, tot, g[:, 3], tot // cnt, g[:, 4], ratio], b"")
+    text.write_stream(path, [head, body])
 
 
 def api_statistic(path: Path, rows: list[list[object]]) -> None:
@@ -250,7 +339,10 @@ def api_statistic(path: Path, rows: list[list[object]]) -> None:
     write_csv(path, API_STATISTIC, rows)
 
 
+_STT_HEADER = tuple(STEP_TRACE_HEADER)
+
+
 def step_trace_time(path: Path, fw: Framework, ov: Overlap, device_id: int) -> list[list[object]]:
     rows = step_rows(fw, ov, device_id)
-    write_csv(path, STEP_TRACE_HEADER, rows)
+    text.write_stream(path, [text.header_line(_STT_HEADER), text.csv_lines(rows)])
     return rows

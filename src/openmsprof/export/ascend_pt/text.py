@@ -80,8 +80,13 @@ def _values(col: Column) -> Sequence[Any]:
     return col
 
 
+_I64 = np.dtype(np.int64)
+
+
 def _int64(a: Any) -> np.ndarray | None:
     """``a`` as a contiguous int64 array when its values fit unchanged, else None."""
+    if type(a) is np.ndarray and a.dtype == _I64 and a.flags.c_contiguous:
+        return a
     a = np.asarray(a)
     if a.dtype.kind == "i" or (a.dtype.kind == "u" and a.dtype.itemsize < 8):
         return np.ascontiguousarray(a, np.int64)
@@ -92,7 +97,9 @@ def _prepared(columns: Sequence[Column]) -> tuple[Any, ...] | None:
     """The columns as the C formatter takes them; None when one is not of its kinds."""
     out: list[Any] = []
     for col in columns:
-        if isinstance(col, np.ndarray):
+        if type(col) is list:
+            out.append(col)
+        elif isinstance(col, np.ndarray):
             a = _int64(col)
             if a is None:
                 return None
@@ -102,9 +109,9 @@ def _prepared(columns: Sequence[Column]) -> tuple[Any, ...] | None:
             c = _int64(codes)
             if c is None:
                 return None
-            out.append((c, vocab if isinstance(vocab, (list, tuple)) else list(vocab)))
+            out.append((c, vocab if type(vocab) is list or type(vocab) is tuple else list(vocab)))
         else:
-            out.append(col if isinstance(col, list) else list(col))
+            out.append(list(col))
     return tuple(out)
 
 
@@ -200,14 +207,41 @@ def csv_field(value: str) -> str:
     return buf.getvalue()[:-2]
 
 
+#: csv_texts' answers by their items: the same vocabularies window after window (the analysis
+#: worker).  Bounded by their bytes: a vocabulary over _CSV_ONE is not kept, and all are dropped
+#: when the kept ones would pass _CSV_ALL (call stacks can be long, and new in every window).
+_csv_kept: dict[tuple[str, ...], list[bytes]] = {}
+_csv_bytes = [0]
+_CSV_ONE = 1 << 20
+_CSV_ALL = 1 << 24
+
+
 def csv_texts(items: Sequence[str]) -> list[bytes]:
-    return [csv_field(s).encode() for s in items]
+    """``csv_field(s).encode()`` of each item (a new list)."""
+    key = tuple(items)
+    hit = _csv_kept.get(key)
+    if hit is None:
+        hit = [csv_field(s).encode() for s in key]
+        size = sum(map(len, hit)) + 64 * len(hit)
+        if size <= _CSV_ONE:
+            if _csv_bytes[0] + size > _CSV_ALL:
+                _csv_kept.clear()
+                _csv_bytes[0] = 0
+            _csv_kept[key] = hit
+            _csv_bytes[0] += size
+    return list(hit)
 
 
 def csv_line(fields: Sequence[object]) -> bytes:
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(fields)
     return buf.getvalue().encode()
+
+
+@lru_cache(maxsize=256)
+def header_line(fields: tuple[str, ...]) -> bytes:
+    """``csv_line`` of a header (texts only: kept, the views' headers are few)."""
+    return csv_line(fields)
 
 
 def csv_lines(rows: Iterable[Sequence[object]]) -> bytes:
