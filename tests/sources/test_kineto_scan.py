@@ -296,12 +296,16 @@ def _decimals(rng: random.Random) -> list[str]:
 
 def test_decimal_times_are_the_correctly_rounded_floats() -> None:
     """Every ts / dur decimal is scanned to the float64 Python's float() gives, bit for bit
-    (the fast path for short decimals and the general conversion alike)."""
+    (the fast path for short decimals and the general conversion alike): a python_function's
+    duration comes back in µs as scanned, every time in ns as ``rint(µs × 1000)`` of that float."""
     texts = _decimals(random.Random(11))
-    events = ",".join(f'{{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": {t}, "dur": {t}}}'
-                      for t in texts)
+    events = ",".join(f'{{"ph": "X", "cat": "{cat}", "name": "op", "pid": 1, "tid": 1, "ts": {t}, "dur": {t}}}'
+                      for t in texts for cat in ("cpu_op", "python_function"))
     res = kineto_trace.scan(f"[{events}]".encode())
     assert res is not None
     want = np.asarray([float(t) for t in texts], np.float64)
-    for got in (np.frombuffer(res[3], np.float64), np.frombuffer(res[4], np.float64)):
-        assert got.view(np.int64).tolist() == want.view(np.int64).tolist()
+    assert np.frombuffer(res[12], np.float64).view(np.int64).tolist() == want.view(np.int64).tolist()
+    ns = [0 if not abs(x) < 9.2e15 else int(np.rint(x * 1000.0)) for x in want.tolist()]
+    op, py = np.frombuffer(res[5], np.int64).reshape(6, -1), np.frombuffer(res[11], np.int64).reshape(3, -1)
+    for got in (op[0], op[1], py[0], py[1]):
+        assert got.tolist() == ns

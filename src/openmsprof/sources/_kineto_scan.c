@@ -2,8 +2,8 @@
  * (export/ascend_pt/columns.py): one pass over the block's bytes (the JSON array that
  * sources/kineto_trace.py would hand to orjson) instead of a dict per event.
  *
- *   ops(block) -> None | (pid, names, keys, ts, dur, tid, annot, ext, seq, fwd,
- *                         flow_ts, flow_start, flow_id, flow_tid, py_names, py_ts, py_dur, py_tid)
+ *   ops(block) -> None | (pid, names, name_code, keys, key_code, op_i64, op_annot, flow_i64, flow_start,
+ *                         py_names, py_name_code, py_i64, py_dur_us)
  *
  * Every byte is validated as JSON.  The result is None (the caller parses the block with orjson
  * and takes the Python path, which stays the reference) whenever the block holds anything this
@@ -12,14 +12,18 @@
  * more than 18 digits, an event that is not an object, a cpu_op/user_annotation without a numeric
  * ts, GPU events, [memory] instant events, nesting deeper than 64.
  *
- * Per cpu_op / user_annotation X event (file order): name (str), the args key (bytes: for each
- * of "Input Dims", "Input type", "Sequence number", "Fwd thread id" \x02 when absent, else \x01
- * and the value's raw bytes; equal bytes are equal JSON values), and as bytes of float64 / int64
- * / uint8 arrays ts, dur (0 when absent), tid (0 unless an integer), annot (user_annotation),
- * External id (-(2**62) unless an integer, and for annotations), Sequence number (-1 unless an
- * integer), Fwd thread id (0 unless an integer); pid: that of the first op whose pid is an
- * integer (None: none).  Per fwdbwd flow (ph s/f): ts, start (ph s), id and tid (0 unless
- * integers).  Per python_function X event (with_stack): name, ts, dur, tid as for the ops.
+ * Texts come once per distinct value, in first-seen order, with an int32 code per event (bytes
+ * of a bytearray): ``names`` (str; two raw spellings of one text may both appear) and ``keys``
+ * (bytes: for each of "Input Dims", "Input type", "Sequence number", "Fwd thread id" \x02 when
+ * absent, else \x01 and the value's raw bytes; equal bytes are equal JSON values) of the cpu_op /
+ * user_annotation X events (file order).  Numbers come as writable bytearrays of whole columns,
+ * one after the other: op_i64 (int64 x 6n) ts ns, dur ns (rint(µs x 1000); 0 when absent or
+ * out of int64 ns range), tid (0 unless an integer), External id (-(2**62) unless an integer,
+ * and for annotations), Sequence number (-1 unless an integer), Fwd thread id (0 unless an
+ * integer); op_annot (uint8: user_annotation).  pid: that of the first op whose pid is an
+ * integer (None: none).  Per fwdbwd flow (ph s/f): flow_i64 (3m) ts ns, id, tid (0 unless
+ * integers), flow_start (uint8: ph s).  Per python_function X event (with_stack): names and
+ * codes as for the ops, py_i64 (3k) ts ns, dur ns, tid, and py_dur_us (float64 µs).
  * Other events (M, i, other X categories) are validated and skipped.
  */
 #define PY_SSIZE_T_CLEAN
@@ -68,9 +72,17 @@ typedef struct {
     int esc;
 } span;
 
-static void ws(cur *c) {
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t'))
-        c->p++;
+/* byte classes: 1 JSON whitespace; 2 ends a plain run in a string ('"', '\\', < 0x20, >= 0x80) */
+static const unsigned char CLASS[256] = {
+    [0 ... 0x1f] = 2, ['\t'] = 1 | 2, ['\n'] = 1 | 2, ['\r'] = 1 | 2, [' '] = 1, ['"'] = 2, ['\\'] = 2,
+    [0x80 ... 0xff] = 2,
+};
+
+static inline void ws(cur *c) {
+    const char *p = c->p, *e = c->end;
+    while (p < e && (CLASS[(unsigned char)*p] & 1))
+        p++;
+    c->p = p;
 }
 
 /* a string at c->p (the opening quote); the span covers the quotes */
@@ -78,6 +90,8 @@ static int str(cur *c, span *s) {
     const char *q = c->p + 1;
     int esc = 0;
     for (;;) {
+        while (q < c->end && !(CLASS[(unsigned char)*q] & 2))
+            q++;
         if (q >= c->end)
             return -1;
         unsigned char ch = (unsigned char)*q;
@@ -166,6 +180,14 @@ static const size_t ARGLEN[NARG] = {10, 10, 15, 13, 11};
 static int members(cur *c, int depth, const char *const *names, const size_t *lens, int k, span *out,
                    int k_args, span *args);
 
+/* a short key equals w (inline: a memcmp call costs more than these few bytes) */
+static inline int same(const char *a, const char *w, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != w[i])
+            return 0;
+    return 1;
+}
+
 /* the members of an object (c->p after '{'), each key and value validated; for keys in
  * names[0..k) (lengths lens) the value's span goes to out[i] (a second one: bail); with args, the
  * member "args" (names[k_args]) that is an object has its own members read into args (ARG) */
@@ -193,7 +215,7 @@ static int members(cur *c, int depth, const char *const *names, const size_t *le
                 return -1;
             }
             for (int i = 0; i < k; i++) {
-                if (key.n == lens[i] + 2 && key.p[1] == names[i][0] && memcmp(key.p + 1, names[i], lens[i]) == 0) {
+                if (key.n == lens[i] + 2 && same(key.p + 1, names[i], lens[i])) {
                     if (out[i].kind) {
                         c->bail = 1;
                         return -1;
@@ -208,15 +230,15 @@ static int members(cur *c, int depth, const char *const *names, const size_t *le
             c->p++;
             if (depth + 1 > MAX_DEPTH || members(c, depth + 1, ARG, ARGLEN, NARG, args, -1, NULL) < 0)
                 return -1;
-            v.p = start;
-            v.n = (size_t)(c->p - start);
-            v.kind = 'o';
-            v.esc = 0;
-        } else if (value(c, &v, depth + 1) < 0) {
+            span *d = &out[at];
+            d->p = start;
+            d->n = (size_t)(c->p - start);
+            d->kind = 'o';
+            d->esc = 0;
+        } else if (value(c, at >= 0 ? &out[at] : &v, depth + 1) < 0) { /* straight into place: a copy
+                                                                        * of the span stalls on its fresh stores */
             return -1;
         }
-        if (at >= 0)
-            out[at] = v;
         ws(c);
         if (c->p < c->end && *c->p == ',') {
             c->p++;
@@ -395,19 +417,96 @@ static int int_or(const span *s, int64_t dflt, int64_t *v) {
 }
 
 
+/* Distinct byte strings of one call in first-seen order (an open-addressing table over copies
+ * in an arena): each event gets the int32 index of its string, each new string one Python object. */
 typedef struct {
-    buf ts, dur, tid, annot, ext, seq, fwd, fts, fstart, fid, ftid, pts, pdur, ptid, key;
-    PyObject *names, *keys, *pnames;
+    buf arena, ents, codes; /* ents: (offset, length) pairs into arena; codes: int32 per event */
+    uint32_t *slots;        /* 0 empty, else entry index + 1 */
+    size_t cap, count;
+    PyObject *list;
+} dedup;
+
+/* 8 bytes at a time, each word mixed in by a multiply (a table index, not a defence) */
+static uint64_t hash_bytes(const char *p, size_t n) {
+    uint64_t h = UINT64_C(1469598103934665603) ^ n;
+    for (; n >= 8; p += 8, n -= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * UINT64_C(0x9E3779B97F4A7C15);
+        h ^= h >> 29;
+    }
+    if (n) {
+        uint64_t w = 0;
+        memcpy(&w, p, n);
+        h = (h ^ w) * UINT64_C(0x9E3779B97F4A7C15);
+        h ^= h >> 29;
+    }
+    return h ^ (h >> 32);
+}
+
+/* the index of p[0..n) (*fresh: 1 when it is new: the caller appends its object to d->list) */
+static int64_t dedup_find(dedup *d, const char *p, size_t n, int *fresh) {
+    *fresh = 0;
+    if (2 * (d->count + 1) > d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 256;
+        uint32_t *slots = calloc(cap, sizeof(uint32_t));
+        if (slots == NULL)
+            return -1;
+        const size_t *ents = (const size_t *)d->ents.p;
+        for (size_t i = 0; i < d->count; i++) {
+            size_t j = hash_bytes(d->arena.p + ents[2 * i], ents[2 * i + 1]) & (cap - 1);
+            while (slots[j])
+                j = (j + 1) & (cap - 1);
+            slots[j] = (uint32_t)(i + 1);
+        }
+        free(d->slots);
+        d->slots = slots;
+        d->cap = cap;
+    }
+    size_t j = hash_bytes(p, n) & (d->cap - 1);
+    for (;;) {
+        uint32_t e = d->slots[j];
+        if (!e)
+            break;
+        const size_t *ent = (const size_t *)d->ents.p + 2 * (e - 1);
+        if (ent[1] == n && memcmp(d->arena.p + ent[0], p, n) == 0)
+            return (int64_t)(e - 1);
+        j = (j + 1) & (d->cap - 1);
+    }
+    if (d->count >= INT32_MAX)
+        return -1;
+    size_t ent[2] = {d->arena.n, n};
+    if ((n && put(&d->arena, p, n) < 0) || put(&d->ents, ent, sizeof ent) < 0)
+        return -1;
+    d->slots[j] = (uint32_t)(d->count + 1);
+    *fresh = 1;
+    return (int64_t)d->count++;
+}
+
+static void dedup_free(dedup *d) {
+    free(d->arena.p);
+    free(d->ents.p);
+    free(d->codes.p);
+    free(d->slots);
+    Py_XDECREF(d->list);
+}
+
+typedef struct {
+    buf ts, dur, tid, annot, ext, seq, fwd, fts, fstart, fid, ftid, pts, pdur, pdur_us, ptid, key, tmp;
+    dedup names, keys, pnames;
     int64_t pid;
     int has_pid;
 } out;
+
+/* µs → ns as columns.py's ``_ns``: rint(µs × 1000), 0 for a time out of int64 ns */
+static int64_t ns_of(double us) { return fabs(us) < 9.2e15 ? (int64_t)rint(us * 1000.0) : 0; }
 
 /* a string span's text (its escapes decoded: the scan only passes the one-character ones) */
 static PyObject *text(out *o, const span *s) {
     const char *p = s->p + 1, *e = s->p + s->n - 1;
     if (!s->esc)
         return PyUnicode_DecodeASCII(p, e - p, NULL);
-    o->key.n = 0;
+    o->tmp.n = 0;
     for (; p < e; p++) {
         char ch = *p;
         if (ch == '\\') {
@@ -421,10 +520,32 @@ static PyObject *text(out *o, const span *s) {
             default: ch = *p; /* " \ / */
             }
         }
-        if (put(&o->key, &ch, 1) < 0)
+        if (put(&o->tmp, &ch, 1) < 0)
             return PyErr_NoMemory();
     }
-    return PyUnicode_DecodeASCII(o->key.p ? o->key.p : "", (Py_ssize_t)o->key.n, NULL);
+    return PyUnicode_DecodeASCII(o->tmp.p ? o->tmp.p : "", (Py_ssize_t)o->tmp.n, NULL);
+}
+
+/* the event's name (absent: "") coded into d: a new raw text becomes a str in d->list */
+static int code_name(out *o, dedup *d, const span *s) {
+    static const span none = {"\"\"", 2, 's', 0};
+    if (!s->kind)
+        s = &none;
+    int fresh;
+    int64_t c = dedup_find(d, s->p, s->n, &fresh);
+    if (c < 0)
+        return -1;
+    if (fresh) {
+        PyObject *name = text(o, s);
+        if (name == NULL)
+            return -1;
+        int r = PyList_Append(d->list, name);
+        Py_DECREF(name);
+        if (r < 0)
+            return -1;
+    }
+    int32_t c32 = (int32_t)c;
+    return put(&d->codes, &c32, 4);
 }
 
 static int add_op(out *o, cur *c, span *ev, span *ar) {
@@ -455,12 +576,7 @@ static int add_op(out *o, cur *c, span *ev, span *ar) {
         return 1;
     if (ar[FWD].kind && int_or(&ar[FWD], 0, &fwd) < 0)
         return 1;
-    PyObject *name = ev[NAME].kind ? text(o, &ev[NAME]) : PyUnicode_FromStringAndSize("", 0);
-    if (name == NULL)
-        return -1;
-    int r = PyList_Append(o->names, name);
-    Py_DECREF(name);
-    if (r < 0)
+    if (code_name(o, &o->names, &ev[NAME]) < 0)
         return -1;
     o->key.n = 0;
     for (int i = DIMS; i <= FWD; i++) {
@@ -468,16 +584,25 @@ static int add_op(out *o, cur *c, span *ev, span *ar) {
         if (put(&o->key, &m, 1) < 0 || (ar[i].kind && put(&o->key, ar[i].p, ar[i].n) < 0))
             return -1;
     }
-    PyObject *key = PyBytes_FromStringAndSize(o->key.p, (Py_ssize_t)o->key.n);
-    if (key == NULL)
+    int fresh;
+    int64_t k = dedup_find(&o->keys, o->key.p, o->key.n, &fresh);
+    if (k < 0)
         return -1;
-    r = PyList_Append(o->keys, key);
-    Py_DECREF(key);
-    if (r < 0)
-        return -1;
+    if (fresh) {
+        PyObject *key = PyBytes_FromStringAndSize(o->key.p, (Py_ssize_t)o->key.n);
+        if (key == NULL)
+            return -1;
+        int r = PyList_Append(o->keys.list, key);
+        Py_DECREF(key);
+        if (r < 0)
+            return -1;
+    }
+    int32_t k32 = (int32_t)k;
     uint8_t a = (uint8_t)annot;
-    if (put(&o->ts, &ts, 8) || put(&o->dur, &dur, 8) || put(&o->tid, &tid, 8) || put(&o->annot, &a, 1) ||
-        put(&o->ext, &ext, 8) || put(&o->seq, &seq, 8) || put(&o->fwd, &fwd, 8))
+    int64_t ts_ns = ns_of(ts), dur_ns = ns_of(dur);
+    if (put(&o->keys.codes, &k32, 4) || put(&o->ts, &ts_ns, 8) || put(&o->dur, &dur_ns, 8) ||
+        put(&o->tid, &tid, 8) || put(&o->annot, &a, 1) || put(&o->ext, &ext, 8) || put(&o->seq, &seq, 8) ||
+        put(&o->fwd, &fwd, 8))
         return -1;
     (void)c;
     return 0;
@@ -495,12 +620,10 @@ static int add_py(out *o, span *ev) {
         return 1;
     if (ev[NAME].kind && ev[NAME].kind != 's')
         return 1;
-    PyObject *name = ev[NAME].kind ? text(o, &ev[NAME]) : PyUnicode_FromStringAndSize("", 0);
-    if (name == NULL)
+    if (code_name(o, &o->pnames, &ev[NAME]) < 0)
         return -1;
-    int r = PyList_Append(o->pnames, name);
-    Py_DECREF(name);
-    if (r < 0 || put(&o->pts, &ts, 8) || put(&o->pdur, &dur, 8) || put(&o->ptid, &tid, 8))
+    int64_t ts_ns = ns_of(ts), dur_ns = ns_of(dur);
+    if (put(&o->pts, &ts_ns, 8) || put(&o->pdur, &dur_ns, 8) || put(&o->pdur_us, &dur, 8) || put(&o->ptid, &tid, 8))
         return -1;
     return 0;
 }
@@ -515,7 +638,8 @@ static int add_flow(out *o, span *ev, int start) {
     if (ev[TID].kind && int_or(&ev[TID], 0, &tid) < 0)
         return 1;
     uint8_t s = (uint8_t)start;
-    if (put(&o->fts, &ts, 8) || put(&o->fstart, &s, 1) || put(&o->fid, &id, 8) || put(&o->ftid, &tid, 8))
+    int64_t ts_ns = ns_of(ts);
+    if (put(&o->fts, &ts_ns, 8) || put(&o->fstart, &s, 1) || put(&o->fid, &id, 8) || put(&o->ftid, &tid, 8))
         return -1;
     return 0;
 }
@@ -560,7 +684,22 @@ static int event(out *o, cur *c) {
     return 0;
 }
 
-static PyObject *bytes_of(buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->n); }
+/* the buffers one after the other in one writable bytearray (numpy views it without a copy) */
+static PyObject *joined(buf **parts, int k) {
+    size_t n = 0;
+    for (int i = 0; i < k; i++)
+        n += parts[i]->n;
+    PyObject *b = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)n);
+    if (b == NULL)
+        return NULL;
+    char *p = PyByteArray_AS_STRING(b);
+    for (int i = 0; i < k; i++) {
+        if (parts[i]->n)
+            memcpy(p, parts[i]->p, parts[i]->n);
+        p += parts[i]->n;
+    }
+    return b;
+}
 
 static PyObject *ops(PyObject *self, PyObject *arg) {
     Py_buffer view;
@@ -569,11 +708,11 @@ static PyObject *ops(PyObject *self, PyObject *arg) {
     out o;
     memset(&o, 0, sizeof o);
     PyObject *res = NULL;
-    o.names = PyList_New(0);
-    o.keys = PyList_New(0);
-    o.pnames = PyList_New(0);
+    o.names.list = PyList_New(0);
+    o.keys.list = PyList_New(0);
+    o.pnames.list = PyList_New(0);
     int r = 1;
-    if (o.names == NULL || o.keys == NULL || o.pnames == NULL) {
+    if (o.names.list == NULL || o.keys.list == NULL || o.pnames.list == NULL) {
         r = -1;
         goto done;
     }
@@ -613,19 +752,21 @@ static PyObject *ops(PyObject *self, PyObject *arg) {
         r = -1;
         goto done;
     }
-    res = Py_BuildValue("(NOONNNNNNNNNNNONNN)", pid, o.names, o.keys, bytes_of(&o.ts), bytes_of(&o.dur),
-                        bytes_of(&o.tid), bytes_of(&o.annot), bytes_of(&o.ext), bytes_of(&o.seq),
-                        bytes_of(&o.fwd), bytes_of(&o.fts), bytes_of(&o.fstart), bytes_of(&o.fid),
-                        bytes_of(&o.ftid), o.pnames, bytes_of(&o.pts), bytes_of(&o.pdur), bytes_of(&o.ptid));
+    buf *op_i[] = {&o.ts, &o.dur, &o.tid, &o.ext, &o.seq, &o.fwd}, *fl_i[] = {&o.fts, &o.fid, &o.ftid},
+        *py_i[] = {&o.pts, &o.pdur, &o.ptid};
+    res = Py_BuildValue("(NONONNNNNONNN)", pid, o.names.list, joined((buf *[]){&o.names.codes}, 1), o.keys.list,
+                        joined((buf *[]){&o.keys.codes}, 1), joined(op_i, 6), joined((buf *[]){&o.annot}, 1),
+                        joined(fl_i, 3), joined((buf *[]){&o.fstart}, 1), o.pnames.list,
+                        joined((buf *[]){&o.pnames.codes}, 1), joined(py_i, 3), joined((buf *[]){&o.pdur_us}, 1));
     if (res == NULL)
         r = -1;
 done:
     PyBuffer_Release(&view);
-    Py_XDECREF(o.names);
-    Py_XDECREF(o.keys);
-    Py_XDECREF(o.pnames);
+    dedup_free(&o.names);
+    dedup_free(&o.keys);
+    dedup_free(&o.pnames);
     buf *bs[] = {&o.ts, &o.dur, &o.tid, &o.annot, &o.ext, &o.seq, &o.fwd, &o.fts, &o.fstart, &o.fid, &o.ftid,
-                 &o.pts, &o.pdur, &o.ptid, &o.key};
+                 &o.pts, &o.pdur, &o.pdur_us, &o.ptid, &o.key, &o.tmp};
     for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++)
         free(bs[i]->p);
     if (r < 0) {

@@ -82,6 +82,9 @@ def _key_texts(key: bytes) -> tuple[tuple[str, str], bytes]:
 
 
 def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+    """The blocks' parts as one array of ``dtype`` (one part: itself, no copy)."""
+    if len(parts) == 1:
+        return parts[0].astype(dtype, copy=False)
     return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
 
 
@@ -108,8 +111,10 @@ class Columns:
         self.shapes: Vocab[tuple[str, str]] = Vocab(("", ""))
         self.py_names: Vocab[str] = Vocab()
         self.gpu: list[dict[str, Any]] = []
+        # per block: op ts ns, dur ns, tid, name, annot, args, shape, seq, fwd, ext; python_function
+        # ts ns, dur µs, dur ns, tid, name; flow ts ns, start, id, tid; memory ts ns, then ints
         self._op: list[list[np.ndarray]] = [[] for _ in range(10)]
-        self._py: list[list[np.ndarray]] = [[] for _ in range(4)]
+        self._py: list[list[np.ndarray]] = [[] for _ in range(5)]
         self._fl: list[list[np.ndarray]] = [[] for _ in range(4)]
         self._mem: list[list[np.ndarray]] = [[] for _ in range(8)]
         self._seq_args: dict[tuple[Any, Any], int] = {}
@@ -125,43 +130,42 @@ class Columns:
         if res is None:
             self.add(kineto_trace.TraceReader.events(block))
             return
-        pid, names, keys, ts, dur, tid, annot, ext, seq, fwd, fts, fstart, fid, ftid, pnames, pts, pdur, ptid = res
-        if names:
+        pid, names, name_code, keys, key_code, op_i, annot, fl_i, fstart, pnames, pcode, py_i, pdur_us = res
+        n = len(annot)
+        if n:
             if not self._pid_set and pid is not None:
                 self.pid, self._pid_set = pid, True
-            codes = self.names.codes(names)
-            shape, arg = self._raw_codes(keys)
-            f64, i64 = np.float64, np.int64
-            op: list[np.ndarray] = [np.frombuffer(ts, f64), np.frombuffer(dur, f64), np.frombuffer(tid, i64),
-                                    np.asarray(codes, np.int32), np.frombuffer(annot, bool), np.asarray(arg, np.int32),
-                                    np.asarray(shape, np.int32), np.frombuffer(seq, i64), np.frombuffer(fwd, i64),
-                                    np.frombuffer(ext, i64)]
-            for col, arr in zip(self._op, op, strict=True):
+            i64 = np.frombuffer(op_i, np.int64).reshape(6, n)
+            codes = np.asarray(self.names.codes(names), np.int32)[np.frombuffer(name_code, np.int32)]
+            table = self._raw_codes(keys)[np.frombuffer(key_code, np.int32)]
+            op = self._op
+            for col, arr in ((0, i64[0]), (1, i64[1]), (2, i64[2]), (3, codes), (4, np.frombuffer(annot, bool)),
+                             (5, table[:, 1]), (6, table[:, 0]), (7, i64[4]), (8, i64[5]), (9, i64[3])):
+                op[col].append(arr)
+        k = len(pdur_us) // 8
+        if k:
+            p = np.frombuffer(py_i, np.int64).reshape(3, k)
+            for col, arr in zip(self._py, (p[0], np.frombuffer(pdur_us, np.float64), p[1], p[2],
+                                           np.asarray(self.py_names.codes(pnames), np.int32)[
+                                               np.frombuffer(pcode, np.int32)]), strict=True):
                 col.append(arr)
-        if pnames:
-            py: list[np.ndarray] = [np.frombuffer(pts, np.float64), np.frombuffer(pdur, np.float64),
-                                    np.frombuffer(ptid, np.int64), np.asarray(self.py_names.codes(pnames), np.int32)]
-            for col, arr in zip(self._py, py, strict=True):
-                col.append(arr)
-        if fts:
-            fl: list[np.ndarray] = [np.frombuffer(fts, np.float64), np.frombuffer(fstart, bool),
-                                    np.frombuffer(fid, np.int64), np.frombuffer(ftid, np.int64)]
-            for col, arr in zip(self._fl, fl, strict=True):
+        m = len(fstart)
+        if m:
+            f = np.frombuffer(fl_i, np.int64).reshape(3, m)
+            for col, arr in zip(self._fl, (f[0], np.frombuffer(fstart, bool), f[1], f[2]), strict=True):
                 col.append(arr)
 
-    def _raw_codes(self, keys: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
-        """(shape codes, args codes) from the scan's keys (the kept args' raw JSON bytes): the
-        texts of each distinct key (``_key_texts``, kept from window to window) coded in
-        first-seen order, then every key looked up."""
+    def _raw_codes(self, keys: list[bytes]) -> np.ndarray:
+        """(shape code, args code) rows of the scan's distinct keys (the kept args' raw JSON
+        bytes): the texts of each new key (``_key_texts``, kept from window to window) coded in
+        first-seen order."""
         memo, pairs = self._raw_args, self._raw_pairs
-        for k in dict.fromkeys(keys):
+        for k in keys:
             if k not in memo:
                 s, a = _key_texts(k)
                 memo[k] = len(pairs)
                 pairs.append((self.shapes.code(s), self.args.code(a)))
-        at = np.fromiter(map(memo.__getitem__, keys), np.int64, len(keys))
-        table = np.asarray(pairs, np.int32).reshape(-1, 2)
-        return table[at, 0], table[at, 1]
+        return np.asarray([pairs[memo[k]] for k in keys] or [(0, 0)], np.int32).reshape(-1, 2)
 
     def add(self, events: list[Any]) -> None:
         """Take one block of raw events (dicts straight from the JSON)."""
@@ -203,10 +207,11 @@ class Columns:
             shape, arg = self._shape_codes(args)
         else:
             shape = [0] * len(ops)
-        for col, vals, dt in zip(self._op, ([e["ts"] for e in ops], [e.get("dur", 0) for e in ops], tid, codes,
-                                            annot, arg, shape, seq, fwd, ext),
-                                 (np.float64, np.float64, np.int64, np.int32, bool, np.int32, np.int32, np.int64,
-                                  np.int64, np.int64), strict=True):
+        self._op[0].append(_ns(np.asarray([e["ts"] for e in ops], np.float64)))
+        self._op[1].append(_ns(np.asarray([e.get("dur", 0) for e in ops], np.float64)))
+        for col, vals, dt in zip(self._op[2:], (tid, codes, annot, arg, shape, seq, fwd, ext),
+                                 (np.int64, np.int32, bool, np.int32, np.int32, np.int64, np.int64, np.int64),
+                                 strict=True):
             col.append(np.asarray(vals, dt))
 
     def _shape_codes(self, args: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
@@ -257,13 +262,15 @@ class Columns:
         return [keyed[k] for k in keys]
 
     def _add_python(self, py: list[dict[str, Any]]) -> None:
-        self._py[0].append(np.asarray([e["ts"] for e in py], np.float64))
-        self._py[1].append(np.asarray([e.get("dur", 0) for e in py], np.float64))
-        self._py[2].append(np.asarray([t if isinstance(t := e.get("tid", 0), int) else 0 for e in py], np.int64))
-        self._py[3].append(np.asarray(self.py_names.codes([e.get("name", "") for e in py]), np.int32))
+        dur_us = np.asarray([e.get("dur", 0) for e in py], np.float64)
+        self._py[0].append(_ns(np.asarray([e["ts"] for e in py], np.float64)))
+        self._py[1].append(dur_us)
+        self._py[2].append(_ns(dur_us))
+        self._py[3].append(np.asarray([t if isinstance(t := e.get("tid", 0), int) else 0 for e in py], np.int64))
+        self._py[4].append(np.asarray(self.py_names.codes([e.get("name", "") for e in py]), np.int32))
 
     def _add_flows(self, flows: list[dict[str, Any]]) -> None:
-        self._fl[0].append(np.asarray([e["ts"] for e in flows], np.float64))
+        self._fl[0].append(_ns(np.asarray([e["ts"] for e in flows], np.float64)))
         self._fl[1].append(np.asarray([e["ph"] == "s" for e in flows], bool))
         self._fl[2].append(np.asarray([i if isinstance(i := e.get("id", 0), int) else 0 for e in flows], np.int64))
         self._fl[3].append(np.asarray([t if isinstance(t := e.get("tid", 0), int) else 0 for e in flows], np.int64))
@@ -272,7 +279,7 @@ class Columns:
         """Allocator events: ts, tid, Addr, Bytes (< 0 = free), Total Allocated/Reserved, Device Type/Id."""
         args = [e.get("args") or _EMPTY for e in mem]
         m = self._mem
-        m[0].append(np.asarray([e["ts"] for e in mem], np.float64))
+        m[0].append(_ns(np.asarray([e["ts"] for e in mem], np.float64)))
         m[1].append(np.asarray([_int(e.get("tid", 0)) for e in mem], np.int64))
         for col, key in zip(m[2:], ("Addr", "Bytes", "Total Allocated", "Total Reserved", "Device Type",
                                     "Device Id"), strict=True):
@@ -293,7 +300,7 @@ class Columns:
             m = np.asarray([vocab.code(v) for v in items] or [0], np.int32)
             op[col] = [m[a] for a in op[col]]
         m = np.asarray([self.py_names.code(v) for v in py_names] or [0], np.int32)
-        py[3] = [m[a] for a in py[3]]
+        py[4] = [m[a] for a in py[4]]
         self.gpu += gpu
         for mine, theirs in zip((*self._op, *self._py, *self._fl, *self._mem), (*op, *py, *fl, *mem), strict=True):
             mine += theirs
@@ -301,8 +308,8 @@ class Columns:
     def finish(self, offset_ns: int) -> None:
         """Concatenate the blocks; times become epoch ns (``rint(µs × 1000) + offset``)."""
         o = self._op
-        self.op_ts = _ns(_cat(o[0], np.float64)) + offset_ns
-        self.op_dur = _ns(_cat(o[1], np.float64))
+        self.op_ts = _cat(o[0], np.int64) + offset_ns
+        self.op_dur = _cat(o[1], np.int64)
         self.op_tid = _cat(o[2], np.int64)
         self.op_name = _cat(o[3], np.int32)
         self.op_annot = _cat(o[4], bool)
@@ -312,18 +319,18 @@ class Columns:
         self.op_fwd = _cat(o[8], np.int64)
         self.op_ext = _cat(o[9], np.int64)
         p = self._py
-        self.py_ts = _ns(_cat(p[0], np.float64)) + offset_ns
+        self.py_ts = _cat(p[0], np.int64) + offset_ns
         self.py_dur_us = _cat(p[1], np.float64)
-        self.py_dur = _ns(self.py_dur_us)
-        self.py_tid = _cat(p[2], np.int64)
-        self.py_name = _cat(p[3], np.int32)
+        self.py_dur = _cat(p[2], np.int64)
+        self.py_tid = _cat(p[3], np.int64)
+        self.py_name = _cat(p[4], np.int32)
         f = self._fl
-        self.flow_ts = _ns(_cat(f[0], np.float64)) + offset_ns
+        self.flow_ts = _cat(f[0], np.int64) + offset_ns
         self.flow_start = _cat(f[1], bool)
         self.flow_id = _cat(f[2], np.int64)
         self.flow_tid = _cat(f[3], np.int64)
         m = self._mem
-        self.mem_ts = _ns(_cat(m[0], np.float64)) + offset_ns
+        self.mem_ts = _cat(m[0], np.int64) + offset_ns
         self.mem_tid, self.mem_addr, self.mem_bytes, self.mem_alloc, self.mem_reserved, self.mem_dev_type, \
             self.mem_dev_id = (_cat(c, np.int64) for c in m[1:])
         self._op, self._py, self._fl, self._mem = [], [], [], []
