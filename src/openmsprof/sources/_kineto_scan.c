@@ -42,7 +42,7 @@ typedef struct {
     size_t n, cap;
 } buf;
 
-static int put(buf *b, const void *v, size_t n) {
+static inline int put(buf *b, const void *v, size_t n) {
     if (b->n + n > b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 4096;
         while (cap < b->n + n)
@@ -78,8 +78,49 @@ static const unsigned char CLASS[256] = {
     [0x80 ... 0xff] = 2,
 };
 
+/* SWAR over 8 bytes (little-endian lanes; the lowest flagged lane is exact, the bits above it
+ * may be spurious): lanes equal to b, lanes below 0x20 or from 0x80 */
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGH UINT64_C(0x8080808080808080)
+static inline uint64_t lanes_eq(uint64_t w, unsigned char b) {
+    uint64_t x = w ^ (ONES * b);
+    return (x - ONES) & ~x & HIGH;
+}
+static inline uint64_t lanes_odd(uint64_t w) { return ((w - ONES * 0x20) & ~w & HIGH) | (w & HIGH); }
+static inline uint64_t load8(const char *p) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
+#define SWAR 1
+#else
+#define SWAR 0
+#endif
+
+/* skip JSON whitespace; Kineto's layout first: none (after a key or a value), one space (after
+ * a colon), a newline and an indent of spaces (before a key), 8 bytes of indent at a time */
 static inline void ws(cur *c) {
     const char *p = c->p, *e = c->end;
+    if (p < e && (unsigned char)*p > ' ')
+        return;
+#if SWAR
+    if (e - p >= 2 && p[0] == ' ' && (unsigned char)p[1] > ' ') {
+        c->p = p + 1;
+        return;
+    }
+    if (p < e && *p == '\n') {
+        p++;
+        while (e - p >= 8) {
+            uint64_t other = load8(p) ^ (ONES * ' ');
+            if (other) {
+                p += __builtin_ctzll(other) / 8;
+                break;
+            }
+            p += 8;
+        }
+    }
+#endif
     while (p < e && (CLASS[(unsigned char)*p] & 1))
         p++;
     c->p = p;
@@ -90,6 +131,16 @@ static int str(cur *c, span *s) {
     const char *q = c->p + 1;
     int esc = 0;
     for (;;) {
+#if SWAR
+        while (c->end - q >= 8) {
+            uint64_t w = load8(q), hit = lanes_eq(w, '"') | lanes_eq(w, '\\') | lanes_odd(w);
+            if (hit) {
+                q += __builtin_ctzll(hit) / 8;
+                break;
+            }
+            q += 8;
+        }
+#endif
         while (q < c->end && !(CLASS[(unsigned char)*q] & 2))
             q++;
         if (q >= c->end)
@@ -644,16 +695,95 @@ static int add_flow(out *o, span *ev, int start) {
     return 0;
 }
 
+/* The members of an event object (c->p after '{') in Kineto's own layout: each member on its line
+ * after a 4-space indent, a known field's key, ": " and its value, then "," / "\n    ," or the
+ * closing "\n  }".  Literal bytes replace the whitespace and key loops of ``members`` (most of its
+ * time on this layout); the values are read by the same code.  -1 (c->p, ev, ar untouched or to
+ * be reset by the caller): another layout or field, for ``members`` to read. */
+/* which of EV the key k[0..n) is (-1: none), by its length and letters */
+static inline int ev_field(const char *k, size_t n) {
+    switch (n) {
+    case 2:
+        return k[0] == 'p' && k[1] == 'h' ? PH : k[0] == 't' && k[1] == 's' ? TS : k[0] == 'i' && k[1] == 'd' ? ID : -1;
+    case 3:
+        if (k[1] == 'i' && k[2] == 'd')
+            return k[0] == 'p' ? PID : k[0] == 't' ? TID : -1;
+        return same(k, "cat", 3) ? CAT : same(k, "dur", 3) ? DUR : -1;
+    case 4:
+        return same(k, "name", 4) ? NAME : same(k, "args", 4) ? ARGS : -1;
+    default:
+        return -1;
+    }
+}
+
+static int kineto_members(cur *c, int depth, span *ev, span *ar) {
+    const char *p = c->p, *e = c->end;
+    for (;;) {
+        if (e - p < 12 || memcmp(p, "\n    \"", 6) != 0)
+            return -1;
+        p += 6;
+        const char *k = p;
+        while (p < e && *p >= 'a' && *p <= 'z') /* the fields read here are lower-case words */
+            p++;
+        size_t n = (size_t)(p - k);
+        if (e - p < 3 || memcmp(p, "\": ", 3) != 0)
+            return -1;
+        int at = ev_field(k, n);
+        if (at < 0 || ev[at].kind)
+            return -1; /* another field, or a duplicate: ``members`` decides */
+        c->p = p + 3;
+        if (at == ARGS && c->p < e && *c->p == '{') {
+            const char *start = c->p;
+            c->p++;
+            if (depth + 1 > MAX_DEPTH || members(c, depth + 1, ARG, ARGLEN, NARG, ar, -1, NULL) < 0)
+                return -2; /* invalid: no other reading makes it valid */
+            ev[at].p = start;
+            ev[at].n = (size_t)(c->p - start);
+            ev[at].kind = 'o';
+            ev[at].esc = 0;
+        } else if (value(c, &ev[at], depth + 1) < 0) {
+            return -2;
+        }
+        p = c->p;
+        if (p < e && *p == ',') {
+            p++;
+            continue;
+        }
+        if (e - p >= 6 && memcmp(p, "\n    ,", 6) == 0) {
+            p += 6;
+            continue;
+        }
+        if (e - p >= 4 && memcmp(p, "\n  }", 4) == 0) {
+            c->p = p + 4;
+            return 0;
+        }
+        return -1;
+    }
+}
+
 /* one event (c->p at '{'): 0 taken or skipped, 1 bail, -1 error (exception set) */
 static int event(out *o, cur *c) {
     span ev[NEV], ar[NARG];
-    memset(ev, 0, sizeof ev);
-    memset(ar, 0, sizeof ar);
+    for (int i = 0; i < NEV; i++) /* only a span's kind is read before it is set */
+        ev[i].kind = 0;
+    for (int i = 0; i < NARG; i++)
+        ar[i].kind = 0;
     if (c->p >= c->end || *c->p != '{')
         return 1;
     c->p++;
-    if (members(c, 1, EV, EVLEN, NEV, ev, ARGS, ar) < 0)
+    const char *start = c->p;
+    int fast = kineto_members(c, 1, ev, ar);
+    if (fast == -2 || c->bail)
         return 1;
+    if (fast < 0) { /* read again from the start by the general member loop */
+        c->p = start;
+        for (int i = 0; i < NEV; i++)
+            ev[i].kind = 0;
+        for (int i = 0; i < NARG; i++)
+            ar[i].kind = 0;
+        if (members(c, 1, EV, EVLEN, NEV, ev, ARGS, ar) < 0)
+            return 1;
+    }
     if (ev[ARGS].kind && ev[ARGS].kind != 'o' && ev[ARGS].kind != 'z')
         return 1;
     span *ph = &ev[PH];

@@ -139,9 +139,9 @@ class Columns:
             codes = np.asarray(self.names.codes(names), np.int32)[np.frombuffer(name_code, np.int32)]
             table = self._raw_codes(keys)[np.frombuffer(key_code, np.int32)]
             op = self._op
-            for col, arr in ((0, i64[0]), (1, i64[1]), (2, i64[2]), (3, codes), (4, np.frombuffer(annot, bool)),
-                             (5, table[:, 1]), (6, table[:, 0]), (7, i64[4]), (8, i64[5]), (9, i64[3])):
-                op[col].append(arr)
+            for at, arr in ((0, i64[0]), (1, i64[1]), (2, i64[2]), (3, codes), (4, np.frombuffer(annot, bool)),
+                            (5, table[:, 1]), (6, table[:, 0]), (7, i64[4]), (8, i64[5]), (9, i64[3])):
+                op[at].append(arr)
         k = len(pdur_us) // 8
         if k:
             p = np.frombuffer(py_i, np.int64).reshape(3, k)
