@@ -105,6 +105,84 @@ def _block(events: list[dict[str, Any]], rng: random.Random) -> bytes:
     return b"[" + b",".join(orjson.dumps(e, option=orjson.OPT_INDENT_2) for e in events) + b"]"
 
 
+def _kineto(events: list[dict[str, Any]], dur_comma: bool = True) -> bytes:
+    """Kineto's own layout (what the scan's Kineto member loop reads by its literal bytes): each
+    member on its line after a 4-space indent, ``"dur": …`` followed by ``\n    ,``, the args
+    object on its lines."""
+    out = []
+    for e in events:
+        lines = []
+        for k, v in e.items():
+            text = (b"{\n      " + orjson.dumps(v)[1:-1] + b"\n    }" if k == "args" and isinstance(v, dict) and v
+                    else orjson.dumps(v))
+            lines.append(b"\n    " + orjson.dumps(k) + b": " + text + (b"\n    ," if k == "dur" and dur_comma else b","))
+        body = b"".join(lines)
+        body = body[:-6] if body.endswith(b"\n    ,") else body[:-1]
+        out.append(b"  {" + body + b"\n  }")
+    return b"[\n" + b",\n".join(out) + b"\n  ]"
+
+
+def test_kinetos_own_layout_gives_the_reference_columns() -> None:
+    """Blocks in Kineto's layout (the scan's literal fast loop), with members it leaves to the
+    general loop (other keys, other orders, a duplicate) mixed in: the reference's columns."""
+    rng = random.Random(13)
+    blocks = []
+    for b in range(30):
+        events = [(_op if rng.random() < 0.8 else _other)(rng, b * 100 + i) for i in range(rng.randint(0, 50))]
+        if b % 3 == 1:  # another key order: the general loop reads those events
+            events = [dict(reversed(list(e.items()))) for e in events]
+        blocks.append(_kineto(events, dur_comma=b % 2 == 0))
+    assert all(kineto_trace.scan(b) is not None for b in blocks)
+    _same(_native(blocks), _reference(blocks))
+    dup = _kineto([{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1.5, "dur": 2}]).replace(
+        b'"dur": 2', b'"dur": 2,\n    "ts": 3')
+    assert kineto_trace.scan(dup) is None  # a duplicated field: left to orjson, as in any layout
+    bad = _kineto([{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1.5, "dur": 2}]).replace(b'"ts": 1.5', b'"ts": 1.')
+    assert kineto_trace.scan(bad) is None
+
+
+def test_mutated_kineto_blocks_are_scanned_as_orjson_reads_them_or_left_to_it() -> None:
+    """Random byte edits of a block in Kineto's layout: what the scan takes orjson reads alike."""
+    rng = random.Random(5)
+    base = _kineto([_op(rng, i) for i in range(5)] + [_other(rng, 9)])
+    alphabet = b'{}[]",:0123456789-+.eE \n\\tfnulrsX'
+    taken = 0
+    for _ in range(800):
+        b = bytearray(base)
+        for _ in range(rng.randint(1, 2)):
+            at = rng.randrange(len(b))
+            edit = rng.random()
+            if edit < 0.4:
+                b[at] = rng.choice(alphabet)
+            elif edit < 0.7:
+                del b[at]
+            else:
+                b.insert(at, rng.choice(alphabet))
+        block = bytes(b)
+        try:
+            events = orjson.loads(block)
+        except orjson.JSONDecodeError:
+            assert kineto_trace.scan(block) is None, block
+            continue
+        if kineto_trace.scan(block) is None:
+            continue
+        taken += 1
+        assert isinstance(events, list)
+        _same(_native([block]), _reference([block]))
+    assert taken > 100
+
+
+def test_a_first_block_coded_as_before_changes_nothing_kept() -> None:
+    """The first block's vocabularies are kept from one Columns to the next (``_first_codes``):
+    reading the same window again, a window with other texts, then the first again, each gives
+    the reference's columns, and growing one instance's vocabularies leaves the kept ones as they were."""
+    rng = random.Random(3)
+    one = [_kineto([_op(rng, i) for i in range(40)]), _kineto([_op(rng, i) for i in range(40, 60)])]
+    other = [orjson.dumps([_op(rng, i) | {"name": f"other{i}"} for i in range(30)])]
+    for blocks in (one, one, other, one, other + one, other, one + other, one, other):
+        _same(_native(blocks), _reference(blocks))
+
+
 def test_native_columns_equal_the_orjson_path() -> None:
     rng = random.Random(26)
     blocks = []

@@ -64,6 +64,11 @@ class Vocab(Generic[T]):
     def __len__(self) -> int:
         return len(self.items)
 
+    def copy(self) -> Vocab[T]:
+        out: Vocab[T] = Vocab()
+        out.index, out.items = dict(self.index), list(self.items)
+        return out
+
 
 def _shapes(args: dict[str, Any]) -> tuple[str, str]:
     dims = args.get("Input Dims")
@@ -79,6 +84,17 @@ def _key_texts(key: bytes) -> tuple[tuple[str, str], bytes]:
     sub = {name: orjson.loads(raw) for name, (mark, raw) in zip(ARG_KEYS, _PARTS.findall(key), strict=True)
            if mark == b"\x01"}
     return (_shapes(sub) if "Input Dims" in sub or "Input type" in sub else ("", "")), orjson.dumps(sub)
+
+
+@lru_cache(maxsize=8)  # the analysis worker: every window of a job starts with the same texts
+def _first_codes(names: tuple[str, ...], keys: tuple[bytes, ...]) -> tuple[Columns, np.ndarray, np.ndarray]:
+    """A fresh ``Columns``' vocabularies after coding a first block's distinct names and scan keys
+    (copied by the caller, never changed here), and the codes of each (read-only arrays)."""
+    cols = Columns()
+    name_map, key_map = np.asarray(cols.names.codes(list(names)), np.int32), cols._raw_codes(list(keys))
+    name_map.setflags(write=False)
+    key_map.setflags(write=False)
+    return cols, name_map, key_map
 
 
 def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
@@ -136,8 +152,15 @@ class Columns:
             if not self._pid_set and pid is not None:
                 self.pid, self._pid_set = pid, True
             i64 = np.frombuffer(op_i, np.int64).reshape(6, n)
-            codes = np.asarray(self.names.codes(names), np.int32)[np.frombuffer(name_code, np.int32)]
-            table = self._raw_codes(keys)[np.frombuffer(key_code, np.int32)]
+            if not self.names.items and not self._raw_args:  # the first block: its codings as last window's
+                first = _first_codes(tuple(names), tuple(keys))
+                self.names, self.shapes, self.args = first[0].names.copy(), first[0].shapes.copy(), first[0].args.copy()
+                self._raw_args, self._raw_pairs = dict(first[0]._raw_args), list(first[0]._raw_pairs)
+                name_map, key_map = first[1], first[2]
+            else:
+                name_map, key_map = np.asarray(self.names.codes(names), np.int32), self._raw_codes(keys)
+            codes = name_map[np.frombuffer(name_code, np.int32)]
+            table = key_map[np.frombuffer(key_code, np.int32)]
             op = self._op
             for at, arr in ((0, i64[0]), (1, i64[1]), (2, i64[2]), (3, codes), (4, np.frombuffer(annot, bool)),
                             (5, table[:, 1]), (6, table[:, 0]), (7, i64[4]), (8, i64[5]), (9, i64[3])):
