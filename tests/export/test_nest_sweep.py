@@ -127,15 +127,15 @@ def test_tree_random_traces_match_the_numpy_passes(seed: int) -> None:
 def test_tree_refuses_bad_columns_naming_them() -> None:
     col = np.zeros(3, np.int64)
     sel, out, flags = np.ones(3, bool), np.zeros(3, np.int64), np.zeros(3, bool)
-    with pytest.raises(ValueError, match="^nesting: tid has 2 items, ts has 3$"):
+    with pytest.raises(ValueError, match=r"^nesting: tid has 2 items, ts has 3$"):
         nesting.tree(col, col, np.zeros(2, np.int64), sel, flags)
-    with pytest.raises(ValueError, match="^nesting: trivial has 4 items, ts has 3$"):
+    with pytest.raises(ValueError, match=r"^nesting: trivial has 4 items, ts has 3$"):
         nesting.tree(col, col, col, sel, np.zeros(4, bool))
-    with pytest.raises(ValueError, match="^tree: leaf has 2 items, ts has 3$"):
+    with pytest.raises(ValueError, match=r"^tree: leaf has 2 items, ts has 3$"):
         native.tree(col, col, col, sel, flags, out, out.copy(), np.zeros(2, bool))
-    with pytest.raises(ValueError, match="^tree: trivial and leaf are both given or both None$"):
+    with pytest.raises(ValueError, match=r"^tree: trivial and leaf are both given or both None$"):
         native.tree(col, col, col, sel, flags, out, out.copy(), None)
-    with pytest.raises(ValueError, match="^depth: 12 bytes is not a whole number of 8-byte items$"):
+    with pytest.raises(ValueError, match=r"^depth: 12 bytes is not a whole number of 8-byte items$"):
         native.tree(col, col, col, sel, None, out, np.zeros(3, np.int32), None)
     with pytest.raises((TypeError, BufferError)):
         native.tree(col, col, col, sel, None, bytes(24), out, None)  # read-only
