@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import orjson
 import pytest
-import torch
 
 import openmsprof.torch.profiler as tp
+import torch
 from openmsprof.export.ascend_pt import framework, nesting
 from openmsprof.export.ascend_pt.rank_analyse import export
 from openmsprof.sources import kineto_trace

@@ -86,15 +86,28 @@ def _key_texts(key: bytes) -> tuple[tuple[str, str], bytes]:
     return (_shapes(sub) if "Input Dims" in sub or "Input type" in sub else ("", "")), orjson.dumps(sub)
 
 
+# the attributes ``finish`` makes of each group's columns (every block's part has the dtype)
+_D64, _D32 = np.dtype(np.int64), np.dtype(np.int32)
+_OP_NAMES = (("op_ts", _D64), ("op_dur", _D64), ("op_tid", _D64), ("op_name", _D32), ("op_annot", np.dtype(bool)),
+             ("op_args", _D32), ("op_shape", _D32), ("op_seq", _D64), ("op_fwd", _D64), ("op_ext", _D64))
+_PY_NAMES = (("py_ts", _D64), ("py_dur_us", np.dtype(np.float64)), ("py_dur", _D64), ("py_tid", _D64),
+             ("py_name", _D32))
+_FL_NAMES = (("flow_ts", _D64), ("flow_start", np.dtype(bool)), ("flow_id", _D64), ("flow_tid", _D64))
+_MEM_NAMES = tuple((f"mem_{n}", _D64) for n in ("ts", "tid", "addr", "bytes", "alloc", "reserved", "dev_type",
+                                                   "dev_id"))
+
+
 @lru_cache(maxsize=8)  # the analysis worker: every window of a job starts with the same texts
-def _first_codes(names: tuple[str, ...], keys: tuple[bytes, ...]) -> tuple[Columns, np.ndarray, np.ndarray]:
+def _first_codes(names: tuple[str, ...], keys: tuple[bytes, ...]) -> tuple[Columns, np.ndarray, np.ndarray,
+                                                                          np.ndarray]:
     """A fresh ``Columns``' vocabularies after coding a first block's distinct names and scan keys
-    (copied by the caller, never changed here), and the codes of each (read-only arrays)."""
+    (copied by the caller, never changed here), and the codes of each name, each key's shape
+    and args (read-only arrays)."""
     cols = Columns()
-    name_map, key_map = np.asarray(cols.names.codes(list(names)), np.int32), cols._raw_codes(list(keys))
-    name_map.setflags(write=False)
-    key_map.setflags(write=False)
-    return cols, name_map, key_map
+    maps = (np.asarray(cols.names.codes(list(names)), np.int32), *cols._raw_codes(list(keys)))
+    for m in maps:
+        m.setflags(write=False)
+    return cols, *maps
 
 
 def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
@@ -118,6 +131,35 @@ def _ns(us: np.ndarray) -> np.ndarray:
 
 class Columns:
     """Accumulates events (``add``) then turns them into arrays in epoch ns (``finish``)."""
+
+    # made by ``finish`` (see _OP_NAMES … _MEM_NAMES)
+    op_ts: np.ndarray
+    op_dur: np.ndarray
+    op_tid: np.ndarray
+    op_name: np.ndarray
+    op_annot: np.ndarray
+    op_args: np.ndarray
+    op_shape: np.ndarray
+    op_seq: np.ndarray
+    op_fwd: np.ndarray
+    op_ext: np.ndarray
+    py_ts: np.ndarray
+    py_dur_us: np.ndarray
+    py_dur: np.ndarray
+    py_tid: np.ndarray
+    py_name: np.ndarray
+    flow_ts: np.ndarray
+    flow_start: np.ndarray
+    flow_id: np.ndarray
+    flow_tid: np.ndarray
+    mem_ts: np.ndarray
+    mem_tid: np.ndarray
+    mem_addr: np.ndarray
+    mem_bytes: np.ndarray
+    mem_alloc: np.ndarray
+    mem_reserved: np.ndarray
+    mem_dev_type: np.ndarray
+    mem_dev_id: np.ndarray
 
     def __init__(self) -> None:
         self.pid = 0
@@ -156,14 +198,15 @@ class Columns:
                 first = _first_codes(tuple(names), tuple(keys))
                 self.names, self.shapes, self.args = first[0].names.copy(), first[0].shapes.copy(), first[0].args.copy()
                 self._raw_args, self._raw_pairs = dict(first[0]._raw_args), list(first[0]._raw_pairs)
-                name_map, key_map = first[1], first[2]
+                name_map, shape_map, args_map = first[1:]
             else:
-                name_map, key_map = np.asarray(self.names.codes(names), np.int32), self._raw_codes(keys)
-            codes = name_map[np.frombuffer(name_code, np.int32)]
-            table = key_map[np.frombuffer(key_code, np.int32)]
+                name_map = np.asarray(self.names.codes(names), np.int32)
+                shape_map, args_map = self._raw_codes(keys)
+            kc = np.frombuffer(key_code, np.int32)
             op = self._op
-            for at, arr in ((0, i64[0]), (1, i64[1]), (2, i64[2]), (3, codes), (4, np.frombuffer(annot, bool)),
-                            (5, table[:, 1]), (6, table[:, 0]), (7, i64[4]), (8, i64[5]), (9, i64[3])):
+            for at, arr in ((0, i64[0]), (1, i64[1]), (2, i64[2]), (3, name_map[np.frombuffer(name_code, np.int32)]),
+                            (4, np.frombuffer(annot, bool)), (5, args_map[kc]), (6, shape_map[kc]), (7, i64[4]),
+                            (8, i64[5]), (9, i64[3])):
                 op[at].append(arr)
         k = len(pdur_us) // 8
         if k:
@@ -178,9 +221,9 @@ class Columns:
             for col, arr in zip(self._fl, (f[0], np.frombuffer(fstart, bool), f[1], f[2]), strict=True):
                 col.append(arr)
 
-    def _raw_codes(self, keys: list[bytes]) -> np.ndarray:
-        """(shape code, args code) rows of the scan's distinct keys (the kept args' raw JSON
-        bytes): the texts of each new key (``_key_texts``, kept from window to window) coded in
+    def _raw_codes(self, keys: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+        """(shape codes, args codes) of the scan's distinct keys (the kept args' raw JSON bytes):
+        the texts of each new key (``_key_texts``, kept from window to window) coded in
         first-seen order."""
         memo, pairs = self._raw_args, self._raw_pairs
         for k in keys:
@@ -188,7 +231,8 @@ class Columns:
                 s, a = _key_texts(k)
                 memo[k] = len(pairs)
                 pairs.append((self.shapes.code(s), self.args.code(a)))
-        return np.asarray([pairs[memo[k]] for k in keys] or [(0, 0)], np.int32).reshape(-1, 2)
+        table = np.asarray([pairs[memo[k]] for k in keys] or [(0, 0)], np.int32).reshape(-1, 2)
+        return np.ascontiguousarray(table[:, 0]), np.ascontiguousarray(table[:, 1])
 
     def add(self, events: list[Any]) -> None:
         """Take one block of raw events (dicts straight from the JSON)."""
@@ -330,30 +374,12 @@ class Columns:
 
     def finish(self, offset_ns: int) -> None:
         """Concatenate the blocks; times become epoch ns (``rint(µs × 1000) + offset``)."""
-        o = self._op
-        self.op_ts = _cat(o[0], np.int64) + offset_ns
-        self.op_dur = _cat(o[1], np.int64)
-        self.op_tid = _cat(o[2], np.int64)
-        self.op_name = _cat(o[3], np.int32)
-        self.op_annot = _cat(o[4], bool)
-        self.op_args = _cat(o[5], np.int32)
-        self.op_shape = _cat(o[6], np.int32)
-        self.op_seq = _cat(o[7], np.int64)
-        self.op_fwd = _cat(o[8], np.int64)
-        self.op_ext = _cat(o[9], np.int64)
-        p = self._py
-        self.py_ts = _cat(p[0], np.int64) + offset_ns
-        self.py_dur_us = _cat(p[1], np.float64)
-        self.py_dur = _cat(p[2], np.int64)
-        self.py_tid = _cat(p[3], np.int64)
-        self.py_name = _cat(p[4], np.int32)
-        f = self._fl
-        self.flow_ts = _cat(f[0], np.int64) + offset_ns
-        self.flow_start = _cat(f[1], bool)
-        self.flow_id = _cat(f[2], np.int64)
-        self.flow_tid = _cat(f[3], np.int64)
-        m = self._mem
-        self.mem_ts = _cat(m[0], np.int64) + offset_ns
-        self.mem_tid, self.mem_addr, self.mem_bytes, self.mem_alloc, self.mem_reserved, self.mem_dev_type, \
-            self.mem_dev_id = (_cat(c, np.int64) for c in m[1:])
+        for group, names in ((self._op, _OP_NAMES), (self._py, _PY_NAMES), (self._fl, _FL_NAMES),
+                             (self._mem, _MEM_NAMES)):
+            for parts, (name, dtype) in zip(group, names, strict=True):
+                setattr(self, name, parts[0] if len(parts) == 1 else _cat(parts, dtype))
+        self.op_ts = self.op_ts + offset_ns
+        self.py_ts = self.py_ts + offset_ns
+        self.flow_ts = self.flow_ts + offset_ns
+        self.mem_ts = self.mem_ts + offset_ns
         self._op, self._py, self._fl, self._mem = [], [], [], []
