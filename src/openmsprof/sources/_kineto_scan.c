@@ -370,10 +370,11 @@ static int value(cur *c, span *s, int depth) {
 }
 
 /* the string span's text equals w (no escape) */
-static int is(const span *s, const char *w) {
-    size_t n = strlen(w);
-    return s->kind == 's' && !s->esc && s->n == n + 2 && memcmp(s->p + 1, w, n) == 0;
+static inline int is_n(const span *s, const char *w, size_t n) {
+    return s->kind == 's' && !s->esc && s->n == n + 2 && same(s->p + 1, w, n);
 }
+/* (w a string literal: its length known at compile time) */
+#define is(s, w) is_n((s), (w), sizeof(w) - 1)
 
 /* an integer span into *v (at most MAX_DIGITS digits): 0; else -1 */
 static int to_i64(const span *s, int64_t *v) {
@@ -407,20 +408,18 @@ static int fast_decimal(const span *s, double *v) {
         neg = 1;
         q++;
     }
-    for (; q < e; q++) {
-        if (*q == '.') {
-            frac = 0;
-            continue;
-        }
-        if (!isdig(*q))  /* an exponent */
-            return -1;
-        if (m > (UINT64_C(1) << 53) / 10)
-            return -1;
+    /* the digits before the point, then after it (at most 17 digits in all: m < 10**17 cannot
+     * overflow; more go to the general conversion) */
+    const char *start = q;
+    for (; q < e && isdig(*q); q++)
         m = m * 10 + (uint64_t)(*q - '0');
-        if (frac >= 0)
-            frac++;
-    }
-    if (frac < 0 || frac > 22 || m > (UINT64_C(1) << 53))
+    if (q >= e || *q != '.')
+        return -1; /* no point, or an exponent */
+    const char *point = q++;
+    for (; q < e && isdig(*q); q++)
+        m = m * 10 + (uint64_t)(*q - '0');
+    frac = (int)(q - point - 1);
+    if (q != e || (point - start) + frac > 17 || frac > 22 || m > (UINT64_C(1) << 53))
         return -1;
     double d = (double)m / POW10[frac];
     *v = neg ? -d : d;
