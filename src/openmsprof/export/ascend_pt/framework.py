@@ -201,7 +201,7 @@ def load(rank_dir: Path, info: dict[str, Any], parallel: bool = False) -> Framew
     at = at[is_step[code[at]]]
     steps = sorted(zip([step_ids[c] for c in code[at].tolist()], ts[at].tolist(), (ts[at] + dur[at]).tolist(),
                        strict=True), key=lambda s: s[1])
-    tids = np.unique(tid).tolist()  # sorted, distinct
+    tids = [int(tid[0])] if len(tid) and bool((tid == tid[0]).all()) else np.unique(tid).tolist()  # sorted
     if cols.gpu:
         kernels, backend = _gpu_kernels(cols, offset), "CUDA"
     else:
