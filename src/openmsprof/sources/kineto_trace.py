@@ -64,7 +64,7 @@ class TraceReader:
     """``chunks()`` yields lists of event dicts; ``base_ns`` is Kineto's baseTimeNanoseconds (or None),
     ``header`` the document's other top-level fields read before the events."""
 
-    def __init__(self, path: Path, block: int = BLOCK, start: int | None = None,
+    def __init__(self, path: str | Path, block: int = BLOCK, start: int | None = None,
                  stop: int | None = None) -> None:
         self.path = path
         self.block = block

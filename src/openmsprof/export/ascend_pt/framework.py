@@ -155,8 +155,8 @@ def clock_offset(info: dict[str, Any]) -> int:
         raise RawDataError("profiler_info end_info lacks collectionTimeEnd/MonotonicTimeEnd") from None
 
 
-def _read(path: Path, parallel: bool = False) -> tuple[Columns, int | None]:
-    if parallel and (done := split_read.read(path)) is not None:
+def _read(path: str | Path, parallel: bool = False) -> tuple[Columns, int | None]:
+    if parallel and (done := split_read.read(Path(path))) is not None:
         return done
     reader = TraceReader(path)
     cols = Columns()
@@ -175,7 +175,7 @@ def _read(path: Path, parallel: bool = False) -> tuple[Columns, int | None]:
 
 def load(rank_dir: Path, info: dict[str, Any], parallel: bool = False) -> Framework:
     """``parallel``: a large trace may be read by two processes (``split_read``; forks)."""
-    path = rank_dir / "FRAMEWORK" / FRAMEWORK_TRACE
+    path = os.path.join(rank_dir, "FRAMEWORK", FRAMEWORK_TRACE)  # (a str: pathlib's joins cost more)
     try:
         st = os.stat(path)
     except OSError:
@@ -206,11 +206,15 @@ def load(rank_dir: Path, info: dict[str, Any], parallel: bool = False) -> Framew
         kernels, backend = _gpu_kernels(cols, offset), "CUDA"
     else:
         sel = np.flatnonzero((leaf & ~launch) | comm)
-        sel = sel[np.argsort(ts[sel], kind="stable")]
+        k_ts = ts[sel]
+        if len(sel) > 1 and not bool((k_ts[1:] >= k_ts[:-1]).all()):  # (mostly in start order already)
+            order = np.argsort(k_ts, kind="stable")
+            sel, k_ts = sel[order], k_ts[order]
         stream = np.searchsorted(np.asarray(tids, np.int64), tid[sel]) if len(tids) > 1 else np.zeros(len(sel), np.int64)
         name = code[sel].astype(np.int64)
-        kernels = Kernels(names=names, name=name, ts=ts[sel], dur=dur[sel], stream=stream.astype(np.int64),
-                          core=kind_of[name], op=np.where(comm[sel], -1, sel), comm=comm[sel], event=sel)
+        k_comm = comm[sel]
+        kernels = Kernels(names=names, name=name, ts=k_ts, dur=dur[sel], stream=stream.astype(np.int64),
+                          core=kind_of[name], op=np.where(k_comm, -1, sel), comm=k_comm, event=sel)
         backend = "CPU"
     return Framework(pid=cols.pid, offset_ns=offset, cols=cols, op_leaf=leaf, op_parent=parent, op_depth=depth,
                      op_stack=stack_code, stacks=stacks, steps=steps, kernels=kernels, backend=backend, tids=tids)
