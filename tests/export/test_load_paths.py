@@ -63,6 +63,7 @@ def _pure(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kineto_trace, "scan", None)
     monkeypatch.setattr(nesting, "_tree", None)
     monkeypatch.setattr(nesting, "_native", None)
+    monkeypatch.setattr(nesting, "_kernels", None)
 
 
 def _variant(src: Path, dst: Path, level: str, stack: bool, memory: bool) -> Path:

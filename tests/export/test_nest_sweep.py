@@ -139,3 +139,26 @@ def test_tree_refuses_bad_columns_naming_them() -> None:
         native.tree(col, col, col, sel, None, out, np.zeros(3, np.int32), None)
     with pytest.raises((TypeError, BufferError)):
         native.tree(col, col, col, sel, None, bytes(24), out, None)  # read-only
+
+
+def test_kernel_order_matches_numpy() -> None:
+    """The device tasks in start order (native) as numpy's stable argsort orders them, on random
+    leaves, launches and communication, with equal starts and out-of-order starts; bad columns
+    are refused naming them."""
+    rng = np.random.default_rng(7)
+    for case in range(300):
+        n = int(rng.integers(0, 200))
+        leaf = rng.random(n) < 0.5
+        kind = rng.choice(np.asarray([0, 0, 1, 2], np.int8), n)
+        ts = rng.integers(0, 50, n) if case % 2 else np.sort(rng.integers(0, 10**6, n))
+        got = nesting.kernel_order(leaf, kind, ts.astype(np.int64))
+        sel = np.flatnonzero((leaf & (kind != 1)) | (kind == 2))
+        assert got.tolist() == sel[np.argsort(ts[sel], kind="stable")].tolist(), case
+    assert nesting.kernel_order(np.asarray([True, True, False, True]), np.asarray([0, 1, 2, 0], np.int8),
+                                np.asarray([5, 1, 5, 2], np.int64)).tolist() == [3, 0, 2]
+    with pytest.raises(ValueError, match=r"^nesting: leaf/kind have 2/3 items, ts has 3$"):
+        nesting.kernel_order(np.zeros(2, bool), np.zeros(3, np.int8), np.zeros(3, np.int64))
+    with pytest.raises(ValueError, match=r"^kernels: ts has 2 items, leaf has 3$"):
+        native.kernels(np.zeros(3, bool), np.zeros(3, np.int8), np.zeros(2, np.int64), np.zeros(3, np.int64))
+    with pytest.raises((TypeError, BufferError)):
+        native.kernels(np.zeros(3, bool), np.zeros(3, np.int8), np.zeros(3, np.int64), bytes(24))

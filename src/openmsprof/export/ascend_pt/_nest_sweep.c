@@ -19,6 +19,13 @@
  * writable) gets the kernel mask (both None: no mask).  int64 sums/negations wrap as numpy's.
  * Every column has the length of ``ts``; a mismatch or a wrong item size is a ValueError naming
  * the column.  No GIL during the sort and the sweeps.
+ *
+ *   kernels(leaf, kind, ts, out) -> count
+ *
+ * nesting.kernel_order: the events that are device tasks of a CPU trace — ``leaf`` (bool) and
+ * not a launch, or communication (``kind``, int8: 1 launch, 2 communication, 0 other) — in start
+ * order (``ts`` int64; equal starts in index order, as numpy's stable argsort), their indices
+ * written to the front of ``out`` (int64, as long as ``ts``); returns how many.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -211,12 +218,85 @@ fail:
     return NULL;
 }
 
+typedef struct {
+    int64_t ts, i;
+} start;
+
+static int by_start(const void *a, const void *b) {
+    const start *x = a, *y = b;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static PyObject *kernels(PyObject *self, PyObject *args) {
+    PyObject *o[4];
+    static const char *names[4] = {"leaf", "kind", "ts", "out"};
+    static const Py_ssize_t items[4] = {1, 1, 8, 8};
+    Py_buffer b[4];
+    int got = 0;
+    start *order = NULL;
+    if (!PyArg_ParseTuple(args, "OOOO:kernels", &o[0], &o[1], &o[2], &o[3]))
+        return NULL;
+    Py_ssize_t n = -1;
+    for (; got < 4; got++) {
+        if (get(o[got], &b[got], got == 3, items[got], names[got]) < 0)
+            goto fail;
+        if (n < 0)
+            n = b[got].len / items[got];
+        if (b[got].len / items[got] != n) {
+            PyErr_Format(PyExc_ValueError, "kernels: %s has %zd items, leaf has %zd", names[got],
+                         b[got].len / items[got], n);
+            got++;
+            goto fail;
+        }
+    }
+    const unsigned char *leaf = b[0].buf;
+    const signed char *kind = b[1].buf;
+    const int64_t *ts = b[2].buf;
+    int64_t *out = b[3].buf;
+    Py_ssize_t m = 0;
+    int ordered = 1;
+    order = malloc((size_t)(n ? n : 1) * sizeof(start));
+    if (order == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((leaf[i] && kind[i] != 1) || kind[i] == 2) {
+            if (m && ts[i] < order[m - 1].ts)
+                ordered = 0;
+            order[m].ts = ts[i];
+            order[m].i = i;
+            m++;
+        }
+    }
+    if (!ordered)
+        qsort(order, (size_t)m, sizeof(start), by_start);
+    for (Py_ssize_t k = 0; k < m; k++)
+        out[k] = order[k].i;
+    Py_END_ALLOW_THREADS
+    free(order);
+    for (int i = 0; i < 4; i++)
+        PyBuffer_Release(&b[i]);
+    return PyLong_FromSsize_t(m);
+fail:
+    free(order);
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&b[i]);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"sweep", sweep, METH_VARARGS,
      "sweep(pos, ts, end, tid, nested, parent, depth): nesting.parents' stack sweep (see the module source)."},
     {"tree", tree, METH_VARARGS,
      "tree(ts, dur, tid, sel, trivial, parent, depth, leaf): nesting.tree's sort, sweep and kernel mask in one "
      "call (see the module source)."},
+    {"kernels", kernels, METH_VARARGS,
+     "kernels(leaf, kind, ts, out) -> count: nesting.kernel_order's selection in start order (see the module "
+     "source)."},
     {NULL, NULL, 0, NULL},
 };
 

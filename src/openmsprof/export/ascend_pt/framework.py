@@ -193,7 +193,6 @@ def load(rank_dir: Path, info: dict[str, Any], parallel: bool = False) -> Framew
     prefix_of, trivial_of, kind_of, is_step, step_ids = _name_facts(tuple(names))
     code = cols.op_name
     prefix = prefix_of[code]
-    comm, launch = prefix == 2, prefix == 1
     ops = ~annot
     parent, depth, leaf = nesting.tree(ts, dur, tid, ops, trivial_of[code])
     stack_code, stacks = nesting.call_stacks(cols, ops)
@@ -205,14 +204,11 @@ def load(rank_dir: Path, info: dict[str, Any], parallel: bool = False) -> Framew
     if cols.gpu:
         kernels, backend = _gpu_kernels(cols, offset), "CUDA"
     else:
-        sel = np.flatnonzero((leaf & ~launch) | comm)
+        sel = nesting.kernel_order(leaf, prefix, ts)
         k_ts = ts[sel]
-        if len(sel) > 1 and not bool((k_ts[1:] >= k_ts[:-1]).all()):  # (mostly in start order already)
-            order = np.argsort(k_ts, kind="stable")
-            sel, k_ts = sel[order], k_ts[order]
         stream = np.searchsorted(np.asarray(tids, np.int64), tid[sel]) if len(tids) > 1 else np.zeros(len(sel), np.int64)
         name = code[sel].astype(np.int64)
-        k_comm = comm[sel]
+        k_comm = prefix[sel] == 2
         kernels = Kernels(names=names, name=name, ts=k_ts, dur=dur[sel], stream=stream.astype(np.int64),
                           core=kind_of[name], op=np.where(k_comm, -1, sel), comm=k_comm, event=sel)
         backend = "CPU"

@@ -24,6 +24,8 @@ _ext = native_ext.load("openmsprof.export.ascend_pt._nest_sweep", "OPENMSPROF_NE
 _native: Callable[..., None] | None = _ext.sweep if _ext is not None else None
 #: ``_nest_sweep.c``'s ``tree``: sort, sweep and kernel mask in one call (None: the numpy passes).
 _tree: Callable[..., None] | None = _ext.tree if _ext is not None else None
+#: ``_nest_sweep.c``'s ``kernels``: ``kernel_order`` in one call (None: numpy).
+_kernels: Callable[..., int] | None = _ext.kernels if _ext is not None else None
 
 #: Allocation / view / metadata operators: inside a computing operator they are part of it.
 TRIVIAL = frozenset((
@@ -60,6 +62,22 @@ def tree(ts: np.ndarray, dur: np.ndarray, tid: np.ndarray, sel: np.ndarray,
     parent, depth, leaf = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, bool)
     _tree(*cols, np.ascontiguousarray(trivial, bool), parent, depth, leaf)
     return parent, depth, leaf
+
+
+def kernel_order(leaf: np.ndarray, kind: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """The device tasks of a CPU trace in start order (equal starts in index order): events of
+    ``leaf`` that are not launches (``kind`` 1), and communication (``kind`` 2); one native call
+    when built, else numpy."""
+    n = len(ts)
+    if len(leaf) != n or len(kind) != n:
+        raise ValueError(f"nesting: leaf/kind have {len(leaf)}/{len(kind)} items, ts has {n}")
+    if _kernels is not None:
+        out = np.empty(n, np.int64)
+        count = _kernels(np.ascontiguousarray(leaf, bool), np.ascontiguousarray(kind, np.int8),
+                         np.ascontiguousarray(ts, np.int64), out)
+        return out[:count]
+    sel = np.flatnonzero((leaf & (kind != 1)) | (kind == 2))
+    return sel[np.argsort(ts[sel], kind="stable")]
 
 
 def parents(ts: np.ndarray, dur: np.ndarray, tid: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
