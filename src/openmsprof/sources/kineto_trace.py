@@ -154,6 +154,7 @@ class TraceReader:
             def read(n: int) -> bytes:
                 return f.read(n if stop is None else max(0, min(n, stop - f.tell())))
 
+            pos = 0  # where the events start in buf (the header before them is not copied away)
             if self.start is not None:
                 f.seek(self.start)
                 buf = b""
@@ -165,19 +166,21 @@ class TraceReader:
                 head = self.header = self._parse(buf[:m.start()].rstrip().rstrip(b",") + b"}", dict)
                 base = head.get("baseTimeNanoseconds")
                 self.base_ns = base if isinstance(base, int) and not isinstance(base, bool) else None
-                buf = buf[m.end():]
+                pos = m.end()
             eof = False
             while not eof:
                 more = read(self.block)
                 eof = not more
-                buf += more
-                cut = buf.rfind(_SEP)
+                if more:
+                    buf, pos = buf[pos:] + more, 0
+                cut = buf.rfind(_SEP, pos)
                 if cut < 0:
-                    if len(buf) > 8 * self.block:
+                    if len(buf) - pos > 8 * self.block:
                         raise _NotKinetoLayout()
                     continue
-                yield b"".join((b"[", memoryview(buf)[:cut + 4], b"]"))  # one copy
-                buf = buf[cut + 5:]
+                yield b"".join((b"[", memoryview(buf)[pos:cut + 4], b"]"))  # one copy
+                buf, pos = buf[cut + 5:], 0
+            buf = buf[pos:]
             if stop is not None:  # the first half ends with a whole event
                 if f.tell() != stop or not buf.endswith(b"\n  }"):
                     raise _NotKinetoLayout()
