@@ -88,13 +88,15 @@ def _key_texts(key: bytes) -> tuple[tuple[str, str], bytes]:
 
 # the attributes ``finish`` makes of each group's columns (every block's part has the dtype)
 _D64, _D32 = np.dtype(np.int64), np.dtype(np.int32)
-_OP_NAMES = (("op_ts", _D64), ("op_dur", _D64), ("op_tid", _D64), ("op_name", _D32), ("op_annot", np.dtype(bool)),
-             ("op_args", _D32), ("op_shape", _D32), ("op_seq", _D64), ("op_fwd", _D64), ("op_ext", _D64))
-_PY_NAMES = (("py_ts", _D64), ("py_dur_us", np.dtype(np.float64)), ("py_dur", _D64), ("py_tid", _D64),
-             ("py_name", _D32))
-_FL_NAMES = (("flow_ts", _D64), ("flow_start", np.dtype(bool)), ("flow_id", _D64), ("flow_tid", _D64))
-_MEM_NAMES = tuple((f"mem_{n}", _D64) for n in ("ts", "tid", "addr", "bytes", "alloc", "reserved", "dev_type",
-                                                   "dev_id"))
+_Names = tuple[tuple[str, np.dtype[Any]], ...]
+_OP_NAMES: _Names = (("op_ts", _D64), ("op_dur", _D64), ("op_tid", _D64), ("op_name", _D32),
+                     ("op_annot", np.dtype(bool)), ("op_args", _D32), ("op_shape", _D32), ("op_seq", _D64),
+                     ("op_fwd", _D64), ("op_ext", _D64))
+_PY_NAMES: _Names = (("py_ts", _D64), ("py_dur_us", np.dtype(np.float64)), ("py_dur", _D64), ("py_tid", _D64),
+                     ("py_name", _D32))
+_FL_NAMES: _Names = (("flow_ts", _D64), ("flow_start", np.dtype(bool)), ("flow_id", _D64), ("flow_tid", _D64))
+_MEM_NAMES: _Names = tuple((f"mem_{n}", _D64) for n in ("ts", "tid", "addr", "bytes", "alloc", "reserved",
+                                                         "dev_type", "dev_id"))
 
 
 @lru_cache(maxsize=8)  # the analysis worker: every window of a job starts with the same texts
@@ -374,12 +376,15 @@ class Columns:
 
     def finish(self, offset_ns: int) -> None:
         """Concatenate the blocks; times become epoch ns (``rint(µs × 1000) + offset``)."""
+        d = self.__dict__
         for group, names in ((self._op, _OP_NAMES), (self._py, _PY_NAMES), (self._fl, _FL_NAMES),
                              (self._mem, _MEM_NAMES)):
+            if not group[0]:  # no event of the kind
+                for name, dtype in names:
+                    d[name] = np.zeros(0, dtype)
+                continue
             for parts, (name, dtype) in zip(group, names, strict=True):
-                setattr(self, name, parts[0] if len(parts) == 1 else _cat(parts, dtype))
-        self.op_ts = self.op_ts + offset_ns
-        self.py_ts = self.py_ts + offset_ns
-        self.flow_ts = self.flow_ts + offset_ns
-        self.mem_ts = self.mem_ts + offset_ns
+                d[name] = parts[0] if len(parts) == 1 else _cat(parts, dtype)
+            first = names[0][0]
+            d[first] = d[first] + offset_ns  # the times: epoch ns
         self._op, self._py, self._fl, self._mem = [], [], [], []

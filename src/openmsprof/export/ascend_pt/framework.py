@@ -196,8 +196,7 @@ def load(rank_dir: Path, info: dict[str, Any], parallel: bool = False) -> Framew
     ops = ~annot
     parent, depth, leaf = nesting.tree(ts, dur, tid, ops, trivial_of[code])
     stack_code, stacks = nesting.call_stacks(cols, ops)
-    at = np.flatnonzero(annot)
-    at = at[is_step[code[at]]]
+    at = np.flatnonzero(annot & is_step[code])
     steps = sorted(zip([step_ids[c] for c in code[at].tolist()], ts[at].tolist(), (ts[at] + dur[at]).tolist(),
                        strict=True), key=lambda s: s[1])
     tids = [int(tid[0])] if len(tid) and bool((tid == tid[0]).all()) else np.unique(tid).tolist()  # sorted
