@@ -433,8 +433,8 @@ static int fast_decimal(const span *s, double *v) {
 }
 
 /* a number span as Python's float() of orjson's value: an integer converts exactly as int ->
- * float64 (correctly rounded), a decimal through its fast path or PyOS_string_to_double (both
- * correctly rounded) */
+ * float64 (correctly rounded), a decimal through its fast path; 0 with *v set, -1 bail, 1: a
+ * decimal for the general conversion (``slow_f64``, with the GIL: *v is 0 until then) */
 static int to_f64(const span *s, double *v) {
     if (s->kind == 'i') {
         int64_t x;
@@ -445,18 +445,27 @@ static int to_f64(const span *s, double *v) {
     }
     if (fast_decimal(s, v) == 0)
         return 0;
-    char tmp[64];
-    if (s->n >= sizeof tmp)
+    if (s->n >= 64)
         return -1;
-    memcpy(tmp, s->p, s->n);
-    tmp[s->n] = 0;
+    *v = 0;
+    return 1;
+}
+
+/* PyOS_string_to_double (correctly rounded) of a decimal span: 0 with *v set, -1 not a finite
+ * float of the whole span.  Needs the GIL. */
+static int slow_f64(const char *p, size_t n, double *v) {
+    char tmp[64];
+    if (n >= sizeof tmp)
+        return -1;
+    memcpy(tmp, p, n);
+    tmp[n] = 0;
     char *endp = NULL;
     double d = PyOS_string_to_double(tmp, &endp, NULL);
     if (d == -1.0 && PyErr_Occurred()) {
         PyErr_Clear();
         return -1;
     }
-    if (endp != tmp + s->n || !isfinite(d))
+    if (endp != tmp + n || !isfinite(d))
         return -1;
     *v = d;
     return 0;
@@ -547,20 +556,35 @@ static void dedup_free(dedup *d) {
     Py_XDECREF(d->list);
 }
 
+/* a time whose decimal takes the general conversion after the parse: which column, which row,
+ * the span's offset and length in the block */
+enum { FIX_OP_TS, FIX_OP_DUR, FIX_PY_TS, FIX_PY_DUR, FIX_FLOW_TS };
 typedef struct {
-    buf ts, dur, tid, annot, ext, seq, fwd, fts, fstart, fid, ftid, pts, pdur, pdur_us, ptid, key, tmp;
+    int col;
+    size_t row, off, len;
+} fixup;
+
+typedef struct {
+    buf ts, dur, tid, annot, ext, seq, fwd, fts, fstart, fid, ftid, pts, pdur, pdur_us, ptid, key, tmp, fix;
     dedup names, keys, pnames;
+    const char *base; /* the block */
     int64_t pid;
     int has_pid;
 } out;
 
+static int defer(out *o, int col, size_t row, const span *s) {
+    fixup f = {col, row, (size_t)(s->p - o->base), s->n};
+    return put(&o->fix, &f, sizeof f);
+}
+
 /* µs → ns as columns.py's ``_ns``: rint(µs × 1000), 0 for a time out of int64 ns */
 static int64_t ns_of(double us) { return fabs(us) < 9.2e15 ? (int64_t)rint(us * 1000.0) : 0; }
 
-/* a string span's text (its escapes decoded: the scan only passes the one-character ones) */
-static PyObject *text(out *o, const span *s) {
-    const char *p = s->p + 1, *e = s->p + s->n - 1;
-    if (!s->esc)
+/* a string's text from its raw bytes with the quotes (escapes decoded: the scan only passes the
+ * one-character ones) */
+static PyObject *text(out *o, const char *raw, size_t n) {
+    const char *p = raw + 1, *e = raw + n - 1;
+    if (memchr(p, '\\', (size_t)(e - p)) == NULL)
         return PyUnicode_DecodeASCII(p, e - p, NULL);
     o->tmp.n = 0;
     for (; p < e; p++) {
@@ -582,7 +606,7 @@ static PyObject *text(out *o, const span *s) {
     return PyUnicode_DecodeASCII(o->tmp.p ? o->tmp.p : "", (Py_ssize_t)o->tmp.n, NULL);
 }
 
-/* the event's name (absent: "") coded into d: a new raw text becomes a str in d->list */
+/* the event's name (absent: "") coded into d by its raw text (``texts`` makes the str objects) */
 static int code_name(out *o, dedup *d, const span *s) {
     static const span none = {"\"\"", 2, 's', 0};
     if (!s->kind)
@@ -591,26 +615,33 @@ static int code_name(out *o, dedup *d, const span *s) {
     int64_t c = dedup_find(d, s->p, s->n, &fresh);
     if (c < 0)
         return -1;
-    if (fresh) {
-        PyObject *name = text(o, s);
-        if (name == NULL)
+    int32_t c32 = (int32_t)c;
+    return put(&d->codes, &c32, 4);
+}
+
+/* d's distinct raw texts as Python objects into d->list: str (decoded) or bytes (raw) */
+static int texts(out *o, dedup *d, int as_str) {
+    const size_t *ents = (const size_t *)d->ents.p;
+    for (size_t i = 0; i < d->count; i++) {
+        const char *p = d->arena.p ? d->arena.p + ents[2 * i] : "";
+        PyObject *x = as_str ? text(o, p, ents[2 * i + 1]) : PyBytes_FromStringAndSize(p, (Py_ssize_t)ents[2 * i + 1]);
+        if (x == NULL)
             return -1;
-        int r = PyList_Append(d->list, name);
-        Py_DECREF(name);
+        int r = PyList_Append(d->list, x);
+        Py_DECREF(x);
         if (r < 0)
             return -1;
     }
-    int32_t c32 = (int32_t)c;
-    return put(&d->codes, &c32, 4);
+    return 0;
 }
 
 static int add_op(out *o, cur *c, span *ev, span *ar) {
     double ts, dur = 0;
     int64_t tid = 0, ext = NO_EXT, seq = -1, fwd = 0, pid;
-    int annot = is(&ev[CAT], "user_annotation");
-    if (!(ev[TS].kind == 'i' || ev[TS].kind == 'n') || to_f64(&ev[TS], &ts) < 0)
+    int annot = is(&ev[CAT], "user_annotation"), slow_ts, slow_dur = 0;
+    if (!(ev[TS].kind == 'i' || ev[TS].kind == 'n') || (slow_ts = to_f64(&ev[TS], &ts)) < 0)
         return 1;
-    if (ev[DUR].kind && (!(ev[DUR].kind == 'i' || ev[DUR].kind == 'n') || to_f64(&ev[DUR], &dur) < 0))
+    if (ev[DUR].kind && (!(ev[DUR].kind == 'i' || ev[DUR].kind == 'n') || (slow_dur = to_f64(&ev[DUR], &dur)) < 0))
         return 1;
     if (ev[TID].kind && int_or(&ev[TID], 0, &tid) < 0)
         return 1;
@@ -644,15 +675,9 @@ static int add_op(out *o, cur *c, span *ev, span *ar) {
     int64_t k = dedup_find(&o->keys, o->key.p, o->key.n, &fresh);
     if (k < 0)
         return -1;
-    if (fresh) {
-        PyObject *key = PyBytes_FromStringAndSize(o->key.p, (Py_ssize_t)o->key.n);
-        if (key == NULL)
-            return -1;
-        int r = PyList_Append(o->keys.list, key);
-        Py_DECREF(key);
-        if (r < 0)
-            return -1;
-    }
+    size_t row = o->ts.n / 8;
+    if ((slow_ts && defer(o, FIX_OP_TS, row, &ev[TS]) < 0) || (slow_dur && defer(o, FIX_OP_DUR, row, &ev[DUR]) < 0))
+        return -1;
     int32_t k32 = (int32_t)k;
     uint8_t a = (uint8_t)annot;
     int64_t ts_ns = ns_of(ts), dur_ns = ns_of(dur);
@@ -668,15 +693,19 @@ static int add_op(out *o, cur *c, span *ev, span *ar) {
 static int add_py(out *o, span *ev) {
     double ts, dur = 0;
     int64_t tid = 0;
-    if (!(ev[TS].kind == 'i' || ev[TS].kind == 'n') || to_f64(&ev[TS], &ts) < 0)
+    int slow_ts, slow_dur = 0;
+    if (!(ev[TS].kind == 'i' || ev[TS].kind == 'n') || (slow_ts = to_f64(&ev[TS], &ts)) < 0)
         return 1;
-    if (ev[DUR].kind && (!(ev[DUR].kind == 'i' || ev[DUR].kind == 'n') || to_f64(&ev[DUR], &dur) < 0))
+    if (ev[DUR].kind && (!(ev[DUR].kind == 'i' || ev[DUR].kind == 'n') || (slow_dur = to_f64(&ev[DUR], &dur)) < 0))
         return 1;
     if (ev[TID].kind && int_or(&ev[TID], 0, &tid) < 0)
         return 1;
     if (ev[NAME].kind && ev[NAME].kind != 's')
         return 1;
     if (code_name(o, &o->pnames, &ev[NAME]) < 0)
+        return -1;
+    size_t row = o->pts.n / 8;
+    if ((slow_ts && defer(o, FIX_PY_TS, row, &ev[TS]) < 0) || (slow_dur && defer(o, FIX_PY_DUR, row, &ev[DUR]) < 0))
         return -1;
     int64_t ts_ns = ns_of(ts), dur_ns = ns_of(dur);
     if (put(&o->pts, &ts_ns, 8) || put(&o->pdur, &dur_ns, 8) || put(&o->pdur_us, &dur, 8) || put(&o->ptid, &tid, 8))
@@ -687,13 +716,16 @@ static int add_py(out *o, span *ev) {
 static int add_flow(out *o, span *ev, int start) {
     double ts;
     int64_t id = 0, tid = 0;
-    if (!(ev[TS].kind == 'i' || ev[TS].kind == 'n') || to_f64(&ev[TS], &ts) < 0)
+    int slow_ts;
+    if (!(ev[TS].kind == 'i' || ev[TS].kind == 'n') || (slow_ts = to_f64(&ev[TS], &ts)) < 0)
         return 1;
     if (ev[ID].kind && int_or(&ev[ID], 0, &id) < 0)
         return 1;
     if (ev[TID].kind && int_or(&ev[TID], 0, &tid) < 0)
         return 1;
     uint8_t s = (uint8_t)start;
+    if (slow_ts && defer(o, FIX_FLOW_TS, o->fts.n / 8, &ev[TS]) < 0)
+        return -1;
     int64_t ts_ns = ns_of(ts);
     if (put(&o->fts, &ts_ns, 8) || put(&o->fstart, &s, 1) || put(&o->fid, &id, 8) || put(&o->ftid, &tid, 8))
         return -1;
@@ -836,6 +868,61 @@ static PyObject *joined(buf **parts, int k) {
     return b;
 }
 
+/* the block's events into o (no Python object, no GIL needed): 0 done, 1 not this scan's, -1 out
+ * of memory */
+static int parse(out *o, cur *c) {
+    ws(c);
+    if (c->p >= c->end || *c->p != '[')
+        return 1;
+    c->p++;
+    ws(c);
+    if (c->p < c->end && *c->p == ']') {
+        c->p++;
+    } else {
+        for (;;) {
+            ws(c);
+            int r = event(o, c);
+            if (r != 0)
+                return r;
+            ws(c);
+            if (c->p < c->end && *c->p == ',') {
+                c->p++;
+                continue;
+            }
+            if (c->p < c->end && *c->p == ']') {
+                c->p++;
+                break;
+            }
+            return 1;
+        }
+    }
+    ws(c);
+    return c->p == c->end ? 0 : 1;
+}
+
+/* the deferred decimals converted (with the GIL) and written in place: 0, or 1 (one is not a
+ * finite float: the block is not this scan's) */
+static int apply_fixups(out *o) {
+    const fixup *f = (const fixup *)o->fix.p;
+    for (size_t i = 0; i < o->fix.n / sizeof(fixup); i++) {
+        double d;
+        if (slow_f64(o->base + f[i].off, f[i].len, &d) < 0)
+            return 1;
+        int64_t ns = ns_of(d);
+        switch (f[i].col) {
+        case FIX_OP_TS: memcpy(o->ts.p + 8 * f[i].row, &ns, 8); break;
+        case FIX_OP_DUR: memcpy(o->dur.p + 8 * f[i].row, &ns, 8); break;
+        case FIX_PY_TS: memcpy(o->pts.p + 8 * f[i].row, &ns, 8); break;
+        case FIX_PY_DUR:
+            memcpy(o->pdur.p + 8 * f[i].row, &ns, 8);
+            memcpy(o->pdur_us.p + 8 * f[i].row, &d, 8);
+            break;
+        default: memcpy(o->fts.p + 8 * f[i].row, &ns, 8);
+        }
+    }
+    return 0;
+}
+
 static PyObject *ops(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
@@ -843,65 +930,41 @@ static PyObject *ops(PyObject *self, PyObject *arg) {
     out o;
     memset(&o, 0, sizeof o);
     PyObject *res = NULL;
+    int r;
+    o.base = (const char *)view.buf;
+    cur c = {(const char *)view.buf, (const char *)view.buf + view.len, 0};
+    Py_BEGIN_ALLOW_THREADS /* the parse touches no Python object: the buffer is held */
+    r = parse(&o, &c);
+    Py_END_ALLOW_THREADS
+    if (r == 0)
+        r = apply_fixups(&o);
+    if (r != 0)
+        goto done;
+    r = -1;
     o.names.list = PyList_New(0);
     o.keys.list = PyList_New(0);
     o.pnames.list = PyList_New(0);
-    int r = 1;
-    if (o.names.list == NULL || o.keys.list == NULL || o.pnames.list == NULL) {
-        r = -1;
+    if (o.names.list == NULL || o.keys.list == NULL || o.pnames.list == NULL || texts(&o, &o.names, 1) < 0 ||
+        texts(&o, &o.keys, 0) < 0 || texts(&o, &o.pnames, 1) < 0)
         goto done;
-    }
-    cur c = {(const char *)view.buf, (const char *)view.buf + view.len, 0};
-    ws(&c);
-    if (c.p >= c.end || *c.p != '[')
-        goto done;
-    c.p++;
-    ws(&c);
-    if (c.p < c.end && *c.p == ']') {
-        c.p++;
-    } else {
-        for (;;) {
-            ws(&c);
-            r = event(&o, &c);
-            if (r != 0)
-                goto done;
-            r = 1;
-            ws(&c);
-            if (c.p < c.end && *c.p == ',') {
-                c.p++;
-                continue;
-            }
-            if (c.p < c.end && *c.p == ']') {
-                c.p++;
-                break;
-            }
-            goto done;
-        }
-    }
-    ws(&c);
-    if (c.p != c.end)
-        goto done;
-    r = 0;
     PyObject *pid = o.has_pid ? PyLong_FromLongLong(o.pid) : (Py_INCREF(Py_None), Py_None);
-    if (pid == NULL) {
-        r = -1;
+    if (pid == NULL)
         goto done;
-    }
     buf *op_i[] = {&o.ts, &o.dur, &o.tid, &o.ext, &o.seq, &o.fwd}, *fl_i[] = {&o.fts, &o.fid, &o.ftid},
         *py_i[] = {&o.pts, &o.pdur, &o.ptid};
     res = Py_BuildValue("(NONONNNNNONNN)", pid, o.names.list, joined((buf *[]){&o.names.codes}, 1), o.keys.list,
                         joined((buf *[]){&o.keys.codes}, 1), joined(op_i, 6), joined((buf *[]){&o.annot}, 1),
                         joined(fl_i, 3), joined((buf *[]){&o.fstart}, 1), o.pnames.list,
                         joined((buf *[]){&o.pnames.codes}, 1), joined(py_i, 3), joined((buf *[]){&o.pdur_us}, 1));
-    if (res == NULL)
-        r = -1;
+    if (res != NULL)
+        r = 0;
 done:
     PyBuffer_Release(&view);
     dedup_free(&o.names);
     dedup_free(&o.keys);
     dedup_free(&o.pnames);
     buf *bs[] = {&o.ts, &o.dur, &o.tid, &o.annot, &o.ext, &o.seq, &o.fwd, &o.fts, &o.fstart, &o.fid, &o.ftid,
-                 &o.pts, &o.pdur, &o.pdur_us, &o.ptid, &o.key, &o.tmp};
+                 &o.pts, &o.pdur, &o.pdur_us, &o.ptid, &o.key, &o.tmp, &o.fix};
     for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++)
         free(bs[i]->p);
     if (r < 0) {
