@@ -183,6 +183,52 @@ def test_a_first_block_coded_as_before_changes_nothing_kept() -> None:
         _same(_native(blocks), _reference(blocks))
 
 
+def test_spans_are_scanned_in_place_as_their_blocks(rank_dir: Path) -> None:
+    """``TraceReader.spans`` + ``scan(buf, start, stop)`` (no copy of the events) give what
+    ``blocks`` + ``scan(block)`` give, through ``Columns.add_span`` as through ``add_block``,
+    native or not; a span's range is checked (one line), and what is not an array's inside is
+    left to orjson."""
+    trace = rank_dir / "FRAMEWORK" / "torch.kineto_trace.json"
+    for size in (4096, kineto_trace.BLOCK):
+        spans = list(TraceReader(trace, block=size).spans())
+        blocks = list(TraceReader(trace, block=size).blocks())
+        assert len(spans) == len(blocks) and (size == kineto_trace.BLOCK or len(spans) > 3)
+        for (buf, a, b), block in zip(spans, blocks, strict=True):
+            assert b"[" + buf[a:b] + b"]" == block
+            x, y = kineto_trace.scan(buf, a, b), kineto_trace.scan(block)
+            assert x is not None and y is not None
+            assert [bytes(v) if isinstance(v, bytearray) else v for v in x] == \
+                [bytes(v) if isinstance(v, bytearray) else v for v in y]
+        cols = Columns()
+        for buf, a, b in spans:
+            cols.add_span(buf, a, b)
+        cols.finish(1_000)
+        _same(cols, _native(blocks))
+        _same(cols, _reference(blocks))
+    rng = random.Random(2)
+    body = b",".join(orjson.dumps(_op(rng, i)) for i in range(20))
+    buf = b"xx" + body + b"yy"
+    assert kineto_trace.scan(buf, 2, 2 + len(body)) is not None  # read in place, not left to orjson
+    _same(_spans_columns([(buf, 2, 2 + len(body))]), _reference([b"[" + body + b"]"]))
+    assert kineto_trace.scan(b"ab", 1, 1) is not None  # an empty array's inside
+    for bad in (b"{", b'{"ph":"X","cat":"cpu_op","name":"a","ts":1},', b"[]", b"1,2", b"{}]"):
+        assert kineto_trace.scan(bad, 0, len(bad)) is None, bad
+    with pytest.raises(ValueError, match=r"^ops: start 3 / stop 2 are not a range of the 4-byte block$"):
+        kineto_trace.scan(b"abcd", 3, 2)
+    with pytest.raises(ValueError, match=r"^ops: start 0 / stop 5 are not a range of the 4-byte block$"):
+        kineto_trace.scan(b"abcd", 0, 5)
+    with pytest.raises(ValueError, match=r"^ops: start 1 / stop -1 are not a range of the 4-byte block$"):
+        kineto_trace.scan(b"abcd", 1)
+
+
+def _spans_columns(spans: list[tuple[bytes, int, int]]) -> Columns:
+    cols = Columns()
+    for buf, a, b in spans:
+        cols.add_span(buf, a, b)
+    cols.finish(1_000)
+    return cols
+
+
 def test_native_columns_equal_the_orjson_path() -> None:
     rng = random.Random(26)
     blocks = []

@@ -2,8 +2,12 @@
  * (export/ascend_pt/columns.py): one pass over the block's bytes (the JSON array that
  * sources/kineto_trace.py would hand to orjson) instead of a dict per event.
  *
- *   ops(block) -> None | (pid, names, name_code, keys, key_code, op_i64, op_annot, flow_i64, flow_start,
- *                         py_names, py_name_code, py_i64, py_dur_us)
+ *   ops(block[, start, stop]) -> None | (pid, names, name_code, keys, key_code, op_i64, op_annot, flow_i64,
+ *                                        flow_start, py_names, py_name_code, py_i64, py_dur_us)
+ *
+ * ``block`` is a JSON array of events; with ``start``/``stop`` it is block[start:stop], the
+ * inside of one (its brackets implied: no copy of a file's events to add them).  The parse runs
+ * without the GIL.
  *
  * Every byte is validated as JSON.  The result is None (the caller parses the block with orjson
  * and takes the Python path, which stays the reference) whenever the block holds anything this
@@ -869,15 +873,19 @@ static PyObject *joined(buf **parts, int k) {
 }
 
 /* the block's events into o (no Python object, no GIL needed): 0 done, 1 not this scan's, -1 out
- * of memory */
-static int parse(out *o, cur *c) {
+ * of memory.  bare: the block is the inside of the array (its brackets implied) */
+static int parse(out *o, cur *c, int bare) {
     ws(c);
-    if (c->p >= c->end || *c->p != '[')
-        return 1;
-    c->p++;
-    ws(c);
-    if (c->p < c->end && *c->p == ']') {
+    if (!bare) {
+        if (c->p >= c->end || *c->p != '[')
+            return 1;
         c->p++;
+        ws(c);
+    }
+    if (c->p < c->end && *c->p == ']' && !bare) {
+        c->p++;
+    } else if (bare && c->p == c->end) {
+        return 0;
     } else {
         for (;;) {
             ws(c);
@@ -889,7 +897,9 @@ static int parse(out *o, cur *c) {
                 c->p++;
                 continue;
             }
-            if (c->p < c->end && *c->p == ']') {
+            if (bare && c->p == c->end)
+                return 0;
+            if (!bare && c->p < c->end && *c->p == ']') {
                 c->p++;
                 break;
             }
@@ -923,18 +933,29 @@ static int apply_fixups(out *o) {
     return 0;
 }
 
-static PyObject *ops(PyObject *self, PyObject *arg) {
+static PyObject *ops(PyObject *self, PyObject *args) {
+    PyObject *arg;
+    Py_ssize_t start = -1, stop = -1;
+    if (!PyArg_ParseTuple(args, "O|nn:ops", &arg, &start, &stop))
+        return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
+    int bare = PyTuple_GET_SIZE(args) > 1;
+    if (bare && (PyTuple_GET_SIZE(args) != 3 || start < 0 || stop < start || stop > view.len)) {
+        PyErr_Format(PyExc_ValueError, "ops: start %zd / stop %zd are not a range of the %zd-byte block", start, stop,
+                     view.len);
+        PyBuffer_Release(&view);
+        return NULL;
+    }
     out o;
     memset(&o, 0, sizeof o);
     PyObject *res = NULL;
     int r;
     o.base = (const char *)view.buf;
-    cur c = {(const char *)view.buf, (const char *)view.buf + view.len, 0};
+    cur c = {(const char *)view.buf + (bare ? start : 0), (const char *)view.buf + (bare ? stop : view.len), 0};
     Py_BEGIN_ALLOW_THREADS /* the parse touches no Python object: the buffer is held */
-    r = parse(&o, &c);
+    r = parse(&o, &c, bare);
     Py_END_ALLOW_THREADS
     if (r == 0)
         r = apply_fixups(&o);
@@ -979,9 +1000,9 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"ops", ops, METH_O, "ops(block) -> None | (pid, names, keys, ts, dur, tid, annot, ext, seq, fwd, "
-                         "flow_ts, flow_start, flow_id, flow_tid, py_names, py_ts, py_dur, py_tid); see the "
-                         "module source."},
+    {"ops", ops, METH_VARARGS, "ops(block[, start, stop]) -> None | (pid, names, name_code, keys, key_code, op_i64, "
+                               "op_annot, flow_i64, flow_start, py_names, py_name_code, py_i64, py_dur_us); see "
+                               "the module source."},
     {NULL, NULL, 0, NULL},
 };
 

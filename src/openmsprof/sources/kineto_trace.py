@@ -51,9 +51,10 @@ log = logging.getLogger("openmsprof")
 
 _ext = native_ext.load("openmsprof.sources._kineto_scan", "OPENMSPROF_KINETO_SCAN_PYTHON")
 #: The native scan of one block (``_kineto_scan.c``: the operator and flow columns straight from
-#: the bytes, or None for a block it leaves to orjson); None when not built.  The analysis'
-#: ``Columns.add_block`` uses it; ``Columns.add`` of the parsed events is the reference path.
-scan: Callable[[bytes], Any] | None = _ext.ops if _ext is not None else None
+#: the bytes, or None for a block it leaves to orjson; ``scan(buf, start, stop)`` reads a span of
+#: ``spans`` in place); None when not built.  The analysis' ``Columns.add_block`` / ``add_span``
+#: use it; ``Columns.add`` of the parsed events is the reference path.
+scan: Callable[..., Any] | None = _ext.ops if _ext is not None else None
 
 
 class _NotKinetoLayout(Exception):
@@ -94,6 +95,13 @@ class TraceReader:
     def blocks(self) -> Iterator[bytes]:
         """The blocks of ``chunks`` unparsed: each a JSON array of events for ``events`` (or a
         native scan, ``scan``).  ``Restart`` as for ``chunks``."""
+        for buf, start, stop in self.spans():
+            yield b"".join((b"[", memoryview(buf)[start:stop], b"]"))  # one copy
+
+    def spans(self) -> Iterator[tuple[bytes, int, int]]:
+        """The blocks of ``blocks`` uncopied: ``(buf, start, stop)``, the events of one block
+        being ``buf[start:stop]`` without the array's brackets (``scan(buf, start, stop)`` reads
+        them in place).  ``Restart`` as for ``chunks``."""
         try:
             yield from self._stream()
         except _NotKinetoLayout:
@@ -147,7 +155,7 @@ class TraceReader:
         fd, _size = open_regular(self.path, "trace", MAX_TRACE_BYTES, RawDataError)
         return os.fdopen(fd, "rb")
 
-    def _stream(self) -> Iterator[bytes]:
+    def _stream(self) -> Iterator[tuple[bytes, int, int]]:
         with self._open() as f:
             stop = self.stop
 
@@ -178,18 +186,18 @@ class TraceReader:
                     if len(buf) - pos > 8 * self.block:
                         raise _NotKinetoLayout()
                     continue
-                yield b"".join((b"[", memoryview(buf)[pos:cut + 4], b"]"))  # one copy
+                yield buf, pos, cut + 4
                 buf, pos = buf[cut + 5:], 0
             buf = buf[pos:]
             if stop is not None:  # the first half ends with a whole event
                 if f.tell() != stop or not buf.endswith(b"\n  }"):
                     raise _NotKinetoLayout()
-                yield b"".join((b"[", buf, b"]"))
+                yield buf, 0, len(buf)
                 return
             end = buf.rfind(_END)
             if end < 0:
                 raise _NotKinetoLayout()
-            yield b"".join((b"[", memoryview(buf)[:end], b"]"))
+            yield buf, 0, end
             tail = buf[end + len(_END):].strip()
             if tail != b"}":
                 rest = self._parse(b"{" + tail[1:], dict) if tail[:1] == b"," else None

@@ -190,6 +190,20 @@ class Columns:
         if res is None:
             self.add(kineto_trace.TraceReader.events(block))
             return
+        self._add_scan(res)
+
+    def add_span(self, buf: bytes, start: int, stop: int) -> None:
+        """One block as ``TraceReader.spans`` gives it (``buf[start:stop]``, the array's inside):
+        scanned in place, else joined into its array for ``add_block``'s orjson path."""
+        scan = kineto_trace.scan
+        res = scan(buf, start, stop) if scan is not None else None
+        if res is None:
+            self.add(kineto_trace.TraceReader.events(b"".join((b"[", memoryview(buf)[start:stop], b"]"))))
+            return
+        self._add_scan(res)
+
+    def _add_scan(self, res: tuple[Any, ...]) -> None:
+        """The native scan's columns of one block (``kineto_trace.scan``)."""
         pid, names, name_code, keys, key_code, op_i, annot, fl_i, fstart, pnames, pcode, py_i, pdur_us = res
         n = len(annot)
         if n:

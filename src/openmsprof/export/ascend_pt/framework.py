@@ -161,8 +161,8 @@ def _read(path: str | Path, parallel: bool = False) -> tuple[Columns, int | None
     reader = TraceReader(path)
     cols = Columns()
     try:
-        for block in reader.blocks():
-            cols.add_block(block)
+        for buf, start, stop in reader.spans():
+            cols.add_span(buf, start, stop)
     except Restart:
         cols = Columns()
         events = reader.whole()
