@@ -183,12 +183,16 @@ def test_a_first_block_coded_as_before_changes_nothing_kept() -> None:
         _same(_native(blocks), _reference(blocks))
 
 
-def test_spans_are_scanned_in_place_as_their_blocks(rank_dir: Path) -> None:
+def test_spans_are_scanned_in_place_as_their_blocks(tmp_path: Path) -> None:
     """``TraceReader.spans`` + ``scan(buf, start, stop)`` (no copy of the events) give what
     ``blocks`` + ``scan(block)`` give, through ``Columns.add_span`` as through ``add_block``,
-    native or not; a span's range is checked (one line), and what is not an array's inside is
-    left to orjson."""
-    trace = rank_dir / "FRAMEWORK" / "torch.kineto_trace.json"
+    native or not, on a trace file in Kineto's layout read in one block and in many; a span's
+    range is checked (one line), and what is not an array's inside is left to orjson."""
+    rng = random.Random(4)
+    events = _kineto([(_op if rng.random() < 0.8 else _other)(rng, i) for i in range(400)])
+    trace = tmp_path / "t.json"
+    trace.write_bytes(b'{\n  "schemaVersion": 1,\n  "baseTimeNanoseconds": 1790000000000000000,\n  "traceEvents": '
+                      + events + b',\n  "traceName": "x"\n}')
     for size in (4096, kineto_trace.BLOCK):
         spans = list(TraceReader(trace, block=size).spans())
         blocks = list(TraceReader(trace, block=size).blocks())
