@@ -60,7 +60,7 @@ ext_modules = [] if os.environ.get("OPENMSPROF_NO_NATIVE") else [
               extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
     # the Kineto trace's operator columns for the torch analysis; columns.Columns.add is its fallback
     Extension("openmsprof.sources._kineto_scan", ["src/openmsprof/sources/_kineto_scan.c"],
-              extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
+              extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
     # the operator nesting sweep of the torch analysis; nesting.sweep is its fallback
     Extension("openmsprof.export.ascend_pt._nest_sweep", ["src/openmsprof/export/ascend_pt/_nest_sweep.c"],
               extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),

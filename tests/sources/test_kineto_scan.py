@@ -105,6 +105,134 @@ def _block(events: list[dict[str, Any]], rng: random.Random) -> bytes:
     return b"[" + b",".join(orjson.dumps(e, option=orjson.OPT_INDENT_2) for e in events) + b"]"
 
 
+def _kineto(events: list[dict[str, Any]], dur_comma: bool = True) -> bytes:
+    """Kineto's own layout (what the scan's Kineto member loop reads by its literal bytes): each
+    member on its line after a 4-space indent, ``"dur": …`` followed by ``\n    ,``, the args
+    object on its lines."""
+    out = []
+    for e in events:
+        lines = []
+        for k, v in e.items():
+            text = (b"{\n      " + orjson.dumps(v)[1:-1] + b"\n    }" if k == "args" and isinstance(v, dict) and v
+                    else orjson.dumps(v))
+            lines.append(b"\n    " + orjson.dumps(k) + b": " + text + (b"\n    ," if k == "dur" and dur_comma else b","))
+        body = b"".join(lines)
+        body = body[:-6] if body.endswith(b"\n    ,") else body[:-1]
+        out.append(b"  {" + body + b"\n  }")
+    return b"[\n" + b",\n".join(out) + b"\n  ]"
+
+
+def test_kinetos_own_layout_gives_the_reference_columns() -> None:
+    """Blocks in Kineto's layout (the scan's literal fast loop), with members it leaves to the
+    general loop (other keys, other orders, a duplicate) mixed in: the reference's columns."""
+    rng = random.Random(13)
+    blocks = []
+    for b in range(30):
+        events = [(_op if rng.random() < 0.8 else _other)(rng, b * 100 + i) for i in range(rng.randint(0, 50))]
+        if b % 3 == 1:  # another key order: the general loop reads those events
+            events = [dict(reversed(list(e.items()))) for e in events]
+        blocks.append(_kineto(events, dur_comma=b % 2 == 0))
+    assert all(kineto_trace.scan(b) is not None for b in blocks)
+    _same(_native(blocks), _reference(blocks))
+    dup = _kineto([{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1.5, "dur": 2}]).replace(
+        b'"dur": 2', b'"dur": 2,\n    "ts": 3')
+    assert kineto_trace.scan(dup) is None  # a duplicated field: left to orjson, as in any layout
+    bad = _kineto([{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1.5, "dur": 2}]).replace(b'"ts": 1.5', b'"ts": 1.')
+    assert kineto_trace.scan(bad) is None
+
+
+def test_mutated_kineto_blocks_are_scanned_as_orjson_reads_them_or_left_to_it() -> None:
+    """Random byte edits of a block in Kineto's layout: what the scan takes orjson reads alike."""
+    rng = random.Random(5)
+    base = _kineto([_op(rng, i) for i in range(5)] + [_other(rng, 9)])
+    alphabet = b'{}[]",:0123456789-+.eE \n\\tfnulrsX'
+    taken = 0
+    for _ in range(800):
+        b = bytearray(base)
+        for _ in range(rng.randint(1, 2)):
+            at = rng.randrange(len(b))
+            edit = rng.random()
+            if edit < 0.4:
+                b[at] = rng.choice(alphabet)
+            elif edit < 0.7:
+                del b[at]
+            else:
+                b.insert(at, rng.choice(alphabet))
+        block = bytes(b)
+        try:
+            events = orjson.loads(block)
+        except orjson.JSONDecodeError:
+            assert kineto_trace.scan(block) is None, block
+            continue
+        if kineto_trace.scan(block) is None:
+            continue
+        taken += 1
+        assert isinstance(events, list)
+        _same(_native([block]), _reference([block]))
+    assert taken > 100
+
+
+def test_a_first_block_coded_as_before_changes_nothing_kept() -> None:
+    """The first block's vocabularies are kept from one Columns to the next (``_first_codes``):
+    reading the same window again, a window with other texts, then the first again, each gives
+    the reference's columns, and growing one instance's vocabularies leaves the kept ones as they were."""
+    rng = random.Random(3)
+    one = [_kineto([_op(rng, i) for i in range(40)]), _kineto([_op(rng, i) for i in range(40, 60)])]
+    other = [orjson.dumps([_op(rng, i) | {"name": f"other{i}"} for i in range(30)])]
+    for blocks in (one, one, other, one, other + one, other, one + other, one, other):
+        _same(_native(blocks), _reference(blocks))
+
+
+def test_spans_are_scanned_in_place_as_their_blocks(tmp_path: Path) -> None:
+    """``TraceReader.spans`` + ``scan(buf, start, stop)`` (no copy of the events) give what
+    ``blocks`` + ``scan(block)`` give, through ``Columns.add_span`` as through ``add_block``,
+    native or not, on a trace file in Kineto's layout read in one block and in many; a span's
+    range is checked (one line), and what is not an array's inside is left to orjson."""
+    rng = random.Random(4)
+    events = _kineto([(_op if rng.random() < 0.8 else _other)(rng, i) for i in range(400)])
+    trace = tmp_path / "t.json"
+    trace.write_bytes(b'{\n  "schemaVersion": 1,\n  "baseTimeNanoseconds": 1790000000000000000,\n  "traceEvents": '
+                      + events + b',\n  "traceName": "x"\n}')
+    for size in (4096, kineto_trace.BLOCK):
+        spans = list(TraceReader(trace, block=size).spans())
+        blocks = list(TraceReader(trace, block=size).blocks())
+        assert len(spans) == len(blocks) and (size == kineto_trace.BLOCK or len(spans) > 3)
+        for (buf, a, b), block in zip(spans, blocks, strict=True):
+            assert b"[" + buf[a:b] + b"]" == block
+            x, y = kineto_trace.scan(buf, a, b), kineto_trace.scan(block)
+            assert x is not None and y is not None
+            assert [bytes(v) if isinstance(v, bytearray) else v for v in x] == \
+                [bytes(v) if isinstance(v, bytearray) else v for v in y]
+        cols = Columns()
+        for buf, a, b in spans:
+            cols.add_span(buf, a, b)
+        cols.finish(1_000)
+        _same(cols, _native(blocks))
+        _same(cols, _reference(blocks))
+    rng = random.Random(2)
+    body = b",".join(orjson.dumps(_op(rng, i)) for i in range(20))
+    buf = b"xx" + body + b"yy"
+    assert kineto_trace.scan(buf, 2, 2 + len(body)) is not None  # read in place, not left to orjson
+    _same(_spans_columns([(buf, 2, 2 + len(body))]), _reference([b"[" + body + b"]"]))
+    assert kineto_trace.scan(b"ab", 1, 1) is not None  # an empty array's inside
+    for bad in (b"{", b'{"ph":"X","cat":"cpu_op","name":"a","ts":1},', b"[]", b"1,2", b"{}]"):
+        assert kineto_trace.scan(bad, 0, len(bad)) is None, bad
+    with pytest.raises(ValueError, match=r"^ops: start 3 / stop 2 are not a range of the 4-byte block$"):
+        kineto_trace.scan(b"abcd", 3, 2)
+    with pytest.raises(ValueError, match=r"^ops: start 0 / stop 5 are not a range of the 4-byte block$"):
+        kineto_trace.scan(b"abcd", 0, 5)
+    with pytest.raises(ValueError, match=r"^ops: start 1 / stop -1 are not a range of the 4-byte block$"):
+        kineto_trace.scan(b"abcd", 1)
+
+
+def _spans_columns(spans: list[tuple[bytes, int, int]]) -> Columns:
+    cols = Columns()
+    for buf, a, b in spans:
+        cols.add_span(buf, a, b)
+    cols.finish(1_000)
+    return cols
+
+
 def test_native_columns_equal_the_orjson_path() -> None:
     rng = random.Random(26)
     blocks = []
@@ -296,12 +424,16 @@ def _decimals(rng: random.Random) -> list[str]:
 
 def test_decimal_times_are_the_correctly_rounded_floats() -> None:
     """Every ts / dur decimal is scanned to the float64 Python's float() gives, bit for bit
-    (the fast path for short decimals and the general conversion alike)."""
+    (the fast path for short decimals and the general conversion alike): a python_function's
+    duration comes back in µs as scanned, every time in ns as ``rint(µs × 1000)`` of that float."""
     texts = _decimals(random.Random(11))
-    events = ",".join(f'{{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": {t}, "dur": {t}}}'
-                      for t in texts)
+    events = ",".join(f'{{"ph": "X", "cat": "{cat}", "name": "op", "pid": 1, "tid": 1, "ts": {t}, "dur": {t}}}'
+                      for t in texts for cat in ("cpu_op", "python_function"))
     res = kineto_trace.scan(f"[{events}]".encode())
     assert res is not None
     want = np.asarray([float(t) for t in texts], np.float64)
-    for got in (np.frombuffer(res[3], np.float64), np.frombuffer(res[4], np.float64)):
-        assert got.view(np.int64).tolist() == want.view(np.int64).tolist()
+    assert np.frombuffer(res[12], np.float64).view(np.int64).tolist() == want.view(np.int64).tolist()
+    ns = [0 if not abs(x) < 9.2e15 else int(np.rint(x * 1000.0)) for x in want.tolist()]
+    op, py = np.frombuffer(res[5], np.int64).reshape(6, -1), np.frombuffer(res[11], np.int64).reshape(3, -1)
+    for got in (op[0], op[1], py[0], py[1]):
+        assert got.tolist() == ns

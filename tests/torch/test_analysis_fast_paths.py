@@ -80,6 +80,8 @@ def test_a_fresh_output_dir_ends_as_a_reanalysed_one(raw: Path, tmp_path: Path, 
     (again / OUT).mkdir(mode=0o750)
     (again / OUT / "analyse.done").write_bytes(b"")
     monkeypatch.setattr(nesting, "_native", None)
+    monkeypatch.setattr(nesting, "_tree", None)
+    monkeypatch.setattr(nesting, "_kernels", None)
     analysis.analyse_dir(again, parallel=False)
 
     tree = _tree(fresh)

@@ -51,9 +51,10 @@ log = logging.getLogger("openmsprof")
 
 _ext = native_ext.load("openmsprof.sources._kineto_scan", "OPENMSPROF_KINETO_SCAN_PYTHON")
 #: The native scan of one block (``_kineto_scan.c``: the operator and flow columns straight from
-#: the bytes, or None for a block it leaves to orjson); None when not built.  The analysis'
-#: ``Columns.add_block`` uses it; ``Columns.add`` of the parsed events is the reference path.
-scan: Callable[[bytes], Any] | None = _ext.ops if _ext is not None else None
+#: the bytes, or None for a block it leaves to orjson; ``scan(buf, start, stop)`` reads a span of
+#: ``spans`` in place); None when not built.  The analysis' ``Columns.add_block`` / ``add_span``
+#: use it; ``Columns.add`` of the parsed events is the reference path.
+scan: Callable[..., Any] | None = _ext.ops if _ext is not None else None
 
 
 class _NotKinetoLayout(Exception):
@@ -64,7 +65,7 @@ class TraceReader:
     """``chunks()`` yields lists of event dicts; ``base_ns`` is Kineto's baseTimeNanoseconds (or None),
     ``header`` the document's other top-level fields read before the events."""
 
-    def __init__(self, path: Path, block: int = BLOCK, start: int | None = None,
+    def __init__(self, path: str | Path, block: int = BLOCK, start: int | None = None,
                  stop: int | None = None) -> None:
         self.path = path
         self.block = block
@@ -94,6 +95,13 @@ class TraceReader:
     def blocks(self) -> Iterator[bytes]:
         """The blocks of ``chunks`` unparsed: each a JSON array of events for ``events`` (or a
         native scan, ``scan``).  ``Restart`` as for ``chunks``."""
+        for buf, start, stop in self.spans():
+            yield b"".join((b"[", memoryview(buf)[start:stop], b"]"))  # one copy
+
+    def spans(self) -> Iterator[tuple[bytes, int, int]]:
+        """The blocks of ``blocks`` uncopied: ``(buf, start, stop)``, the events of one block
+        being ``buf[start:stop]`` without the array's brackets (``scan(buf, start, stop)`` reads
+        them in place).  ``Restart`` as for ``chunks``."""
         try:
             yield from self._stream()
         except _NotKinetoLayout:
@@ -147,13 +155,14 @@ class TraceReader:
         fd, _size = open_regular(self.path, "trace", MAX_TRACE_BYTES, RawDataError)
         return os.fdopen(fd, "rb")
 
-    def _stream(self) -> Iterator[bytes]:
+    def _stream(self) -> Iterator[tuple[bytes, int, int]]:
         with self._open() as f:
             stop = self.stop
 
             def read(n: int) -> bytes:
                 return f.read(n if stop is None else max(0, min(n, stop - f.tell())))
 
+            pos = 0  # where the events start in buf (the header before them is not copied away)
             if self.start is not None:
                 f.seek(self.start)
                 buf = b""
@@ -165,28 +174,30 @@ class TraceReader:
                 head = self.header = self._parse(buf[:m.start()].rstrip().rstrip(b",") + b"}", dict)
                 base = head.get("baseTimeNanoseconds")
                 self.base_ns = base if isinstance(base, int) and not isinstance(base, bool) else None
-                buf = buf[m.end():]
+                pos = m.end()
             eof = False
             while not eof:
                 more = read(self.block)
                 eof = not more
-                buf += more
-                cut = buf.rfind(_SEP)
+                if more:
+                    buf, pos = buf[pos:] + more, 0
+                cut = buf.rfind(_SEP, pos)
                 if cut < 0:
-                    if len(buf) > 8 * self.block:
+                    if len(buf) - pos > 8 * self.block:
                         raise _NotKinetoLayout()
                     continue
-                yield b"".join((b"[", memoryview(buf)[:cut + 4], b"]"))  # one copy
-                buf = buf[cut + 5:]
+                yield buf, pos, cut + 4
+                buf, pos = buf[cut + 5:], 0
+            buf = buf[pos:]
             if stop is not None:  # the first half ends with a whole event
                 if f.tell() != stop or not buf.endswith(b"\n  }"):
                     raise _NotKinetoLayout()
-                yield b"".join((b"[", buf, b"]"))
+                yield buf, 0, len(buf)
                 return
             end = buf.rfind(_END)
             if end < 0:
                 raise _NotKinetoLayout()
-            yield b"".join((b"[", memoryview(buf)[:end], b"]"))
+            yield buf, 0, end
             tail = buf[end + len(_END):].strip()
             if tail != b"}":
                 rest = self._parse(b"{" + tail[1:], dict) if tail[:1] == b"," else None

@@ -9,11 +9,29 @@
  * the position of the nearest enclosing open event (left as it is when there is none) and the
  * number of open events.  The stack restarts at a new thread or at a position that is not
  * ``nested``.  Runs without the GIL; the buffers are held for the whole call.
+ *
+ *   tree(ts, dur, tid, sel, trivial, parent, depth, leaf) -> None
+ *
+ * nesting.parents and nesting.kernel_mask in one call (nesting.tree; the numpy code stays the
+ * reference): the ``sel`` events (bool) sorted by (tid, ts, -dur, index) as numpy's lexsort
+ * orders them, swept, their parent (index, -1 none) and depth written to ``parent``/``depth``
+ * (int64, every index: -1/0 where not selected); with ``trivial`` (bool) ``leaf`` (bool,
+ * writable) gets the kernel mask (both None: no mask).  int64 sums/negations wrap as numpy's.
+ * Every column has the length of ``ts``; a mismatch or a wrong item size is a ValueError naming
+ * the column.  No GIL during the sort and the sweeps.
+ *
+ *   kernels(leaf, kind, ts, out) -> count
+ *
+ * nesting.kernel_order: the events that are device tasks of a CPU trace — ``leaf`` (bool) and
+ * not a launch, or communication (``kind``, int8: 1 launch, 2 communication, 0 other) — in start
+ * order (``ts`` int64; equal starts in index order, as numpy's stable argsort), their indices
+ * written to the front of ``out`` (int64, as long as ``ts``); returns how many.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int get(PyObject *o, Py_buffer *b, int writable, Py_ssize_t item, const char *what) {
     if (PyObject_GetBuffer(o, b, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) < 0)
@@ -86,9 +104,199 @@ fail:
     return NULL;
 }
 
+typedef struct {
+    int64_t tid, ts, nd, i;
+} key;
+
+static int by_key(const void *a, const void *b) {
+    const key *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    if (x->nd != y->nd)
+        return x->nd < y->nd ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* int64 arithmetic as numpy does it (wrapping), without C's undefined overflow */
+static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static int64_t wrap_neg(int64_t a) { return (int64_t)(UINT64_C(0) - (uint64_t)a); }
+
+static PyObject *tree(PyObject *self, PyObject *args) {
+    PyObject *o[8];
+    static const char *names[8] = {"ts", "dur", "tid", "sel", "trivial", "parent", "depth", "leaf"};
+    static const Py_ssize_t items[8] = {8, 8, 8, 1, 1, 8, 8, 1};
+    Py_buffer b[8];
+    int have[8] = {0};
+    key *keys = NULL;
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:tree", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7]))
+        return NULL;
+    if ((o[4] == Py_None) != (o[7] == Py_None)) {
+        PyErr_SetString(PyExc_ValueError, "tree: trivial and leaf are both given or both None");
+        return NULL;
+    }
+    Py_ssize_t n = -1;
+    for (int i = 0; i < 8; i++) {
+        if (o[i] == Py_None && (i == 4 || i == 7))
+            continue;
+        if (get(o[i], &b[i], i >= 5, items[i], names[i]) < 0)
+            goto fail;
+        have[i] = 1;
+        if (n < 0)
+            n = b[i].len / items[i];
+        if (b[i].len / items[i] != n) {
+            PyErr_Format(PyExc_ValueError, "tree: %s has %zd items, ts has %zd", names[i], b[i].len / items[i], n);
+            goto fail;
+        }
+    }
+    if (n < 0)
+        n = 0;
+    const int64_t *ts = b[0].buf, *dur = b[1].buf, *tid = b[2].buf;
+    const unsigned char *sel = b[3].buf, *trivial = have[4] ? b[4].buf : NULL;
+    int64_t *parent = b[5].buf, *depth = b[6].buf;
+    unsigned char *leaf = have[7] ? b[7].buf : NULL;
+    /* keys, then the stack (positions into keys), then busy flags: one allocation */
+    keys = malloc((size_t)(n ? n : 1) * (sizeof(key) + sizeof(int64_t) + 1));
+    if (keys == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    int64_t *stack = (int64_t *)(keys + (n ? n : 1));
+    unsigned char *busy = (unsigned char *)(stack + (n ? n : 1));
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        parent[i] = -1;
+        depth[i] = 0;
+        if (sel[i]) {
+            keys[m].tid = tid[i];
+            keys[m].ts = ts[i];
+            keys[m].nd = wrap_neg(dur[i]);
+            keys[m].i = i;
+            m++;
+        }
+    }
+    Py_ssize_t sorted_run = 1; /* Kineto writes a thread's operators by start: mostly in order already */
+    while (sorted_run < m && by_key(&keys[sorted_run - 1], &keys[sorted_run]) < 0)
+        sorted_run++;
+    if (sorted_run < m)
+        qsort(keys, (size_t)m, sizeof(key), by_key);
+    Py_ssize_t sp = 0;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        int64_t i = keys[k].i, t = keys[k].ts;
+        if (k && keys[k].tid != keys[k - 1].tid)
+            sp = 0;
+        while (sp && wrap_add(ts[stack[sp - 1]], dur[stack[sp - 1]]) <= t)
+            sp--;
+        if (sp) {
+            parent[i] = stack[sp - 1];
+            depth[i] = sp;
+        }
+        stack[sp++] = i;
+    }
+    if (leaf != NULL) { /* nesting.kernel_mask: a parent comes before its children in this order */
+        memset(busy, 0, (size_t)n);
+        for (Py_ssize_t k = m - 1; k >= 0; k--) {
+            int64_t i = keys[k].i;
+            if (parent[i] >= 0 && (busy[i] || !trivial[i]))
+                busy[parent[i]] = 1;
+        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            leaf[i] = sel[i] && !busy[i] && !(trivial[i] && parent[i] >= 0 && !busy[parent[i]]);
+    }
+    Py_END_ALLOW_THREADS
+    free(keys);
+    for (int i = 0; i < 8; i++)
+        if (have[i])
+            PyBuffer_Release(&b[i]);
+    Py_RETURN_NONE;
+fail:
+    for (int i = 0; i < 8; i++)
+        if (have[i])
+            PyBuffer_Release(&b[i]);
+    return NULL;
+}
+
+typedef struct {
+    int64_t ts, i;
+} start;
+
+static int by_start(const void *a, const void *b) {
+    const start *x = a, *y = b;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static PyObject *kernels(PyObject *self, PyObject *args) {
+    PyObject *o[4];
+    static const char *names[4] = {"leaf", "kind", "ts", "out"};
+    static const Py_ssize_t items[4] = {1, 1, 8, 8};
+    Py_buffer b[4];
+    int got = 0;
+    start *order = NULL;
+    if (!PyArg_ParseTuple(args, "OOOO:kernels", &o[0], &o[1], &o[2], &o[3]))
+        return NULL;
+    Py_ssize_t n = -1;
+    for (; got < 4; got++) {
+        if (get(o[got], &b[got], got == 3, items[got], names[got]) < 0)
+            goto fail;
+        if (n < 0)
+            n = b[got].len / items[got];
+        if (b[got].len / items[got] != n) {
+            PyErr_Format(PyExc_ValueError, "kernels: %s has %zd items, leaf has %zd", names[got],
+                         b[got].len / items[got], n);
+            got++;
+            goto fail;
+        }
+    }
+    const unsigned char *leaf = b[0].buf;
+    const signed char *kind = b[1].buf;
+    const int64_t *ts = b[2].buf;
+    int64_t *out = b[3].buf;
+    Py_ssize_t m = 0;
+    int ordered = 1;
+    order = malloc((size_t)(n ? n : 1) * sizeof(start));
+    if (order == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((leaf[i] && kind[i] != 1) || kind[i] == 2) {
+            if (m && ts[i] < order[m - 1].ts)
+                ordered = 0;
+            order[m].ts = ts[i];
+            order[m].i = i;
+            m++;
+        }
+    }
+    if (!ordered)
+        qsort(order, (size_t)m, sizeof(start), by_start);
+    for (Py_ssize_t k = 0; k < m; k++)
+        out[k] = order[k].i;
+    Py_END_ALLOW_THREADS
+    free(order);
+    for (int i = 0; i < 4; i++)
+        PyBuffer_Release(&b[i]);
+    return PyLong_FromSsize_t(m);
+fail:
+    free(order);
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&b[i]);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"sweep", sweep, METH_VARARGS,
      "sweep(pos, ts, end, tid, nested, parent, depth): nesting.parents' stack sweep (see the module source)."},
+    {"tree", tree, METH_VARARGS,
+     "tree(ts, dur, tid, sel, trivial, parent, depth, leaf): nesting.tree's sort, sweep and kernel mask in one "
+     "call (see the module source)."},
+    {"kernels", kernels, METH_VARARGS,
+     "kernels(leaf, kind, ts, out) -> count: nesting.kernel_order's selection in start order (see the module "
+     "source)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -64,6 +64,11 @@ class Vocab(Generic[T]):
     def __len__(self) -> int:
         return len(self.items)
 
+    def copy(self) -> Vocab[T]:
+        out: Vocab[T] = Vocab()
+        out.index, out.items = dict(self.index), list(self.items)
+        return out
+
 
 def _shapes(args: dict[str, Any]) -> tuple[str, str]:
     dims = args.get("Input Dims")
@@ -81,7 +86,36 @@ def _key_texts(key: bytes) -> tuple[tuple[str, str], bytes]:
     return (_shapes(sub) if "Input Dims" in sub or "Input type" in sub else ("", "")), orjson.dumps(sub)
 
 
+# the attributes ``finish`` makes of each group's columns (every block's part has the dtype)
+_D64, _D32 = np.dtype(np.int64), np.dtype(np.int32)
+_Names = tuple[tuple[str, np.dtype[Any]], ...]
+_OP_NAMES: _Names = (("op_ts", _D64), ("op_dur", _D64), ("op_tid", _D64), ("op_name", _D32),
+                     ("op_annot", np.dtype(bool)), ("op_args", _D32), ("op_shape", _D32), ("op_seq", _D64),
+                     ("op_fwd", _D64), ("op_ext", _D64))
+_PY_NAMES: _Names = (("py_ts", _D64), ("py_dur_us", np.dtype(np.float64)), ("py_dur", _D64), ("py_tid", _D64),
+                     ("py_name", _D32))
+_FL_NAMES: _Names = (("flow_ts", _D64), ("flow_start", np.dtype(bool)), ("flow_id", _D64), ("flow_tid", _D64))
+_MEM_NAMES: _Names = tuple((f"mem_{n}", _D64) for n in ("ts", "tid", "addr", "bytes", "alloc", "reserved",
+                                                         "dev_type", "dev_id"))
+
+
+@lru_cache(maxsize=8)  # the analysis worker: every window of a job starts with the same texts
+def _first_codes(names: tuple[str, ...], keys: tuple[bytes, ...]) -> tuple[Columns, np.ndarray, np.ndarray,
+                                                                          np.ndarray]:
+    """A fresh ``Columns``' vocabularies after coding a first block's distinct names and scan keys
+    (copied by the caller, never changed here), and the codes of each name, each key's shape
+    and args (read-only arrays)."""
+    cols = Columns()
+    maps = (np.asarray(cols.names.codes(list(names)), np.int32), *cols._raw_codes(list(keys)))
+    for m in maps:
+        m.setflags(write=False)
+    return cols, *maps
+
+
 def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+    """The blocks' parts as one array of ``dtype`` (one part: itself, no copy)."""
+    if len(parts) == 1:
+        return parts[0].astype(dtype, copy=False)
     return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
 
 
@@ -100,6 +134,35 @@ def _ns(us: np.ndarray) -> np.ndarray:
 class Columns:
     """Accumulates events (``add``) then turns them into arrays in epoch ns (``finish``)."""
 
+    # made by ``finish`` (see _OP_NAMES … _MEM_NAMES)
+    op_ts: np.ndarray
+    op_dur: np.ndarray
+    op_tid: np.ndarray
+    op_name: np.ndarray
+    op_annot: np.ndarray
+    op_args: np.ndarray
+    op_shape: np.ndarray
+    op_seq: np.ndarray
+    op_fwd: np.ndarray
+    op_ext: np.ndarray
+    py_ts: np.ndarray
+    py_dur_us: np.ndarray
+    py_dur: np.ndarray
+    py_tid: np.ndarray
+    py_name: np.ndarray
+    flow_ts: np.ndarray
+    flow_start: np.ndarray
+    flow_id: np.ndarray
+    flow_tid: np.ndarray
+    mem_ts: np.ndarray
+    mem_tid: np.ndarray
+    mem_addr: np.ndarray
+    mem_bytes: np.ndarray
+    mem_alloc: np.ndarray
+    mem_reserved: np.ndarray
+    mem_dev_type: np.ndarray
+    mem_dev_id: np.ndarray
+
     def __init__(self) -> None:
         self.pid = 0
         self._pid_set = False
@@ -108,8 +171,10 @@ class Columns:
         self.shapes: Vocab[tuple[str, str]] = Vocab(("", ""))
         self.py_names: Vocab[str] = Vocab()
         self.gpu: list[dict[str, Any]] = []
+        # per block: op ts ns, dur ns, tid, name, annot, args, shape, seq, fwd, ext; python_function
+        # ts ns, dur µs, dur ns, tid, name; flow ts ns, start, id, tid; memory ts ns, then ints
         self._op: list[list[np.ndarray]] = [[] for _ in range(10)]
-        self._py: list[list[np.ndarray]] = [[] for _ in range(4)]
+        self._py: list[list[np.ndarray]] = [[] for _ in range(5)]
         self._fl: list[list[np.ndarray]] = [[] for _ in range(4)]
         self._mem: list[list[np.ndarray]] = [[] for _ in range(8)]
         self._seq_args: dict[tuple[Any, Any], int] = {}
@@ -125,43 +190,65 @@ class Columns:
         if res is None:
             self.add(kineto_trace.TraceReader.events(block))
             return
-        pid, names, keys, ts, dur, tid, annot, ext, seq, fwd, fts, fstart, fid, ftid, pnames, pts, pdur, ptid = res
-        if names:
+        self._add_scan(res)
+
+    def add_span(self, buf: bytes, start: int, stop: int) -> None:
+        """One block as ``TraceReader.spans`` gives it (``buf[start:stop]``, the array's inside):
+        scanned in place, else joined into its array for ``add_block``'s orjson path."""
+        scan = kineto_trace.scan
+        res = scan(buf, start, stop) if scan is not None else None
+        if res is None:
+            self.add(kineto_trace.TraceReader.events(b"".join((b"[", memoryview(buf)[start:stop], b"]"))))
+            return
+        self._add_scan(res)
+
+    def _add_scan(self, res: tuple[Any, ...]) -> None:
+        """The native scan's columns of one block (``kineto_trace.scan``)."""
+        pid, names, name_code, keys, key_code, op_i, annot, fl_i, fstart, pnames, pcode, py_i, pdur_us = res
+        n = len(annot)
+        if n:
             if not self._pid_set and pid is not None:
                 self.pid, self._pid_set = pid, True
-            codes = self.names.codes(names)
-            shape, arg = self._raw_codes(keys)
-            f64, i64 = np.float64, np.int64
-            op: list[np.ndarray] = [np.frombuffer(ts, f64), np.frombuffer(dur, f64), np.frombuffer(tid, i64),
-                                    np.asarray(codes, np.int32), np.frombuffer(annot, bool), np.asarray(arg, np.int32),
-                                    np.asarray(shape, np.int32), np.frombuffer(seq, i64), np.frombuffer(fwd, i64),
-                                    np.frombuffer(ext, i64)]
-            for col, arr in zip(self._op, op, strict=True):
+            i64 = np.frombuffer(op_i, np.int64).reshape(6, n)
+            if not self.names.items and not self._raw_args:  # the first block: its codings as last window's
+                first = _first_codes(tuple(names), tuple(keys))
+                self.names, self.shapes, self.args = first[0].names.copy(), first[0].shapes.copy(), first[0].args.copy()
+                self._raw_args, self._raw_pairs = dict(first[0]._raw_args), list(first[0]._raw_pairs)
+                name_map, shape_map, args_map = first[1:]
+            else:
+                name_map = np.asarray(self.names.codes(names), np.int32)
+                shape_map, args_map = self._raw_codes(keys)
+            kc = np.frombuffer(key_code, np.int32)
+            op = self._op
+            for at, arr in ((0, i64[0]), (1, i64[1]), (2, i64[2]), (3, name_map[np.frombuffer(name_code, np.int32)]),
+                            (4, np.frombuffer(annot, bool)), (5, args_map[kc]), (6, shape_map[kc]), (7, i64[4]),
+                            (8, i64[5]), (9, i64[3])):
+                op[at].append(arr)
+        k = len(pdur_us) // 8
+        if k:
+            p = np.frombuffer(py_i, np.int64).reshape(3, k)
+            for col, arr in zip(self._py, (p[0], np.frombuffer(pdur_us, np.float64), p[1], p[2],
+                                           np.asarray(self.py_names.codes(pnames), np.int32)[
+                                               np.frombuffer(pcode, np.int32)]), strict=True):
                 col.append(arr)
-        if pnames:
-            py: list[np.ndarray] = [np.frombuffer(pts, np.float64), np.frombuffer(pdur, np.float64),
-                                    np.frombuffer(ptid, np.int64), np.asarray(self.py_names.codes(pnames), np.int32)]
-            for col, arr in zip(self._py, py, strict=True):
-                col.append(arr)
-        if fts:
-            fl: list[np.ndarray] = [np.frombuffer(fts, np.float64), np.frombuffer(fstart, bool),
-                                    np.frombuffer(fid, np.int64), np.frombuffer(ftid, np.int64)]
-            for col, arr in zip(self._fl, fl, strict=True):
+        m = len(fstart)
+        if m:
+            f = np.frombuffer(fl_i, np.int64).reshape(3, m)
+            for col, arr in zip(self._fl, (f[0], np.frombuffer(fstart, bool), f[1], f[2]), strict=True):
                 col.append(arr)
 
     def _raw_codes(self, keys: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
-        """(shape codes, args codes) from the scan's keys (the kept args' raw JSON bytes): the
-        texts of each distinct key (``_key_texts``, kept from window to window) coded in
-        first-seen order, then every key looked up."""
+        """(shape codes, args codes) of the scan's distinct keys (the kept args' raw JSON bytes):
+        the texts of each new key (``_key_texts``, kept from window to window) coded in
+        first-seen order."""
         memo, pairs = self._raw_args, self._raw_pairs
-        for k in dict.fromkeys(keys):
+        for k in keys:
             if k not in memo:
                 s, a = _key_texts(k)
                 memo[k] = len(pairs)
                 pairs.append((self.shapes.code(s), self.args.code(a)))
-        at = np.fromiter(map(memo.__getitem__, keys), np.int64, len(keys))
-        table = np.asarray(pairs, np.int32).reshape(-1, 2)
-        return table[at, 0], table[at, 1]
+        table = np.asarray([pairs[memo[k]] for k in keys] or [(0, 0)], np.int32).reshape(-1, 2)
+        return np.ascontiguousarray(table[:, 0]), np.ascontiguousarray(table[:, 1])
 
     def add(self, events: list[Any]) -> None:
         """Take one block of raw events (dicts straight from the JSON)."""
@@ -203,10 +290,11 @@ class Columns:
             shape, arg = self._shape_codes(args)
         else:
             shape = [0] * len(ops)
-        for col, vals, dt in zip(self._op, ([e["ts"] for e in ops], [e.get("dur", 0) for e in ops], tid, codes,
-                                            annot, arg, shape, seq, fwd, ext),
-                                 (np.float64, np.float64, np.int64, np.int32, bool, np.int32, np.int32, np.int64,
-                                  np.int64, np.int64), strict=True):
+        self._op[0].append(_ns(np.asarray([e["ts"] for e in ops], np.float64)))
+        self._op[1].append(_ns(np.asarray([e.get("dur", 0) for e in ops], np.float64)))
+        for col, vals, dt in zip(self._op[2:], (tid, codes, annot, arg, shape, seq, fwd, ext),
+                                 (np.int64, np.int32, bool, np.int32, np.int32, np.int64, np.int64, np.int64),
+                                 strict=True):
             col.append(np.asarray(vals, dt))
 
     def _shape_codes(self, args: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
@@ -257,13 +345,15 @@ class Columns:
         return [keyed[k] for k in keys]
 
     def _add_python(self, py: list[dict[str, Any]]) -> None:
-        self._py[0].append(np.asarray([e["ts"] for e in py], np.float64))
-        self._py[1].append(np.asarray([e.get("dur", 0) for e in py], np.float64))
-        self._py[2].append(np.asarray([t if isinstance(t := e.get("tid", 0), int) else 0 for e in py], np.int64))
-        self._py[3].append(np.asarray(self.py_names.codes([e.get("name", "") for e in py]), np.int32))
+        dur_us = np.asarray([e.get("dur", 0) for e in py], np.float64)
+        self._py[0].append(_ns(np.asarray([e["ts"] for e in py], np.float64)))
+        self._py[1].append(dur_us)
+        self._py[2].append(_ns(dur_us))
+        self._py[3].append(np.asarray([t if isinstance(t := e.get("tid", 0), int) else 0 for e in py], np.int64))
+        self._py[4].append(np.asarray(self.py_names.codes([e.get("name", "") for e in py]), np.int32))
 
     def _add_flows(self, flows: list[dict[str, Any]]) -> None:
-        self._fl[0].append(np.asarray([e["ts"] for e in flows], np.float64))
+        self._fl[0].append(_ns(np.asarray([e["ts"] for e in flows], np.float64)))
         self._fl[1].append(np.asarray([e["ph"] == "s" for e in flows], bool))
         self._fl[2].append(np.asarray([i if isinstance(i := e.get("id", 0), int) else 0 for e in flows], np.int64))
         self._fl[3].append(np.asarray([t if isinstance(t := e.get("tid", 0), int) else 0 for e in flows], np.int64))
@@ -272,7 +362,7 @@ class Columns:
         """Allocator events: ts, tid, Addr, Bytes (< 0 = free), Total Allocated/Reserved, Device Type/Id."""
         args = [e.get("args") or _EMPTY for e in mem]
         m = self._mem
-        m[0].append(np.asarray([e["ts"] for e in mem], np.float64))
+        m[0].append(_ns(np.asarray([e["ts"] for e in mem], np.float64)))
         m[1].append(np.asarray([_int(e.get("tid", 0)) for e in mem], np.int64))
         for col, key in zip(m[2:], ("Addr", "Bytes", "Total Allocated", "Total Reserved", "Device Type",
                                     "Device Id"), strict=True):
@@ -293,37 +383,22 @@ class Columns:
             m = np.asarray([vocab.code(v) for v in items] or [0], np.int32)
             op[col] = [m[a] for a in op[col]]
         m = np.asarray([self.py_names.code(v) for v in py_names] or [0], np.int32)
-        py[3] = [m[a] for a in py[3]]
+        py[4] = [m[a] for a in py[4]]
         self.gpu += gpu
         for mine, theirs in zip((*self._op, *self._py, *self._fl, *self._mem), (*op, *py, *fl, *mem), strict=True):
             mine += theirs
 
     def finish(self, offset_ns: int) -> None:
         """Concatenate the blocks; times become epoch ns (``rint(µs × 1000) + offset``)."""
-        o = self._op
-        self.op_ts = _ns(_cat(o[0], np.float64)) + offset_ns
-        self.op_dur = _ns(_cat(o[1], np.float64))
-        self.op_tid = _cat(o[2], np.int64)
-        self.op_name = _cat(o[3], np.int32)
-        self.op_annot = _cat(o[4], bool)
-        self.op_args = _cat(o[5], np.int32)
-        self.op_shape = _cat(o[6], np.int32)
-        self.op_seq = _cat(o[7], np.int64)
-        self.op_fwd = _cat(o[8], np.int64)
-        self.op_ext = _cat(o[9], np.int64)
-        p = self._py
-        self.py_ts = _ns(_cat(p[0], np.float64)) + offset_ns
-        self.py_dur_us = _cat(p[1], np.float64)
-        self.py_dur = _ns(self.py_dur_us)
-        self.py_tid = _cat(p[2], np.int64)
-        self.py_name = _cat(p[3], np.int32)
-        f = self._fl
-        self.flow_ts = _ns(_cat(f[0], np.float64)) + offset_ns
-        self.flow_start = _cat(f[1], bool)
-        self.flow_id = _cat(f[2], np.int64)
-        self.flow_tid = _cat(f[3], np.int64)
-        m = self._mem
-        self.mem_ts = _ns(_cat(m[0], np.float64)) + offset_ns
-        self.mem_tid, self.mem_addr, self.mem_bytes, self.mem_alloc, self.mem_reserved, self.mem_dev_type, \
-            self.mem_dev_id = (_cat(c, np.int64) for c in m[1:])
+        d = self.__dict__
+        for group, names in ((self._op, _OP_NAMES), (self._py, _PY_NAMES), (self._fl, _FL_NAMES),
+                             (self._mem, _MEM_NAMES)):
+            if not group[0]:  # no event of the kind
+                for name, dtype in names:
+                    d[name] = np.zeros(0, dtype)
+                continue
+            for parts, (name, dtype) in zip(group, names, strict=True):
+                d[name] = parts[0] if len(parts) == 1 else _cat(parts, dtype)
+            first = names[0][0]
+            d[first] = d[first] + offset_ns  # the times: epoch ns
         self._op, self._py, self._fl, self._mem = [], [], [], []

@@ -16,6 +16,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -154,14 +155,14 @@ def clock_offset(info: dict[str, Any]) -> int:
         raise RawDataError("profiler_info end_info lacks collectionTimeEnd/MonotonicTimeEnd") from None
 
 
-def _read(path: Path, parallel: bool = False) -> tuple[Columns, int | None]:
-    if parallel and (done := split_read.read(path)) is not None:
+def _read(path: str | Path, parallel: bool = False) -> tuple[Columns, int | None]:
+    if parallel and (done := split_read.read(Path(path))) is not None:
         return done
     reader = TraceReader(path)
     cols = Columns()
     try:
-        for block in reader.blocks():
-            cols.add_block(block)
+        for buf, start, stop in reader.spans():
+            cols.add_span(buf, start, stop)
     except Restart:
         cols = Columns()
         events = reader.whole()
@@ -174,7 +175,7 @@ def _read(path: Path, parallel: bool = False) -> tuple[Columns, int | None]:
 
 def load(rank_dir: Path, info: dict[str, Any], parallel: bool = False) -> Framework:
     """``parallel``: a large trace may be read by two processes (``split_read``; forks)."""
-    path = rank_dir / "FRAMEWORK" / FRAMEWORK_TRACE
+    path = os.path.join(rank_dir, "FRAMEWORK", FRAMEWORK_TRACE)  # (a str: pathlib's joins cost more)
     try:
         st = os.stat(path)
     except OSError:
@@ -189,33 +190,45 @@ def load(rank_dir: Path, info: dict[str, Any], parallel: bool = False) -> Framew
     footprint.drop_own(cols)
     ts, dur, tid, annot = cols.op_ts, cols.op_dur, cols.op_tid, cols.op_annot
     names = cols.names.items
-    prefix = np.asarray([(2 if n.startswith(COMM_PREFIXES) else 1 if n.startswith(LAUNCH_PREFIXES) else 0)
-                         for n in names] or [0], np.int8)[cols.op_name]
-    trivial = np.asarray([n in TRIVIAL for n in names] or [False], bool)[cols.op_name]
-    comm, launch = prefix == 2, prefix == 1
-    parent, depth = nesting.parents(ts, dur, tid, ~annot)
-    leaf = nesting.kernel_mask(parent, depth, trivial, ~annot)
-    stack_code, stacks = nesting.call_stacks(cols, ~annot)
-    steps = []
-    for i in np.flatnonzero(annot).tolist():
-        m = _STEP_RE.match(names[cols.op_name[i]])
-        if m:
-            steps.append((int(m.group(1)), int(ts[i]), int(ts[i] + dur[i])))
-    steps.sort(key=lambda s: s[1])
-    tids = np.unique(tid).tolist()  # sorted, distinct
+    prefix_of, trivial_of, kind_of, is_step, step_ids = _name_facts(tuple(names))
+    code = cols.op_name
+    prefix = prefix_of[code]
+    ops = ~annot
+    parent, depth, leaf = nesting.tree(ts, dur, tid, ops, trivial_of[code])
+    stack_code, stacks = nesting.call_stacks(cols, ops)
+    at = np.flatnonzero(annot & is_step[code])
+    steps = sorted(zip([step_ids[c] for c in code[at].tolist()], ts[at].tolist(), (ts[at] + dur[at]).tolist(),
+                       strict=True), key=lambda s: s[1])
+    tids = [int(tid[0])] if len(tid) and bool((tid == tid[0]).all()) else np.unique(tid).tolist()  # sorted
     if cols.gpu:
         kernels, backend = _gpu_kernels(cols, offset), "CUDA"
     else:
-        sel = np.flatnonzero((leaf & ~launch) | comm)
-        sel = sel[np.argsort(ts[sel], kind="stable")]
-        stream = np.searchsorted(np.asarray(tids, np.int64), tid[sel]).astype(np.int64)
-        kind = np.asarray(classify.kinds(names) or [0], np.int64)[cols.op_name[sel]]
-        kernels = Kernels(names=names, name=cols.op_name[sel].astype(np.int64), ts=ts[sel], dur=dur[sel],
-                          stream=stream, core=kind,
-                          op=np.where(comm[sel], -1, sel).astype(np.int64), comm=comm[sel], event=sel.astype(np.int64))
+        sel = nesting.kernel_order(leaf, prefix, ts)
+        k_ts = ts[sel]
+        stream = np.searchsorted(np.asarray(tids, np.int64), tid[sel]) if len(tids) > 1 else np.zeros(len(sel), np.int64)
+        name = code[sel].astype(np.int64)
+        k_comm = prefix[sel] == 2
+        kernels = Kernels(names=names, name=name, ts=k_ts, dur=dur[sel], stream=stream.astype(np.int64),
+                          core=kind_of[name], op=np.where(k_comm, -1, sel), comm=k_comm, event=sel)
         backend = "CPU"
     return Framework(pid=cols.pid, offset_ns=offset, cols=cols, op_leaf=leaf, op_parent=parent, op_depth=depth,
                      op_stack=stack_code, stacks=stacks, steps=steps, kernels=kernels, backend=backend, tids=tids)
+
+
+@lru_cache(maxsize=8)  # a window's names are mostly the last window's: computed once for them
+def _name_facts(names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                 tuple[int, ...]]:
+    """Per name code (read-only arrays): 2 communication / 1 launch / 0 other (prefix), trivial
+    (``TRIVIAL``), kind (``classify.kinds``), a ``ProfilerStep#N`` name; and each one's N (-1)."""
+    steps = [_STEP_RE.match(n) for n in names]
+    out = (np.asarray([2 if n.startswith(COMM_PREFIXES) else 1 if n.startswith(LAUNCH_PREFIXES) else 0
+                       for n in names] or [0], np.int8),
+           np.asarray([n in TRIVIAL for n in names] or [False], bool),
+           np.asarray(classify.kinds(list(names)) or [0], np.int64),
+           np.asarray([m is not None for m in steps] or [False], bool))
+    for a in out:
+        a.setflags(write=False)
+    return (*out, tuple(int(m.group(1)) if m else -1 for m in steps))
 
 
 def _gpu_kernels(cols: Columns, offset: int) -> Kernels:

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 _ext = native_ext.load("openmsprof.export.ascend_pt._nest_sweep", "OPENMSPROF_NEST_SWEEP_PYTHON")
 #: ``_nest_sweep.c``'s ``sweep`` (None when not built: ``sweep`` below, the reference, runs).
 _native: Callable[..., None] | None = _ext.sweep if _ext is not None else None
+#: ``_nest_sweep.c``'s ``tree``: sort, sweep and kernel mask in one call (None: the numpy passes).
+_tree: Callable[..., None] | None = _ext.tree if _ext is not None else None
+#: ``_nest_sweep.c``'s ``kernels``: ``kernel_order`` in one call (None: numpy).
+_kernels: Callable[..., int] | None = _ext.kernels if _ext is not None else None
 
 #: Allocation / view / metadata operators: inside a computing operator they are part of it.
 TRIVIAL = frozenset((
@@ -33,9 +37,56 @@ TRIVIAL = frozenset((
 ))
 
 
+def _columns(ts: np.ndarray, dur: np.ndarray, tid: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The columns as ``_tree`` reads them (one line naming a column of another length)."""
+    n = len(ts)
+    for name, col in (("dur", dur), ("tid", tid), ("sel", sel)):
+        if len(col) != n:
+            raise ValueError(f"nesting: {name} has {len(col)} items, ts has {n}")
+    i64 = np.int64
+    return (np.ascontiguousarray(ts, i64), np.ascontiguousarray(dur, i64), np.ascontiguousarray(tid, i64),
+            np.ascontiguousarray(sel, bool))
+
+
+def tree(ts: np.ndarray, dur: np.ndarray, tid: np.ndarray, sel: np.ndarray,
+         trivial: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``parents`` and ``kernel_mask`` at once: (parent, depth, kernel mask) of the ``sel``
+    events; one native call when built (``_tree``), else the numpy passes below."""
+    if _tree is None:
+        parent, depth = parents(ts, dur, tid, sel)
+        return parent, depth, kernel_mask(parent, depth, trivial, sel)
+    cols = _columns(ts, dur, tid, sel)
+    if len(trivial) != len(ts):
+        raise ValueError(f"nesting: trivial has {len(trivial)} items, ts has {len(ts)}")
+    n = len(ts)
+    parent, depth, leaf = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, bool)
+    _tree(*cols, np.ascontiguousarray(trivial, bool), parent, depth, leaf)
+    return parent, depth, leaf
+
+
+def kernel_order(leaf: np.ndarray, kind: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """The device tasks of a CPU trace in start order (equal starts in index order): events of
+    ``leaf`` that are not launches (``kind`` 1), and communication (``kind`` 2); one native call
+    when built, else numpy."""
+    n = len(ts)
+    if len(leaf) != n or len(kind) != n:
+        raise ValueError(f"nesting: leaf/kind have {len(leaf)}/{len(kind)} items, ts has {n}")
+    if _kernels is not None:
+        out = np.empty(n, np.int64)
+        count = _kernels(np.ascontiguousarray(leaf, bool), np.ascontiguousarray(kind, np.int8),
+                         np.ascontiguousarray(ts, np.int64), out)
+        return out[:count]
+    sel = np.flatnonzero((leaf & (kind != 1)) | (kind == 2))
+    return sel[np.argsort(ts[sel], kind="stable")]
+
+
 def parents(ts: np.ndarray, dur: np.ndarray, tid: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(parent index or -1, depth) for the events where ``sel``; others get -1 / 0."""
     n = len(ts)
+    if _tree is not None and _native is not None:  # sort and sweep in one native call
+        parent, depth = np.empty(n, np.int64), np.empty(n, np.int64)
+        _tree(*_columns(ts, dur, tid, sel), None, parent, depth, None)
+        return parent, depth
     parent = np.full(n, -1, np.int64)
     depth = np.zeros(n, np.int64)
     idx = np.flatnonzero(sel)

@@ -113,7 +113,8 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
         k = fw.kernels
         conn = {int(k.event[j]): int(extra.apis.conn[j]) for j in np.flatnonzero(k.comm).tolist()} \
             if len(k.event) else {}
-        lay.comm = comm_views.trace_events(extra.comm, extra.group, lay.communication, device_id, conn)
+        lay.comm = comm_views.trace_events(extra.comm, extra.group, lay.communication, device_id, conn) \
+            if extra.comm else []  # (no group to read: trace_events gives [] for no operation)
         lay.apis = extra.apis if level >= 1 else None
         lay.extra = overhead.trace_events(extra.overhead, trace_view.enc_pid(fw.pid, 8, trace_view.HOST_DEV),
                                           int(fw.op_ts.min()) if fw.n_ops else None)
