@@ -105,7 +105,7 @@ def hand_off(path: Path, tmp: Path, files: dict[str, Any], analyse: bool, sync: 
                              "analyse": analyse}) + b"\n"
     except TypeError:  # a path or a user's metadata JSON cannot carry: saved here
         return False
-    return c.send(os.fspath(path), Job(sync and analyse, analyse, save, out), line)
+    return c.send(os.fspath(path), Job(sync and analyse, analyse, save, out, path), line)
 
 
 def submit(path: Path, sync: bool) -> None:

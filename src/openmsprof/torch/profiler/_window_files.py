@@ -77,21 +77,23 @@ def save(path: Path, tmp: Path, files: dict[str, Any], where: str, made: bool = 
     saved the window, False if another party already had (an analysed dir is left as it is).
     Raises OSError / PathError (the caller logs)."""
     c0 = time.thread_time()
+    d = os.fspath(path)
     logs = False  # (made whole, by the caller or here)
     if not made:
-        if (path / "ASCEND_PROFILER_OUTPUT" / "analyse.done").exists():
+        if os.path.exists(f"{d}/ASCEND_PROFILER_OUTPUT/analyse.done"):
             return False  # saved and analysed by the other party (and maybe simplified: nothing to add)
         logs = not _ensure_dir(path)
-    final = path / "FRAMEWORK" / FRAMEWORK_TRACE
+    final = f"{d}/FRAMEWORK/{FRAMEWORK_TRACE}"
     rank = int(files["rank"])
+    info_name = f"profiler_info_{rank}.json"
     try:
         os.chmod(tmp, fs.FILE_MODE)
         os.replace(tmp, final)
     except FileNotFoundError:
-        if final.is_file() and (path / f"profiler_info_{rank}.json").is_file():
+        if os.path.isfile(final) and os.path.isfile(f"{d}/{info_name}"):
             return False  # saved by the other party
-        if not final.is_file():
-            raise PathError(f"the raw trace of {str(path)!r} is gone ({str(tmp)!r})") from None
+        if not os.path.isfile(final):
+            raise PathError(f"the raw trace of {d!r} is gone ({os.fspath(tmp)!r})") from None
     if logs:  # the dir was another party's: its logs/ is made by the party that saves
         _make_dir(path / "logs")
     notes = list(files.get("notes") or [])
@@ -101,7 +103,7 @@ def save(path: Path, tmp: Path, files: dict[str, Any], where: str, made: bool = 
     info[OVERHEAD_KEY] = {**over, f"window_files_{where}_cpu_s": round(time.thread_time() - c0, 6)}
     if files.get("recovered"):  # a window offline analyse adopted: what was derived, what is missing
         info[RECOVERED_KEY] = files["recovered"]
-    prof_dir.write_json(path / f"profiler_info_{rank}.json", info)
+    prof_dir.write_json(path / info_name, info)
     prof_dir.write_json(path / "profiler_metadata.json", files["meta"])
     if files.get("gc_events") is not None:  # gc_detect_threshold: the window's long collections
         prof_dir.write_json(path / "FRAMEWORK" / _gc_watch.FILE, files["gc_events"])

@@ -4,9 +4,9 @@
 the pipe does not take at once is written by the writer thread), and takes its answers:
 ``saved|unsaved <dir>`` (the window's files), ``ok|fail|taken <dir>`` (its analysis; ``taken``:
 the training process analysed it).  The answers are read where they are needed, never on a thread
-woken per answer (each wake-up would take the GIL from the training thread): the next hand-off
-drains what arrived (one non-blocking read), and whoever waits for the worker reads them as they
-come (``wait_for``).  A watcher thread sleeps in ``poll`` for the pipe's hang-up alone: when the
+woken per answer (each wake-up would take the GIL from the training thread): a hand-off that
+finds ``PUMP_AT`` windows pending drains what arrived (one non-blocking read), and whoever waits
+for the worker or looks at its windows reads them as they come (``pump``, ``wait_for``).  A watcher thread sleeps in ``poll`` for the pipe's hang-up alone: when the
 worker is gone, it reads the last answers and hands what the worker did not do to ``on_gone`` (the
 writer thread, via ``_analysis_worker``).  ``cpu_s`` and ``end`` let ``profile.stop()`` tell a
 worker that makes no progress and end it.
@@ -30,6 +30,10 @@ from openmsprof.recorder import threads
 from openmsprof.torch.profiler import _writer
 from openmsprof.torch.profiler._window_files import WORKER_MODULE
 
+#: a hand-off reads the answers once this many windows are pending (they stay in the pipe until
+#: then: ~150 bytes a window, so even a one-page pipe never fills; read together, warm, they cost a
+#: few microseconds each, where one read per window costs tens, its code cold)
+PUMP_AT = 8
 #: the longest a waiting thread sleeps without reading the answers or looking at the others' news
 #: (a take-over by another thread, the worker's end); an answer wakes it at once
 _SLICE_S = 0.01
@@ -38,12 +42,13 @@ _SLICE_S = 0.01
 class Job:
     """A dir handed to the worker: whether a sync handler waits for its analysis, whether it is
     analysed, the save to do here if the worker does not (None: already saved), the profile's
-    ``saved`` list."""
+    ``saved`` list (and the dir's path, appended to it once saved)."""
 
-    __slots__ = ("analyse", "out", "save", "saved", "sync")
+    __slots__ = ("analyse", "out", "path", "save", "saved", "sync")
 
-    def __init__(self, sync: bool, analyse: bool, save: Callable[[], None] | None, out: list[Path] | None) -> None:
-        self.sync, self.analyse, self.save, self.out = sync, analyse, save, out
+    def __init__(self, sync: bool, analyse: bool, save: Callable[[], None] | None, out: list[Path] | None,
+                 path: Path | None = None) -> None:
+        self.sync, self.analyse, self.save, self.out, self.path = sync, analyse, save, out, path
         self.saved = save is None
 
 
@@ -122,7 +127,7 @@ class Client:
             return
         if status in ("saved", "unsaved"):
             if status == "saved" and not job.saved and job.out is not None:
-                job.out.append(Path(path))
+                job.out.append(job.path if job.path is not None else Path(path))
             job.saved = True
             if status == "unsaved" or not job.analyse:
                 del self.pending[path]
@@ -159,7 +164,8 @@ class Client:
         with self.cond:
             if not self.reader.is_alive():
                 return False
-            self._pump()  # (what the worker answered since the last window: the pipe never fills)
+            if len(self.pending) >= PUMP_AT:
+                self._pump()  # (what the worker answered since: the pipe never fills)
             if self.backlog:
                 self.pending[path] = job
                 self.backlog.append(line)
