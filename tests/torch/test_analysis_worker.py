@@ -16,7 +16,7 @@ import orjson
 
 import openmsprof.torch.profiler as tp
 from openmsprof.torch.profiler import _analysis_claim
-from tests.torch.conftest import rank_dirs
+from tests.torch.conftest import modes_ok, rank_dirs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -91,6 +91,7 @@ def test_sync_handler_analyses_off_the_training_process(tmp_path: Path) -> None:
                  if e.get("ph") == "C"}
         assert "window_end_training_thread_s" in shown  # the window's own trace_view carries it
         assert f"pid {worker}," in over["analysis_where"]
+        assert modes_ok(d)  # (the worker's umask is not its analysing child's: modes stay exact)
 
 
 def test_window_end_steps_do_not_wait_for_the_analysis(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import pytest
 import openmsprof.torch.profiler as tp
 from openmsprof.config.errors import PathError
 from openmsprof.torch.profiler import _window_files
-from tests.torch.conftest import rank_dirs
+from tests.torch.conftest import modes_ok, rank_dirs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -92,6 +92,10 @@ def test_without_analysis_the_worker_saves_the_windows(tmp_path: Path) -> None:
         assert (d / "profiler_metadata.json").is_file()
         assert "window_files_worker_cpu_s" in _over(d)  # not the training process's writer thread
         assert not (d / "ASCEND_PROFILER_OUTPUT").exists()  # analyse_flag=False
+        # the worker makes the dirs under its own umask, without a chmod each: the modes stay exact
+        assert os.stat(d).st_mode & 0o777 == 0o750 and modes_ok(d)
+        assert sorted(p.name for p in d.iterdir()) == ["FRAMEWORK", "logs", "profiler_info_0.json",
+                                                       "profiler_metadata.json"]
         assert not list(d.parent.glob(".*.kineto.tmp")) and not list((d / "FRAMEWORK").glob(".*.tmp"))
 
 
