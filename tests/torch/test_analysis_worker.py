@@ -16,7 +16,7 @@ import orjson
 
 import openmsprof.torch.profiler as tp
 from openmsprof.torch.profiler import _analysis_claim
-from tests.torch.conftest import rank_dirs
+from tests.torch.conftest import modes_ok, rank_dirs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,6 +47,9 @@ _TRAIN = textwrap.dedent("""
                 os.path.exists(os.path.join(d, "ASCEND_PROFILER_OUTPUT", "analyse.done")) for d in prof.saved),
                 flush=True)
             os.kill(pid, signal.SIGCONT)
+    if mode == "sync":  # stop() returned: a sync handler's windows are analysed by now
+        print("analysed at stop", sum(os.path.exists(os.path.join(d, "ASCEND_PROFILER_OUTPUT", "analyse.done"))
+                                      for d in prof.saved), "of", len(prof.saved), flush=True)
     print("children", len(children), "worker", pid, flush=True)
     print("analysis imported here", "openmsprof.export.ascend_pt.rank_analyse" in sys.modules, flush=True)
     if mode == "killed":  # the stopped worker saved none: what stop() and exit do saves them here
@@ -71,6 +74,7 @@ def test_sync_handler_analyses_off_the_training_process(tmp_path: Path) -> None:
     proc, root = _run(tmp_path, "sync")
     assert proc.returncode == 0, proc.stderr
     assert "analysis imported here False" in proc.stdout  # the training process never loaded it
+    assert "analysed at stop 4 of 4" in proc.stdout, proc.stdout
     worker = int(proc.stdout.split("worker ")[1].split()[0])
     dirs = rank_dirs(root)
     assert len(dirs) == 4
@@ -87,6 +91,7 @@ def test_sync_handler_analyses_off_the_training_process(tmp_path: Path) -> None:
                  if e.get("ph") == "C"}
         assert "window_end_training_thread_s" in shown  # the window's own trace_view carries it
         assert f"pid {worker}," in over["analysis_where"]
+        assert modes_ok(d)  # (the worker's umask is not its analysing child's: modes stay exact)
 
 
 def test_window_end_steps_do_not_wait_for_the_analysis(tmp_path: Path) -> None:

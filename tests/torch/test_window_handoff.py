@@ -1,7 +1,8 @@
 """A tensorboard_trace_handler's window files are saved by the analysis worker process from one pipe
 write: also with ``analyse_flag=False``, never blocking the training thread on a stalled worker
-(the pipe full), saved by the training process itself when the worker does not confirm them, and
-left on disk by the worker alone when the training run is SIGKILLed.  Saving is idempotent."""
+(the pipe full), saved by the training process itself when the worker does not confirm them or
+dies (at once, without another window end or ``stop()``), and left on disk by the worker alone when
+the training run is SIGKILLed.  Saving is idempotent."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 import openmsprof.torch.profiler as tp
 from openmsprof.config.errors import PathError
 from openmsprof.torch.profiler import _window_files
-from tests.torch.conftest import rank_dirs
+from tests.torch.conftest import modes_ok, rank_dirs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,10 +31,10 @@ _TRAIN = textwrap.dedent("""
 
     root, mode = sys.argv[1], sys.argv[2]
     model = torch.nn.Linear(16, 16)
-    handler = tp.tensorboard_trace_handler(root, analyse_flag=(mode == "pipe_full"),
+    handler = tp.tensorboard_trace_handler(root, analyse_flag=(mode in ("pipe_full", "worker_killed")),
                                            async_mode=True)
     pid = _analysis_worker.start()
-    if mode == "pipe_full":
+    if mode in ("pipe_full", "worker_killed"):
         os.kill(pid, signal.SIGSTOP)
     prof = tp.profile(activities=[tp.ProfilerActivity.CPU], on_trace_ready=handler,
                       schedule=tp.schedule(wait=0, warmup=0, active=1, repeat=4))
@@ -52,6 +53,16 @@ _TRAIN = textwrap.dedent("""
         os.killpg(0, signal.SIGKILL)
     if mode == "pipe_full":
         os.kill(pid, signal.SIGCONT)
+    if mode == "worker_killed":  # no window end, no stop(): the worker's end alone hands its windows back
+        os.kill(pid, signal.SIGKILL)
+        end = time.monotonic() + 200
+        def done(d):
+            return all(os.path.exists(os.path.join(root, d, f)) for f in (
+                "profiler_info_0.json", "ASCEND_PROFILER_OUTPUT/analyse.done"))
+        while sum(done(d) for d in os.listdir(root) if d.endswith("ascend_pt")) < 4:
+            assert time.monotonic() < end, os.listdir(root)
+            time.sleep(0.05)
+        print("handed back", flush=True)
     if mode == "no_analysis":  # however loaded the machine, the worker (SCHED_IDLE) gets to save them
         _analysis_worker.wait_saved(120)
     prof.stop()
@@ -81,6 +92,10 @@ def test_without_analysis_the_worker_saves_the_windows(tmp_path: Path) -> None:
         assert (d / "profiler_metadata.json").is_file()
         assert "window_files_worker_cpu_s" in _over(d)  # not the training process's writer thread
         assert not (d / "ASCEND_PROFILER_OUTPUT").exists()  # analyse_flag=False
+        # the worker makes the dirs under its own umask, without a chmod each: the modes stay exact
+        assert os.stat(d).st_mode & 0o777 == 0o750 and modes_ok(d)
+        assert sorted(p.name for p in d.iterdir()) == ["FRAMEWORK", "logs", "profiler_info_0.json",
+                                                       "profiler_metadata.json"]
         assert not list(d.parent.glob(".*.kineto.tmp")) and not list((d / "FRAMEWORK").glob(".*.tmp"))
 
 
@@ -105,6 +120,17 @@ def test_killed_run_the_live_worker_saves_and_offline_analyse_completes(tmp_path
     done = tp.analyse(root)
     assert sorted(done) == sorted(d / "ASCEND_PROFILER_OUTPUT" for d in dirs)
     assert all((d / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").stat().st_size > 0 for d in dirs)
+
+
+def test_a_dead_workers_windows_are_saved_and_analysed_without_waiting_for_stop(tmp_path: Path) -> None:
+    proc, root = _run(tmp_path, "worker_killed")
+    assert proc.returncode == 0, proc.stderr
+    assert "handed back" in proc.stdout and "saved 4 4" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+    dirs = rank_dirs(root)
+    assert len(dirs) == 4
+    for d in dirs:  # the stopped worker saved none: the training process's writer thread did
+        assert "window_files_writer_thread_cpu_s" in _over(d)
+        assert (d / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").stat().st_size > 0
 
 
 def _files() -> dict:

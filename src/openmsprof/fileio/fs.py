@@ -88,7 +88,7 @@ def make_new_dir(path: Path) -> Path:
     return path
 
 
-def open_new(path: Path, append: bool = True, dir_fd: int | None = None) -> int:
+def open_new(path: Path | str, append: bool = True, dir_fd: int | None = None) -> int:
     """Open a new private file for writing; fails if it exists or is a link.  Returns an fd.
     With ``dir_fd`` the file is ``path.name`` inside that directory (a path swapped for a
     symlink after the directory was opened cannot redirect it)."""
@@ -97,7 +97,7 @@ def open_new(path: Path, append: bool = True, dir_fd: int | None = None) -> int:
         flags |= os.O_APPEND
     try:
         if dir_fd is not None:
-            fd = os.open(path.name, flags, FILE_MODE, dir_fd=dir_fd)
+            fd = os.open(os.path.basename(path), flags, FILE_MODE, dir_fd=dir_fd)
         else:
             fd = os.open(path, flags, FILE_MODE)
     except FileExistsError:
@@ -129,22 +129,31 @@ def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
 def _replace_atomic(path: Path, fill: Callable[[int], None]) -> None:
     """Create ``path`` by ``fill(fd)`` on a private temp file renamed into place; a crash or a
     full disk leaves the old file or the new one, never a partial one (the temp file is removed)."""
-    if path.is_symlink():
-        raise PathError(f"file {str(path)!r} is a symbolic link; refused")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    text = os.fspath(path)  # (plain strings from here: a path's methods cost more than its syscalls)
+    if os.path.islink(text):
+        raise PathError(f"file {text!r} is a symbolic link; refused")
+    head, name = os.path.split(text)
+    tmp = os.path.join(head, f".{name}.{os.getpid()}.tmp")
     try:
         fd = open_new(tmp, append=False)
     except PathError:  # a leftover of a killed writer of this pid (or a link planted there)
-        tmp.unlink(missing_ok=True)
+        _unlink_missing_ok(tmp)
         fd = open_new(tmp, append=False)
     try:
         fill(fd)
     except BaseException:
         os.close(fd)
-        tmp.unlink(missing_ok=True)
+        _unlink_missing_ok(tmp)
         raise
     os.close(fd)
-    os.replace(tmp, path)
+    os.replace(tmp, text)
+
+
+def _unlink_missing_ok(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def write_stream_atomic(path: Path, parts: Iterable[bytes | bytearray | memoryview]) -> None:

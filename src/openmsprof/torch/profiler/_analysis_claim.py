@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import hashlib
 import os
 import struct
@@ -41,7 +42,7 @@ _FLOCK = "hh4xqqi4x"  # struct flock: l_type, l_whence, l_start, l_len, l_pid (0
 _ofd = _OFD_SETLK is not None and _OFD_GETLK is not None and struct.calcsize(_FLOCK) == 32
 _BUSY = (errno.EAGAIN, errno.EACCES)
 #: output roots whose claims file this process opened (``tidy_all``)
-_roots: set[Path] = set()
+_roots: set[str] = set()
 #: fds of the claims this process holds: a forked child closes its copies (``_after_fork``)
 _held: set[int] = set()
 
@@ -51,14 +52,15 @@ def claim_path(rank_dir: Path) -> Path:
     return rank_dir.parent / CLAIMS_FILE if _ofd else rank_dir.parent / f".{rank_dir.name}.claim"
 
 
-def done(rank_dir: Path) -> bool:
+def done(rank_dir: Path | str) -> bool:
     """The dir's analysis finished (by anyone)."""
-    return (rank_dir / "ASCEND_PROFILER_OUTPUT" / "analyse.done").exists()
+    return os.path.exists(f"{os.fspath(rank_dir)}/ASCEND_PROFILER_OUTPUT/analyse.done")
 
 
-def _byte(rank_dir: Path) -> int:
+@functools.lru_cache(maxsize=64)  # (a window is claimed two or three times: saved, staged, published)
+def _byte(name: str) -> int:
     """The rank dir's byte in the claims file (a 62-bit hash of its name)."""
-    return int.from_bytes(hashlib.blake2b(os.fsencode(rank_dir.name), digest_size=8).digest(), "little") >> 2
+    return int.from_bytes(hashlib.blake2b(os.fsencode(name), digest_size=8).digest(), "little") >> 2
 
 
 def _lock(fd: int, start: int, length: int) -> bool:
@@ -81,15 +83,15 @@ def _tidying(fd: int, start: int) -> bool:
     return kind != fcntl.F_UNLCK and length == 0
 
 
-def _open(path: Path) -> int:
+def _open(path: str) -> int:
     """The claims file's fd (made when missing; never through a link)."""
     try:
         return os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:  # made here; a link in its place is refused with one line
-        return fs.open_lock_file(path)
+        return fs.open_lock_file(Path(path))
 
 
-def _same(path: Path, fd: int) -> bool:
+def _same(path: str | Path, fd: int) -> bool:
     """``path`` is still the file ``fd`` has open (a ``tidy`` or holder may have removed it)."""
     try:
         now = os.stat(path, follow_symlinks=False)
@@ -102,12 +104,15 @@ def _same(path: Path, fd: int) -> bool:
 def _acquire(rank_dir: Path) -> int | None:
     """The fd of the dir's lock, held exclusively; None while another process holds it."""
     global _ofd
-    path, byte = claim_path(rank_dir), _byte(rank_dir)
+    parent, name = os.path.split(os.fspath(rank_dir))
+    parent = parent or "."
+    byte = _byte(name)
     while True:
-        fd = _open(path) if _ofd else fs.open_lock_file(path)
+        path = f"{parent}/{CLAIMS_FILE}" if _ofd else f"{parent}/.{name}.claim"  # (``claim_path``)
+        fd = _open(path) if _ofd else fs.open_lock_file(Path(path))
         try:
             if _ofd:
-                _roots.add(path.parent)
+                _roots.add(parent)
                 got = _lock(fd, byte, 1)
             else:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -181,7 +186,7 @@ def tidy(root: Path) -> bool:
 def tidy_all() -> None:
     """``tidy`` every output root this process claimed in."""
     for root in list(_roots):
-        if tidy(root):
+        if tidy(Path(root)):
             _roots.discard(root)
 
 
@@ -203,7 +208,11 @@ if hasattr(os, "register_at_fork"):
 
 def record_overhead(rank_dir: Path, cpu_s: float, wall_s: float, where: str) -> None:
     """Add the analysis's CPU and wall time and ``where`` it ran to the dir's profiler_info."""
-    for p in rank_dir.glob("profiler_info*.json"):
+    d = os.fspath(rank_dir)
+    for name in os.listdir(d):  # (the names ``profiler_info*.json`` matches)
+        if not (name.startswith("profiler_info") and name.endswith(".json")):
+            continue
+        p = Path(d, name)
         info = orjson.loads(p.read_bytes())
         over = info.get("openmsprof_overhead") if isinstance(info.get("openmsprof_overhead"), dict) else {}
         over.update({"analysis_cpu_s": round(cpu_s, 6), "analysis_wall_s": round(wall_s, 6),

@@ -83,12 +83,12 @@ def _copy(src: str, dst: str, have: frozenset[str] | None = None) -> bool:
 
 #: empty dir trees left by published windows, kept per stage dir for the next ``stage`` (one
 #: rename instead of a mkdir per dir, and no rmdir): (path, its subdirs)
-_spares: dict[Path, list[tuple[Path, frozenset[str]]]] = {}
+_spares: dict[str, list[tuple[str, frozenset[str]]]] = {}  # (plain strings: cheaper than paths)
 _SPARES = 2
 _serial = 0
 
 
-def _take_spare(root: Path, dst: Path) -> frozenset[str] | None:
+def _take_spare(root: str, dst: str) -> frozenset[str] | None:
     """Rename one of ``root``'s skeletons to ``dst``; its subdirs (None: no skeleton)."""
     spares = _spares.get(root)
     while spares:
@@ -106,13 +106,14 @@ def recycle(staged: Path) -> None:
     dirs (two levels at most) kept as a skeleton for the next ``stage`` of this process; any
     other tree, or one too many, is discarded (the stage dir kept)."""
     global _serial
-    spares = _spares.setdefault(staged.parent, [])
+    parent, _ = os.path.split(os.fspath(staged))
+    spares = _spares.setdefault(parent, [])
     subs = _empty_out(staged) if len(spares) < _SPARES else None
     if subs is None:
         discard(staged, keep_root=True)
         return
     _serial += 1
-    spare = staged.parent / f".spare{_serial}"
+    spare = os.path.join(parent, f".spare{_serial}")
     try:
         os.rename(staged, spare)
     except OSError:
@@ -121,7 +122,7 @@ def recycle(staged: Path) -> None:
     spares.append((spare, subs))
 
 
-def _empty_out(d: Path) -> frozenset[str] | None:
+def _empty_out(d: Path | str) -> frozenset[str] | None:
     """Unlink the files of ``d`` and of its subdirs; the subdirs' names (None: a deeper tree, or
     anything that could not be removed)."""
     subs = []
@@ -144,7 +145,7 @@ def _empty_out(d: Path) -> frozenset[str] | None:
 
 def release(root: Path) -> None:
     """Remove this process's skeletons in the stage dir ``root`` and the dir itself if empty."""
-    for path, _ in _spares.pop(root, []):
+    for path, _ in _spares.pop(os.fspath(root), []):
         shutil.rmtree(path, ignore_errors=True)
     try:
         root.rmdir()
@@ -157,8 +158,10 @@ def stage(rank_dir: Path, pid: int) -> Path | None:
     claim), or None where it cannot be staged (then it is analysed in place)."""
     if _RENAME is None:
         return None
-    root = stage_root(rank_dir, pid)
-    dst = root / rank_dir.name
+    src = os.fspath(rank_dir)
+    parent, name = os.path.split(src)
+    root = os.path.join(parent, f".openmsprof.{pid}.stage")  # (``stage_root``, as its text)
+    dst = os.path.join(root, name)
     try:
         if root not in _spares:  # (made, or found, by an earlier window of this process)
             try:
@@ -170,11 +173,11 @@ def stage(rank_dir: Path, pid: int) -> Path | None:
             _spares[root] = []
         if os.path.lexists(dst):
             shutil.rmtree(dst)
-        if _copy(os.fspath(rank_dir), os.fspath(dst), _take_spare(root, dst)):
-            return dst
+        if _copy(src, dst, _take_spare(root, dst)):
+            return Path(dst)
     except OSError:
         _spares.pop(root, None)  # (checked again next time: it may have been removed)
-    discard(dst)
+    discard(Path(dst))
     return None
 
 

@@ -105,7 +105,7 @@ def hand_off(path: Path, tmp: Path, files: dict[str, Any], analyse: bool, sync: 
                              "analyse": analyse}) + b"\n"
     except TypeError:  # a path or a user's metadata JSON cannot carry: saved here
         return False
-    return c.send(os.fspath(path), Job(sync and analyse, analyse, save, out), line)
+    return c.send(os.fspath(path), Job(sync and analyse, analyse, save, out, path), line)
 
 
 def submit(path: Path, sync: bool) -> None:
@@ -139,9 +139,10 @@ def wait_saved(timeout: float = SAVE_WAIT_S) -> None:
     def done() -> bool:
         return all(j.saved for j in c.pending.values())
 
+    if c.wait_for(done, timeout):
+        return
     with c.cond:
-        if c.cond.wait_for(done, timeout):
-            return
+        c.pump()
         late = [j for j in c.pending.values() if not j.saved and j.save is not None]
         for j in late:
             j.saved = True
@@ -179,7 +180,7 @@ def _analyse_claimed(path: Path, where: str, job: Job | None = None, wait_s: flo
 
 
 def _reroute(left: dict[str, Job]) -> None:
-    """The worker is gone (reader thread): what it did not do goes to the writer thread."""
+    """The worker is gone (its watcher thread): what it did not do goes to the writer thread."""
     for path, job in left.items():
         if not job.saved and job.save is not None:
             job.saved = True
@@ -196,6 +197,7 @@ def _stalled(c: Client, marks: list[tuple[float, float, bool]], started: float, 
     them and the worker's own CPU must not hide a starved child), else the whole tree's."""
     if analysis_only is None:
         with c.cond:
+            c.pump()
             analysis_only = all(j.saved for j in c.pending.values())
     if marks and marks[-1][2] != analysis_only:  # (the measure changed: its samples start again)
         marks.clear()
@@ -215,6 +217,7 @@ def _take_over(c: Client, why: str, sync_only: bool) -> None:
     while saving or publishing; the whole analysis where it cannot stage).  Windows it has not
     saved are saved here first."""
     with c.cond:  # taken out first: ending the worker re-routes only what is left
+        c.pump()  # (the answers that arrived: a window analysed meanwhile is not taken)
         mine = [(p, j) for p, j in c.pending.items() if j.analyse and (j.sync or not sync_only)]
         for p, _ in mine:
             del c.pending[p]
@@ -301,7 +304,11 @@ def analyse_now(path: Path) -> Path:
 
 
 def failed() -> list[str]:
-    return list(_client.failed) if _client is not None else []
+    c = _client
+    if c is None:
+        return []
+    c.pump()
+    return list(c.failed)
 
 
 def _at_exit() -> None:

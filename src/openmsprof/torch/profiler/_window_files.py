@@ -44,15 +44,41 @@ def temp_trace_name(rank_dir_name: str, pid: int) -> str:
     return f".{rank_dir_name}.{pid}{TEMP_SUFFIX}"
 
 
+#: True in a process that set its umask to ``EXACT_UMASK`` (the analysis worker): a dir made with
+#: mode 0750 has it, so a window's dirs are made without a chmod each
+exact_umask = False
+EXACT_UMASK = 0o027
+
+
 def _ensure_dir(path: Path) -> bool:
     """Create the rank dir ``path`` with FRAMEWORK/ and logs/; one that another party created (a
     directory of this user, not a link) is accepted: then False, and only FRAMEWORK/ is made if
     missing (logs/ is the saving party's, ``save``)."""
-    try:
-        prof_dir.create_at(path.parent, path)
-        return True
-    except PathError:
-        pass
+    made = False
+    if exact_umask and prof_dir.root_ready(path.parent):  # three mkdirs, the modes exact
+        text = os.fspath(path)
+        try:
+            os.mkdir(text, fs.DIR_MODE)
+            made = True
+            os.mkdir(f"{text}/FRAMEWORK", fs.DIR_MODE)
+            os.mkdir(f"{text}/logs", fs.DIR_MODE)
+            return True
+        except FileExistsError:
+            pass
+        except OSError:
+            if not made:  # (as create_at reports it, and re-checks the root next time)
+                made = True
+                try:
+                    prof_dir.create_at(path.parent, path)
+                    return True
+                except PathError:
+                    pass
+    if not made:
+        try:
+            prof_dir.create_at(path.parent, path)
+            return True
+        except PathError:
+            pass
     for d in (path, path / "FRAMEWORK"):
         _make_dir(d)
     return False
@@ -70,28 +96,31 @@ def _make_dir(d: Path) -> None:
         raise PathError(f"{str(d)!r} is not a directory of this user; refused")
 
 
-def save(path: Path, tmp: Path, files: dict[str, Any], where: str, made: bool = False) -> bool:
+def save(path: Path, tmp: Path, files: dict[str, Any], where: str, made: bool = False, checked: bool = False) -> bool:
     """Save one window into the rank dir ``path`` (its parent is the output root) from the raw
     trace ``tmp``; ``where`` names the saver in ``openmsprof_overhead`` (``worker``,
-    ``writer_thread``, ``offline_analyse``); ``made``: the caller made the dir.  True if this call
+    ``writer_thread``, ``offline_analyse``); ``made``: the caller made the dir; ``checked``: the
+    caller holds the dir's claim and found it not analysed.  True if this call
     saved the window, False if another party already had (an analysed dir is left as it is).
     Raises OSError / PathError (the caller logs)."""
     c0 = time.thread_time()
+    d = os.fspath(path)
     logs = False  # (made whole, by the caller or here)
     if not made:
-        if (path / "ASCEND_PROFILER_OUTPUT" / "analyse.done").exists():
+        if not checked and os.path.exists(f"{d}/ASCEND_PROFILER_OUTPUT/analyse.done"):
             return False  # saved and analysed by the other party (and maybe simplified: nothing to add)
         logs = not _ensure_dir(path)
-    final = path / "FRAMEWORK" / FRAMEWORK_TRACE
+    final = f"{d}/FRAMEWORK/{FRAMEWORK_TRACE}"
     rank = int(files["rank"])
+    info_name = f"profiler_info_{rank}.json"
     try:
         os.chmod(tmp, fs.FILE_MODE)
         os.replace(tmp, final)
     except FileNotFoundError:
-        if final.is_file() and (path / f"profiler_info_{rank}.json").is_file():
+        if os.path.isfile(final) and os.path.isfile(f"{d}/{info_name}"):
             return False  # saved by the other party
-        if not final.is_file():
-            raise PathError(f"the raw trace of {str(path)!r} is gone ({str(tmp)!r})") from None
+        if not os.path.isfile(final):
+            raise PathError(f"the raw trace of {d!r} is gone ({os.fspath(tmp)!r})") from None
     if logs:  # the dir was another party's: its logs/ is made by the party that saves
         _make_dir(path / "logs")
     notes = list(files.get("notes") or [])
@@ -101,7 +130,7 @@ def save(path: Path, tmp: Path, files: dict[str, Any], where: str, made: bool = 
     info[OVERHEAD_KEY] = {**over, f"window_files_{where}_cpu_s": round(time.thread_time() - c0, 6)}
     if files.get("recovered"):  # a window offline analyse adopted: what was derived, what is missing
         info[RECOVERED_KEY] = files["recovered"]
-    prof_dir.write_json(path / f"profiler_info_{rank}.json", info)
+    prof_dir.write_json(path / info_name, info)
     prof_dir.write_json(path / "profiler_metadata.json", files["meta"])
     if files.get("gc_events") is not None:  # gc_detect_threshold: the window's long collections
         prof_dir.write_json(path / "FRAMEWORK" / _gc_watch.FILE, files["gc_events"])

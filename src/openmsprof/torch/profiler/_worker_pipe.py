@@ -1,11 +1,15 @@
 """The training process's end of the analysis worker's pipes (``_analysis_worker`` drives it).
 
 ``Client`` starts the worker process, writes its job lines without ever blocking the caller (what
-the pipe does not take at once is written by the writer thread), and reads its answers on a
-reader thread: ``saved|unsaved <dir>`` (the window's files), ``ok|fail|taken <dir>`` (its analysis;
-``taken``: the training process analysed it).  When the worker is gone, the reader hands what it
-did not do to ``on_gone`` (the writer thread, via ``_analysis_worker``).  ``cpu_s`` and ``end``
-let ``profile.stop()`` tell a worker that makes no progress and end it.
+the pipe does not take at once is written by the writer thread), and takes its answers:
+``saved|unsaved <dir>`` (the window's files), ``ok|fail|taken <dir>`` (its analysis; ``taken``:
+the training process analysed it).  The answers are read where they are needed, never on a thread
+woken per answer (each wake-up would take the GIL from the training thread): a hand-off that
+finds ``PUMP_AT`` windows pending drains what arrived (one non-blocking read), and whoever waits
+for the worker or looks at its windows reads them as they come (``pump``, ``wait_for``).  A watcher thread sleeps in ``poll`` for the pipe's hang-up alone: when the
+worker is gone, it reads the last answers and hands what the worker did not do to ``on_gone`` (the
+writer thread, via ``_analysis_worker``).  ``cpu_s`` and ``end`` let ``profile.stop()`` tell a
+worker that makes no progress and end it.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import select
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,21 +30,30 @@ from openmsprof.recorder import threads
 from openmsprof.torch.profiler import _writer
 from openmsprof.torch.profiler._window_files import WORKER_MODULE
 
+#: a hand-off reads the answers once this many windows are pending (they stay in the pipe until
+#: then: ~150 bytes a window, so even a one-page pipe never fills; read together, warm, they cost a
+#: few microseconds each, where one read per window costs tens, its code cold)
+PUMP_AT = 8
+#: the longest a waiting thread sleeps without reading the answers or looking at the others' news
+#: (a take-over by another thread, the worker's end); an answer wakes it at once
+_SLICE_S = 0.01
+
 
 class Job:
     """A dir handed to the worker: whether a sync handler waits for its analysis, whether it is
     analysed, the save to do here if the worker does not (None: already saved), the profile's
-    ``saved`` list."""
+    ``saved`` list (and the dir's path, appended to it once saved)."""
 
-    __slots__ = ("analyse", "out", "save", "saved", "sync")
+    __slots__ = ("analyse", "out", "path", "save", "saved", "sync")
 
-    def __init__(self, sync: bool, analyse: bool, save: Callable[[], None] | None, out: list[Path] | None) -> None:
-        self.sync, self.analyse, self.save, self.out = sync, analyse, save, out
+    def __init__(self, sync: bool, analyse: bool, save: Callable[[], None] | None, out: list[Path] | None,
+                 path: Path | None = None) -> None:
+        self.sync, self.analyse, self.save, self.out, self.path = sync, analyse, save, out, path
         self.saved = save is None
 
 
 class Client:
-    """The training process's side: the child, its pending dirs, a reader of its answers."""
+    """The training process's side: the child, its pending dirs, its answers, a watcher of its end."""
 
     def __init__(self, on_gone: Callable[[dict[str, Job]], None]) -> None:
         self.on_gone = on_gone
@@ -58,36 +72,88 @@ class Client:
         self.pending: dict[str, Job] = {}
         self.failed: list[str] = []
         self.answered = 0
-        self.reader = threading.Thread(target=self._read, name="openmsprof-analysis-reader", daemon=True)
+        assert self.proc.stdout is not None
+        self.out_fd = self.proc.stdout.fileno()
+        os.set_blocking(self.out_fd, False)  # answers are drained, never waited for in a read
+        self._part = b""  # an answer's first bytes, until its newline arrives
+        self.eof = False  # the worker closed its answers: the watcher re-routes what is left
+        self.reader = threading.Thread(target=self._watch, name="openmsprof-analysis-watch", daemon=True)
         self.reader.start()
 
-    def _read(self) -> None:
-        threads.background_policy()  # the worker's answers do not preempt the training thread
-        out = self.proc.stdout
-        assert out is not None
-        for raw in out:
-            status, _, path = raw.decode("utf-8", "surrogateescape").rstrip("\n").partition(" ")
-            with self.cond:
-                self.answered += 1
-                job = self.pending.get(path)
-                if job is None:
-                    continue
-                if status in ("saved", "unsaved"):
-                    if status == "saved" and not job.saved and job.out is not None:
-                        job.out.append(Path(path))
-                    job.saved = True
-                    if status == "unsaved" or not job.analyse:
-                        del self.pending[path]
-                else:
-                    del self.pending[path]
-                    if status == "fail":
-                        self.failed.append(path)
-                self.cond.notify_all()
-        with self.cond:  # the worker is gone: what it did not do goes to ``on_gone``
+    def _watch(self) -> None:
+        """Sleep until the answer pipe hangs up (the worker is gone: no wake-up per answer), then
+        read the last answers and hand what the worker did not do to ``on_gone``."""
+        threads.background_policy()
+        hang_up = select.poll()
+        hang_up.register(self.out_fd, 0)  # POLLHUP / POLLERR / POLLNVAL only: data does not wake it
+        while not hang_up.poll():
+            pass
+        with self.cond:
+            self._pump()  # the last answers (no writer is left: it reads to the end)
+            self.eof = True
             left, self.pending = dict(self.pending), {}
             self.backlog.clear()
             self.on_gone(left)
             self.cond.notify_all()
+
+    def pump(self) -> None:
+        """Take the answers that have arrived (never blocks)."""
+        with self.cond:
+            self._pump()
+
+    def _pump(self) -> None:
+        """``pump`` under ``cond``."""
+        while not self.eof:
+            try:
+                data = os.read(self.out_fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self.eof = True
+                return
+            *lines, self._part = (self._part + data).split(b"\n")
+            for raw in lines:
+                self._answer(raw)
+            self.cond.notify_all()
+
+    def _answer(self, raw: bytes) -> None:
+        """One answer line (under ``cond``)."""
+        status, _, path = raw.decode("utf-8", "surrogateescape").partition(" ")
+        self.answered += 1
+        job = self.pending.get(path)
+        if job is None:
+            return
+        if status in ("saved", "unsaved"):
+            if status == "saved" and not job.saved and job.out is not None:
+                job.out.append(job.path if job.path is not None else Path(path))
+            job.saved = True
+            if status == "unsaved" or not job.analyse:
+                del self.pending[path]
+        else:
+            del self.pending[path]
+            if status == "fail":
+                self.failed.append(path)
+
+    def wait_for(self, done: Callable[[], bool], timeout: float) -> bool:
+        """Wait up to ``timeout`` s until ``done()`` (called under ``cond``), reading the answers
+        as they arrive; whether it came true."""
+        deadline = time.monotonic() + timeout
+        waiter = select.poll()
+        waiter.register(self.out_fd, select.POLLIN)
+        while True:
+            with self.cond:
+                self._pump()
+                if done():
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                if self.eof:  # the watcher re-routes what is left, then notifies
+                    self.cond.wait(min(left, _SLICE_S))
+                    continue
+            waiter.poll(max(1, int(min(left, _SLICE_S) * 1000)))
 
     def alive(self) -> bool:
         return self.proc.poll() is None and self.reader.is_alive()
@@ -98,6 +164,8 @@ class Client:
         with self.cond:
             if not self.reader.is_alive():
                 return False
+            if len(self.pending) >= PUMP_AT:
+                self._pump()  # (what the worker answered since: the pipe never fills)
             if self.backlog:
                 self.pending[path] = job
                 self.backlog.append(line)
@@ -122,8 +190,9 @@ class Client:
                     return
             select.select([], [self.fd], [], 1.0)
             if self.proc.poll() is not None:
-                return  # the reader's end of input re-routes the pending jobs
+                return  # the watcher re-routes the pending jobs
             with self.cond:
+                self._pump()  # (a worker blocked on a full answer pipe would not read its input)
                 if not self.backlog:
                     return
                 try:
@@ -141,8 +210,7 @@ class Client:
         def idle() -> bool:
             return not any(j.sync for j in self.pending.values()) if sync_only else not self.pending
 
-        with self.cond:
-            return self.cond.wait_for(idle, timeout)
+        return self.wait_for(idle, timeout)
 
     def cpu_s(self, analysis_only: bool = False) -> float | None:
         """The worker's CPU time so far, its children's included, live or waited for (None once it

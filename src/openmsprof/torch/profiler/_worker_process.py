@@ -33,6 +33,9 @@ from openmsprof.torch.profiler import _analysis_claim, _analysis_stage, analysis
 
 NICE = 19
 PRIORITY = f"nice {NICE}"  # what the analysing child set (``_lower_priority``)
+#: the umask the worker was started with (its analysing child runs under it again; the worker
+#: itself runs under ``_window_files.EXACT_UMASK``: a window's dirs need no chmod)
+_umask: int | None = None
 
 
 class _Answers:
@@ -67,6 +70,8 @@ class _Analyser:
             try:
                 for fd in (jobs_w, res_r, *close):  # the training process sees the worker's end alone
                     os.close(fd)
+                if _umask is not None:
+                    os.umask(_umask)
                 _child(jobs_r, res_w, worker)
                 code = 0
             finally:
@@ -183,7 +188,7 @@ def _save_jobs(lines: IO[bytes], answer: _Answers, analyser: _Analyser) -> None:
             with _analysis_claim.claim(path, wait_s=float("inf")) as todo_here:
                 todo = bool(todo_here)
                 if todo and "tmp" in job:
-                    _window_files.save(path, Path(job["tmp"]), job["files"], "worker")
+                    _window_files.save(path, Path(job["tmp"]), job["files"], "worker", checked=True)
                 if todo and job.get("analyse") and not analyser.in_place:
                     later = not analyser.idle()  # a queued window is staged when the child takes it
                     staged = None if later else _analysis_stage.stage(path, os.getpid())
@@ -315,7 +320,12 @@ def _lower_priority() -> str:
 
 
 def main() -> int:
+    global _umask
+    from openmsprof.torch.profiler import _window_files
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops training; queued windows finish
+    _umask = os.umask(_window_files.EXACT_UMASK)
+    _window_files.exact_umask = True
     answers = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # nothing else may write into the answer pipe
     _serve(sys.stdin.buffer, answers)

@@ -3,9 +3,9 @@ and profiler_metadata.json (docs/formats.md §3)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
-import secrets
 import socket
 import string
 import time
@@ -75,11 +75,20 @@ def check_worker(worker_name: str | None) -> str | None:
     return worker_name
 
 
+@functools.lru_cache(maxsize=1)
+def _host() -> str:
+    """The host's name as a dir name's default worker part (read once per process)."""
+    return socket.gethostname().replace("_", "-")
+
+
 def dir_name(worker_name: str | None, wall_ns: int | None = None) -> str:
     """``{worker}_{pid}-{6 random [a-z0-9]}_{yyyymmddHHMMSSmmm}_ascend_pt``."""
-    worker = worker_name or socket.gethostname().replace("_", "-")
-    n = secrets.randbelow(36**6)
-    token = "".join(_ALPHABET[(n // 36**i) % 36] for i in range(6))
+    worker = worker_name or _host()
+    n = int.from_bytes(os.urandom(8), "little") % 36**6  # (a 64-bit draw: no bias worth naming)
+    token = ""
+    for _ in range(6):
+        n, digit = divmod(n, 36)
+        token += _ALPHABET[digit]
     stamp = local_stamp(wall_ns if wall_ns is not None else time.time_ns())
     return f"{worker}_{os.getpid()}-{token}_{stamp}_ascend_pt"
 
