@@ -47,3 +47,32 @@ def test_a_proc_file_of_no_size_is_read_to_its_end_over_several_reads(tmp_path: 
     assert out.returncode == 0, out.stderr[-2000:]
     size, same = out.stdout.split()
     assert int(size) > 1_200_000 and same == "True"
+
+
+def test_a_file_that_grew_after_the_open_is_read_on(tmp_path: Path) -> None:
+    """The first read asks for the fstat size and one byte more; a file appended to before it
+    (between ``fstat`` and the read) gets the rest in further reads, up to the limit."""
+    path = tmp_path / "f"
+    path.write_bytes(b"a" * 1000)
+    real_fstat = os.fstat
+
+    def fstat_then_grow(fd: int) -> os.stat_result:
+        st = real_fstat(fd)
+        with open(path, "ab") as f:
+            f.write(b"b" * 3_000_000)
+        return st
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(os, "fstat", fstat_then_grow)
+    try:
+        data = read_regular(path, "test file", 4 << 20)
+    finally:
+        mp.undo()
+    assert data == b"a" * 1000 + b"b" * 3_000_000
+    path.write_bytes(b"a" * 1000)
+    mp.setattr(os, "fstat", fstat_then_grow)
+    try:
+        with pytest.raises(ProfilingError, match=r"larger than the 2000000 byte limit$"):
+            read_regular(path, "test file", 2_000_000)
+    finally:
+        mp.undo()

@@ -86,16 +86,17 @@ def _open_checked(path: str | os.PathLike[str], what: str, limit: int,
 def read_regular(path: str | os.PathLike[str], what: str, limit: int,
                  error: type[ProfilingError] = ProfilingError) -> bytes:
     """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes (see module).
-    A read shorter than asked that reaches the size ``fstat`` gave is the end of the file (no
-    second read to see it); a file that reports no size (``/proc``) or shrank is read to its
-    end.  The fd stays ``O_NONBLOCK``: a regular file ignores it, and a file system that
-    answers EAGAIN all the same gets the fd blocking and the read again."""
+    The file is read in one read of its ``fstat`` size and one byte more; a read shorter than
+    asked that reaches that size is the end of the file (no second read to see it); a file that
+    grew is read on in 1 MiB reads, one that reports no size (``/proc``) or shrank to its end.
+    The fd stays ``O_NONBLOCK``: a regular file ignores it, and a file system that answers
+    EAGAIN all the same gets the fd blocking and the read again."""
     fd, size = _open_checked(path, what, limit, error)
     try:
         chunks: list[bytes] = []
         got = 0
+        want = size + 1 if size else min(1 << 20, limit + 1)  # (the whole file and one byte more: one read)
         while got <= limit:
-            want = min(1 << 20, limit + 1 - got)
             try:
                 chunk = os.read(fd, want)
             except BlockingIOError:
@@ -107,6 +108,7 @@ def read_regular(path: str | os.PathLike[str], what: str, limit: int,
             got += len(chunk)
             if len(chunk) < want and 0 < size <= got:  # short of what was asked, at the size: the end
                 break
+            want = min(1 << 20, limit + 1 - got)
         if got > limit:
             raise error(f"{what} {escape(os.fspath(path))!r}: larger than the {limit} byte limit")
     except OSError as exc:
