@@ -8,7 +8,9 @@ a file and :func:`unchanged` after: a ``os.umask`` call in between, from any thr
 the mode itself.  Where the umask cannot be read (no ``/proc``), :func:`current` says so and
 the mode is always set.  Whatever happens, a file is never more open than the mode asked for
 (the kernel masks the creation mode); a umask changed by native code behind ``os.umask``'s back
-(or by a caller of a reference taken before this module was imported) is not seen.
+(or by a caller of a reference taken before this module was imported) is not seen, and a
+directory's default ACL, which takes the umask's place for the files made in it, may leave a
+file more private than asked (the kernel masks the ACL with the mode asked for).
 """
 
 from __future__ import annotations
@@ -82,8 +84,10 @@ def _umask(mask: Any, /) -> int:
 
 
 def _after_fork() -> None:
-    global _lock
-    _lock = threading.Lock()  # (a lock another thread held at the fork)
+    """The child's own lock and epoch (another thread may have been inside ``os.umask``)."""
+    global _lock, _epoch
+    _lock = threading.Lock()
+    _epoch = object()
 
 
 _umask._openmsprof_real = _real_umask  # type: ignore[attr-defined]
