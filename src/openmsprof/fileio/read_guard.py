@@ -51,20 +51,32 @@ def open_regular(path: str | os.PathLike[str], what: str, limit: int,
                  error: type[ProfilingError] = ProfilingError) -> tuple[int, int]:
     """Open ``path`` for reading if it is a regular file of at most ``limit`` bytes; returns
     (fd, size).  The fd is blocking again (a regular file never blocks anyway)."""
-    name = escape(os.fspath(path))
+    fd, size = _open_checked(path, what, limit, error)
+    try:
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, size
+
+
+def _open_checked(path: str | os.PathLike[str], what: str, limit: int,
+                  error: type[ProfilingError]) -> tuple[int, int]:
+    """``open_regular`` without the return to blocking mode: (fd, size), the fd still
+    ``O_NONBLOCK`` (which a regular file ignores)."""
     try:
         fd = os.open(path, _FLAGS)
     except OSError as exc:
         reason = "is a symbolic link; refused" if exc.errno == errno.ELOOP else exc.strerror
-        raise error(f"{what} {name!r}: cannot read: {reason}") from None
+        raise error(f"{what} {escape(os.fspath(path))!r}: cannot read: {reason}") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             kind = next((k for test, k in _KINDS if test(st.st_mode)), "not a regular file")
-            raise error(f"{what} {name!r} is {kind}, not a regular file; refused")
+            raise error(f"{what} {escape(os.fspath(path))!r} is {kind}, not a regular file; refused")
         if st.st_size > limit:
-            raise error(f"{what} {name!r}: {st.st_size} bytes is larger than the {limit} byte limit")
-        os.set_blocking(fd, True)
+            raise error(f"{what} {escape(os.fspath(path))!r}: {st.st_size} bytes is larger than the {limit} "
+                        "byte limit")
     except BaseException:
         os.close(fd)
         raise
@@ -73,24 +85,37 @@ def open_regular(path: str | os.PathLike[str], what: str, limit: int,
 
 def read_regular(path: str | os.PathLike[str], what: str, limit: int,
                  error: type[ProfilingError] = ProfilingError) -> bytes:
-    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes (see module)."""
-    fd, _size = open_regular(path, what, limit, error)
+    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes (see module).
+    The file is read in one read of its ``fstat`` size and one byte more; a read shorter than
+    asked that reaches that size is the end of the file (no second read to see it); a file that
+    grew is read on in 1 MiB reads, one that reports no size (``/proc``) or shrank to its end.
+    The fd stays ``O_NONBLOCK``: a regular file ignores it, and a file system that answers
+    EAGAIN all the same gets the fd blocking and the read again."""
+    fd, size = _open_checked(path, what, limit, error)
     try:
         chunks: list[bytes] = []
         got = 0
+        want = size + 1 if size else min(1 << 20, limit + 1)  # (the whole file and one byte more: one read)
         while got <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - got))
+            try:
+                chunk = os.read(fd, want)
+            except BlockingIOError:
+                os.set_blocking(fd, True)
+                continue
             if not chunk:
                 break
             chunks.append(chunk)
             got += len(chunk)
+            if len(chunk) < want and 0 < size <= got:  # short of what was asked, at the size: the end
+                break
+            want = min(1 << 20, limit + 1 - got)
         if got > limit:
             raise error(f"{what} {escape(os.fspath(path))!r}: larger than the {limit} byte limit")
     except OSError as exc:
         raise error(f"{what} {escape(os.fspath(path))!r}: cannot read: {exc.strerror}") from None
     finally:
         os.close(fd)
-    return b"".join(chunks)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def read_json(path: str | os.PathLike[str], what: str, limit: int = MAX_JSON_BYTES,

@@ -20,9 +20,25 @@ from openmsprof.fileio import fs
 __all__ = ["cache_path", "measuring", "open_lock", "wait_for_measurement"]
 
 
+#: (the environment variables cache_root reads, the path they gave) of the last call; the host
+#: name is read once per process (a host renamed meanwhile keeps its file until the process ends)
+_kept: list[tuple[tuple[str | None, ...], Path]] = []
+_host: list[str] = []
+
+
 def cache_path() -> Path:
-    """``~/.cache/openmsprof/peaks-{host}.json`` (under :func:`fs.cache_root`)."""
-    return fs.cache_root() / f"peaks-{socket.gethostname()}.json"
+    """``~/.cache/openmsprof/peaks-{host}.json`` (under :func:`fs.cache_root`); computed again
+    only when the variables that root depends on changed (the torch analysis asks every window)."""
+    env = os.environ
+    key = (env.get("OPENMSPROF_CACHE"), env.get("XDG_CACHE_HOME"), env.get("HOME"))
+    if _kept and _kept[0][0] == key:
+        return _kept[0][1]
+    if not _host:
+        _host.append(socket.gethostname())
+    path = fs.cache_root() / f"peaks-{_host[0]}.json"
+    if key[2] is not None:  # (without $HOME the home directory comes from the user database)
+        _kept[:] = [(key, path)]
+    return path
 
 
 def _lock_path() -> Path:

@@ -153,7 +153,7 @@ class TraceReader:
         """The trace opened only if it is a regular file of at most MAX_TRACE_BYTES (a FIFO, a
         device or a link is refused with one line)."""
         fd, _size = open_regular(self.path, "trace", MAX_TRACE_BYTES, RawDataError)
-        return os.fdopen(fd, "rb")
+        return open(fd, "rb", buffering=0)  # (unbuffered: blocks are read whole; no isatty, tell, extra read)
 
     def _stream(self) -> Iterator[tuple[bytes, int, int]]:
         with self._open() as f:
