@@ -1,8 +1,7 @@
 """File-system primitives: private modes whatever the umask, no symlink following, atomic writes.
 
 Directories are 0750 and files 0640 (docs/formats.md §8).  New files are opened with
-``O_CREAT | O_EXCL | O_NOFOLLOW`` so a planted symlink is never written through; their mode is
-set again only when the umask (:mod:`openmsprof.fileio.umask_watch`) took part of it away.
+``O_CREAT | O_EXCL | O_NOFOLLOW`` so a planted symlink is never written through.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from openmsprof.config.errors import PathError, StorageError
-from openmsprof.fileio import umask_watch
 from openmsprof.fileio.read_guard import escape, open_regular, read_regular
 
 __all__ = ["DIR_MODE", "FILE_MODE", "FREE_SPACE_FLOOR", "Reserve", "cache_root", "check_writable", "copy_fd",
@@ -97,7 +95,6 @@ def open_new(path: Path | str, append: bool = True, dir_fd: int | None = None) -
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     if append:
         flags |= os.O_APPEND
-    known = umask_watch.current()  # (before the create: a umask changed meanwhile is seen after it)
     try:
         if dir_fd is not None:
             fd = os.open(os.path.basename(path), flags, FILE_MODE, dir_fd=dir_fd)
@@ -107,8 +104,7 @@ def open_new(path: Path | str, append: bool = True, dir_fd: int | None = None) -
         raise PathError(f"file {str(path)!r} already exists; refusing to overwrite") from None
     except OSError as exc:
         raise PathError(f"cannot create file {str(path)!r}: {exc.strerror}") from None
-    if known is None or known[1] & FILE_MODE or not umask_watch.unchanged(known[0]):
-        os.fchmod(fd, FILE_MODE)  # (the umask took some of FILE_MODE away, or it is not known)
+    os.fchmod(fd, FILE_MODE)
     return fd
 
 
