@@ -2,7 +2,8 @@
 
 The training process starts it once (``python -c "…_worker_process.main()"``, SIGINT ignored; it
 analyses in a forked child under SCHED_IDLE where Linux has it and at nice 19).  At each window end the training thread, having
-exported Kineto's raw trace to a temp file, writes one line on the worker's stdin (``hand_off``):
+exported Kineto's raw trace to a temp file, writes one line on the worker's stdin (``hand_off``; the
+profiler's static part, its config, goes once per worker, in the same write as its first window):
 the worker makes the rank dir, moves the trace in, writes profiler_info / metadata (answering
 ``saved <dir>``) and then analyses it (``ok|fail <dir>``).  So no file work and no analysis of a
 window runs in the training process, whose threads share one GIL with training; being a separate

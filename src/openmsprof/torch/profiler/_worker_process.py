@@ -200,7 +200,7 @@ def _save_jobs(lines: IO[bytes], answer: _Answers, analyser: _Analyser) -> None:
                 todo = bool(todo_here)
                 if todo and "tmp" in job:
                     files = job["files"]
-                    if job.get("static") is not None:  # (a key never sent: unsaved, saved by the training process)
+                    if job.get("static") is not None:  # (a key never sent: one line, "unsaved"; its temp trace stays for offline analyse)
                         if job["static"] not in statics:
                             raise ValueError(f"its profiler's config (key {job['static']!r}) was never sent")
                         files = {**statics[job["static"]], **files}
