@@ -17,6 +17,7 @@ import orjson
 import pytest
 
 import openmsprof.torch.profiler as tp
+import torch
 from openmsprof.config.errors import PathError
 from openmsprof.torch.profiler import _window_files
 from tests.torch.conftest import modes_ok, rank_dirs
@@ -41,9 +42,17 @@ _TRAIN = textwrap.dedent("""
     if mode == "pipe_full":  # 4 windows of 200 kB lines: more than the pipe takes from a stopped worker
         prof.add_metadata("blob", "x" * 200_000)
     prof.start()
-    for _ in range(4):
+    for i in range(4):
         model(torch.randn(4, 16)).sum().backward()
         prof.step()
+        if mode == "worker_replaced" and i == 1:  # a new worker takes the next windows
+            _analysis_worker.wait_saved(120)
+            os.kill(pid, signal.SIGKILL)
+            end = time.monotonic() + 60
+            while _analysis_worker._client.alive():
+                assert time.monotonic() < end
+                time.sleep(0.02)
+            assert _analysis_worker.start() not in (None, pid)
     print("steps done", flush=True)  # a blocking pipe write would never get here
     if mode == "killed_live":  # no stop(), no flush: the worker alone puts the raw windows on disk
         end = time.monotonic() + 120
@@ -63,7 +72,7 @@ _TRAIN = textwrap.dedent("""
             assert time.monotonic() < end, os.listdir(root)
             time.sleep(0.05)
         print("handed back", flush=True)
-    if mode == "no_analysis":  # however loaded the machine, the worker (SCHED_IDLE) gets to save them
+    if mode in ("no_analysis", "worker_replaced"):  # however loaded the machine, the worker (SCHED_IDLE) gets to save them
         _analysis_worker.wait_saved(120)
     prof.stop()
     print("saved", len(prof.saved), len(set(prof.saved)), flush=True)
@@ -97,6 +106,23 @@ def test_without_analysis_the_worker_saves_the_windows(tmp_path: Path) -> None:
         assert sorted(p.name for p in d.iterdir()) == ["FRAMEWORK", "logs", "profiler_info_0.json",
                                                        "profiler_metadata.json"]
         assert not list(d.parent.glob(".*.kineto.tmp")) and not list((d / "FRAMEWORK").glob(".*.tmp"))
+
+
+def test_a_replacement_worker_is_sent_the_profilers_static_files_again(tmp_path: Path) -> None:
+    """The job line names the profiler's static part (config, backend, notes, torch version) sent
+    once per worker: a worker started after the first one died saves the next windows itself."""
+    proc, root = _run(tmp_path, "worker_replaced")
+    assert proc.returncode == 0, proc.stderr
+    assert "saved 4 4" in proc.stdout and "failed" not in proc.stderr, proc.stdout + proc.stderr[-2000:]
+    dirs = rank_dirs(root)
+    assert len(dirs) == 4
+    infos = [orjson.loads((d / "profiler_info_0.json").read_bytes()) for d in dirs]
+    for info in infos:  # both workers saved theirs, not the training process
+        assert "window_files_worker_cpu_s" in info["openmsprof_overhead"], info["openmsprof_overhead"]
+        assert {k: info[k] for k in ("config", "backend", "torch_version")} == \
+            {k: infos[0][k] for k in ("config", "backend", "torch_version")}
+    assert infos[0]["config"]["common_config"]["activities"] == ["ProfilerActivity.CPU"]
+    assert infos[0]["torch_version"].startswith(torch.__version__.split("+")[0]), infos[0]["torch_version"]
 
 
 def test_a_stopped_worker_with_a_full_pipe_never_blocks_the_training_thread(tmp_path: Path) -> None:

@@ -48,6 +48,10 @@ class Result:
     files: list[str]
     kernels: int
     ops: int
+    #: the profiler_info the analysis read, and its file name (so a caller adding figures to it
+    #: need not find, read and parse it again)
+    info: dict[str, Any] | None = None
+    info_name: str | None = None
 
 
 def read_info(rank_dir: Path, names: list[str] | None = None) -> tuple[dict[str, Any], int | None]:
@@ -140,7 +144,7 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
     if simplifying:  # (the listing of the start, less the logs/ that became the output dir)
         simplify(rank_dir, keep_framework=keep_framework,
                  names=[n for n in names if n != "logs"] if took_logs else names)
-    return Result(out, files, len(fw.kernels), fw.n_ops)
+    return Result(out, files, len(fw.kernels), fw.n_ops, info, next(n for n in sorted(names) if _INFO_RE.match(n)))
 
 
 def _jobs(rank_dir: Path, names: list[str]) -> list[Path]:

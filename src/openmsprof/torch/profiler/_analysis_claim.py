@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -206,16 +207,26 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
 
 
-def record_overhead(rank_dir: Path, cpu_s: float, wall_s: float, where: str) -> None:
-    """Add the analysis's CPU and wall time and ``where`` it ran to the dir's profiler_info."""
+def record_overhead(rank_dir: Path, cpu_s: float, wall_s: float, where: str,
+                    read: tuple[str, dict[str, Any]] | None = None) -> None:
+    """Add the analysis's CPU and wall time and ``where`` it ran to the dir's profiler_info
+    (``read``: its name and document as the analysis read them, ``analysis.analyse_dir_info``;
+    else every ``profiler_info*.json`` of the dir is read)."""
     d = os.fspath(rank_dir)
+    if read is not None:
+        _add_overhead(f"{d}/{read[0]}", read[1], cpu_s, wall_s, where)
+        return
     for name in os.listdir(d):  # (the names ``profiler_info*.json`` matches)
-        if not (name.startswith("profiler_info") and name.endswith(".json")):
-            continue
-        p = Path(d, name)
-        info = orjson.loads(p.read_bytes())
-        over = info.get("openmsprof_overhead") if isinstance(info.get("openmsprof_overhead"), dict) else {}
-        over.update({"analysis_cpu_s": round(cpu_s, 6), "analysis_wall_s": round(wall_s, 6),
-                     "analysis_where": where})
-        info["openmsprof_overhead"] = over
-        fs.write_file_atomic(p, orjson.dumps(info, option=orjson.OPT_INDENT_2))
+        if name.startswith("profiler_info") and name.endswith(".json"):
+            p = f"{d}/{name}"
+            with open(p, "rb") as f:
+                _add_overhead(p, orjson.loads(f.read()), cpu_s, wall_s, where)
+
+
+def _add_overhead(path: str, info: dict[str, Any], cpu_s: float, wall_s: float, where: str) -> None:
+    over = info.get("openmsprof_overhead")
+    over = over if isinstance(over, dict) else {}
+    over.update({"analysis_cpu_s": round(cpu_s, 6), "analysis_wall_s": round(wall_s, 6),
+                 "analysis_where": where})
+    info["openmsprof_overhead"] = over
+    fs.write_file_atomic(Path(path), orjson.dumps(info, option=orjson.OPT_INDENT_2))

@@ -2,7 +2,8 @@
 
 The training process starts it once (``python -c "…_worker_process.main()"``, SIGINT ignored; it
 analyses in a forked child under SCHED_IDLE where Linux has it and at nice 19).  At each window end the training thread, having
-exported Kineto's raw trace to a temp file, writes one line on the worker's stdin (``hand_off``):
+exported Kineto's raw trace to a temp file, writes one line on the worker's stdin (``hand_off``; the
+profiler's static part, its config, goes once per worker, in the same write as its first window):
 the worker makes the rank dir, moves the trace in, writes profiler_info / metadata (answering
 ``saved <dir>``) and then analyses it (``ok|fail <dir>``).  So no file work and no analysis of a
 window runs in the training process, whose threads share one GIL with training; being a separate
@@ -91,21 +92,31 @@ def prestart() -> None:
 
 
 def hand_off(path: Path, tmp: Path, files: dict[str, Any], analyse: bool, sync: bool,
-             save: Callable[[], None], out: list[Path]) -> bool:
+             save: Callable[[], None], out: list[Path], static: dict[str, Any] | None = None) -> bool:
     """Training thread, at a window end: give the window's file work (and its analysis if
     ``analyse``) to the worker in one non-blocking pipe write.  ``save`` saves it here instead;
-    ``out`` gets the dir once saved.  False when no worker is running (the caller saves)."""
+    ``out`` gets the dir once saved.  ``static``: the part of ``files`` every window of the
+    profiler shares (the same dict each time), sent to a worker once (``Client.static_key``).
+    False when no worker is running (the caller saves)."""
     import orjson
 
     c = _client
     if c is None:  # (a dead worker: send() sees its reader gone or EPIPE)
         return False
     try:
-        line = orjson.dumps({"dir": os.fspath(path), "tmp": os.fspath(tmp), "files": files,
-                             "analyse": analyse}) + b"\n"
+        head, key = b"", None
+        if static is not None:
+            key, head = c.static_key(static)
+            files = {n: v for n, v in files.items() if n not in static}
+        line = head + orjson.dumps({"dir": os.fspath(path), "tmp": os.fspath(tmp), "static": key, "files": files,
+                                    "analyse": analyse}) + b"\n"
     except TypeError:  # a path or a user's metadata JSON cannot carry: saved here
         return False
-    return c.send(os.fspath(path), Job(sync and analyse, analyse, save, out, path), line)
+    if not c.send(os.fspath(path), Job(sync and analyse, analyse, save, out, path), line):
+        return False
+    if head and static is not None and key is not None:
+        c.sent_static(static, key)
+    return True
 
 
 def submit(path: Path, sync: bool) -> None:
@@ -166,7 +177,7 @@ def _analyse_claimed(path: Path, where: str, job: Job | None = None, wait_s: flo
     """Save (``job``'s window, if the worker has not) and analyse ``path`` here under its claim
     unless it is done; a claim another process holds is waited for up to ``wait_s``.  False when
     that process still holds it."""
-    from openmsprof.torch.profiler.analysis import analyse_dir
+    from openmsprof.torch.profiler.analysis import analyse_dir_info
 
     t0, c0 = time.perf_counter(), time.thread_time()
     with _analysis_claim.claim(path, wait_s) as mine:
@@ -174,8 +185,8 @@ def _analyse_claimed(path: Path, where: str, job: Job | None = None, wait_s: flo
             if job is not None and not job.saved and job.save is not None:
                 job.saved = True
                 job.save()  # (idempotent: the trace in place already stops it)
-            analyse_dir(path, parallel=False)
-            _analysis_claim.record_overhead(path, time.thread_time() - c0, time.perf_counter() - t0, where)
+            read = analyse_dir_info(path, parallel=False)
+            _analysis_claim.record_overhead(path, time.thread_time() - c0, time.perf_counter() - t0, where, read)
         return mine is not None
 
 

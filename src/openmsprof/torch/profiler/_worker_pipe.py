@@ -15,6 +15,7 @@ worker that makes no progress and end it.
 from __future__ import annotations
 
 import collections
+import itertools
 import os
 import select
 import subprocess
@@ -23,7 +24,9 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import orjson
 import psutil
 
 from openmsprof.recorder import threads
@@ -34,6 +37,9 @@ from openmsprof.torch.profiler._window_files import WORKER_MODULE
 #: then: ~150 bytes a window, so even a one-page pipe never fills; read together, warm, they cost a
 #: few microseconds each, where one read per window costs tens, its code cold)
 PUMP_AT = 8
+#: the profilers' static file parts a ``Client`` keeps as sent (then it forgets them all)
+MAX_STATICS = 64
+_static_keys = itertools.count()
 #: the longest a waiting thread sleeps without reading the answers or looking at the others' news
 #: (a take-over by another thread, the worker's end); an answer wakes it at once
 _SLICE_S = 0.01
@@ -77,8 +83,26 @@ class Client:
         os.set_blocking(self.out_fd, False)  # answers are drained, never waited for in a read
         self._part = b""  # an answer's first bytes, until its newline arrives
         self.eof = False  # the worker closed its answers: the watcher re-routes what is left
+        #: the static file parts this worker has been sent (``static_key``): id -> (the dict, its key)
+        self.statics: dict[int, tuple[dict[str, Any], int]] = {}
         self.reader = threading.Thread(target=self._watch, name="openmsprof-analysis-watch", daemon=True)
         self.reader.start()
+
+    def static_key(self, static: dict[str, Any]) -> tuple[int, bytes]:
+        """The key of a profiler's static file part for this worker, and the line that sends it
+        (b"" when this worker has it already: a new worker is sent it again).  Raises TypeError
+        when it cannot be carried in JSON."""
+        known = self.statics.get(id(static))
+        if known is not None and known[0] is static:
+            return known[1], b""
+        key = next(_static_keys)
+        return key, orjson.dumps({"static": key, "files": static}) + b"\n"
+
+    def sent_static(self, static: dict[str, Any], key: int) -> None:
+        """The worker was sent ``static`` under ``key`` (kept: the dict cannot be freed and its id reused)."""
+        if len(self.statics) >= MAX_STATICS:  # (a process making many profilers: the oldest go, sent again if used)
+            self.statics.clear()
+        self.statics[id(static)] = (static, key)
 
     def _watch(self) -> None:
         """Sleep until the answer pipe hangs up (the worker is gone: no wake-up per answer), then

@@ -1,8 +1,11 @@
 """The analysis worker process itself (``_analysis_worker`` is the training process's side).
 
-It reads one JSON line per job on its stdin: ``{"dir", "tmp", "files", "analyse"}`` for a window
-whose files it saves (``_window_files.save``: rank dir, raw trace moved in, profiler_info,
-metadata), then analyses if asked; ``{"dir", "analyse": true}`` for a dir already saved.  The
+It reads one JSON line per job on its stdin: ``{"dir", "tmp", "static", "files", "analyse"}`` for
+a window whose files it saves (``_window_files.save``: rank dir, raw trace moved in, profiler_info,
+metadata), then analyses if asked; ``{"dir", "analyse": true}`` for a dir already saved.  What every
+window of a profiler shares (its config, backend, notes, torch version) comes once, before that
+profiler's first window reaching this worker, as ``{"static": key, "files"}``; a window's line
+names it by ``static`` (null: ``files`` is whole).  The
 worker itself runs at normal priority and does only short file work: it saves each window as its
 line arrives (``saved|unsaved <dir>`` answered at once) and, under the dir's claim, stages a
 hard-linked copy of it (``_analysis_stage``: right after the save when the child is idle, else
@@ -24,7 +27,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import orjson
 
@@ -32,6 +35,8 @@ from openmsprof.recorder import threads
 from openmsprof.torch.profiler import _analysis_claim, _analysis_stage, analysis
 
 NICE = 19
+#: the static file parts kept (the training side's ``_worker_pipe.MAX_STATICS``, with room)
+MAX_STATICS = 256
 PRIORITY = f"nice {NICE}"  # what the analysing child set (``_lower_priority``)
 #: the umask the worker was started with (its analysing child runs under it again; the worker
 #: itself runs under ``_window_files.EXACT_UMASK``: a window's dirs need no chmod)
@@ -176,11 +181,17 @@ def _save_jobs(lines: IO[bytes], answer: _Answers, analyser: _Analyser) -> None:
     """Save each window as its line arrives and stage it for the analysing child."""
     from openmsprof.torch.profiler import _window_files
 
+    statics: dict[int, dict[str, Any]] = {}  # the profilers' static file parts, by key
     for raw in lines:
         try:
             job = orjson.loads(raw)
+            if "dir" not in job and "static" in job:
+                statics[int(job["static"])] = dict(job["files"])
+                if len(statics) > MAX_STATICS:  # (the training side forgets them too, and resends)
+                    del statics[next(iter(statics))]
+                continue
             path = Path(job["dir"])
-        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             print(f"openmsprof: analysis worker: bad job line ({exc})", file=sys.stderr, flush=True)
             continue
         staged, todo, later = None, True, False
@@ -188,7 +199,12 @@ def _save_jobs(lines: IO[bytes], answer: _Answers, analyser: _Analyser) -> None:
             with _analysis_claim.claim(path, wait_s=float("inf")) as todo_here:
                 todo = bool(todo_here)
                 if todo and "tmp" in job:
-                    _window_files.save(path, Path(job["tmp"]), job["files"], "worker", checked=True)
+                    files = job["files"]
+                    if job.get("static") is not None:  # (a key never sent: one line, "unsaved"; its temp trace stays for offline analyse)
+                        if job["static"] not in statics:
+                            raise ValueError(f"its profiler's config (key {job['static']!r}) was never sent")
+                        files = {**statics[job["static"]], **files}
+                    _window_files.save(path, Path(job["tmp"]), files, "worker", checked=True)
                 if todo and job.get("analyse") and not analyser.in_place:
                     later = not analyser.idle()  # a queued window is staged when the child takes it
                     staged = None if later else _analysis_stage.stage(path, os.getpid())
@@ -252,13 +268,14 @@ def _analyse(path: Path, staged: Path | None, where: str) -> str:
         if staged is None:
             with _analysis_claim.claim(path) as mine:
                 if mine:
-                    analysis.analyse_dir(path, parallel=True)
-                    _analysis_claim.record_overhead(path, time.process_time() - c0, time.perf_counter() - t0, where)
+                    read = analysis.analyse_dir_info(path, parallel=True)
+                    _analysis_claim.record_overhead(path, time.process_time() - c0, time.perf_counter() - t0, where,
+                                                    read)
             return "ok" if mine else "taken"
         if _analysis_claim.done(path):
             return "taken"  # analysed meanwhile by the training process: no work here
-        analysis.analyse_dir(staged, parallel=True)  # a large trace forks its second half
-        _analysis_claim.record_overhead(staged, time.process_time() - c0, time.perf_counter() - t0, where)
+        read = analysis.analyse_dir_info(staged, parallel=True)  # a large trace forks its second half
+        _analysis_claim.record_overhead(staged, time.process_time() - c0, time.perf_counter() - t0, where, read)
         return "ok"
     except Exception as exc:
         if _analysis_claim.done(path) or not path.is_dir():  # analysed meanwhile, or removed by its owner

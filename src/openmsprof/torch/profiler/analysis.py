@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from openmsprof.config.errors import AlreadySimplified, PathError, ProfilingError
 from openmsprof.config.paths import resolve_output
@@ -42,6 +43,13 @@ def analyse_dir(rank_dir: Path, parallel: bool = True) -> Path:
     """Analyse one rank dir; returns its ASCEND_PROFILER_OUTPUT.  Raises ProfilingError.
     ``parallel=False`` inside the training process (no fork there)."""
     return _exporter().export(rank_dir, parallel=parallel).output
+
+
+def analyse_dir_info(rank_dir: Path, parallel: bool = True) -> tuple[str, dict[str, Any]]:
+    """``analyse_dir``, returning the name and the parsed document of the profiler_info the
+    analysis read (``_analysis_claim.record_overhead`` adds its figures without reading it again)."""
+    res = _exporter().export(rank_dir, parallel=parallel)
+    return res.info_name, res.info
 
 
 def folded_stacks(rank_dir: Path, metric: str) -> str:

@@ -136,7 +136,8 @@ class profile(_KinetoProfile):
         h = self.on_trace_ready
         if not isinstance(h, _TraceHandler):
             return False
-        return _analysis_worker.hand_off(path, tmp, files, h.analyse_flag, not h.async_mode, fallback, self.saved)
+        return _analysis_worker.hand_off(path, tmp, files, h.analyse_flag, not h.async_mode, fallback, self.saved,
+                                         self._static_files)
 
     def export_chrome_trace(self, path: str | os.PathLike[str]) -> None:
         if isinstance(self.on_trace_ready, _TraceHandler):
