@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import os
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -84,9 +83,8 @@ def saved_window(root: Path) -> Path:
 
     (rd,) = rank_dirs(root)
     c = _analysis_worker._client  # the worker's late save of a window stop() saved itself: answered first
-    deadline = time.monotonic() + 120
-    while c is not None and c.alive() and os.fspath(rd) in c.pending and time.monotonic() < deadline:
-        time.sleep(0.02)
+    if c is not None and c.alive():  # (wait_for reads the answers: no thread reads them as they come)
+        assert c.wait_for(lambda: os.fspath(rd) not in c.pending, 120), f"the worker never answered {rd}"
     with _analysis_claim.claim(rd, wait_s=120) as mine:
         assert mine is True
     assert not (rd / "ASCEND_PROFILER_OUTPUT").exists()
