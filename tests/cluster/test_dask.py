@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
+import psutil
 import pytest
 
 from openmsprof.cluster import run_cluster
@@ -130,6 +131,18 @@ def test_scheduler_and_workers_as_processes(job: Path, local: Path, tmp_path: Pa
     assert len(manifests) == 6 and all(f'"pid":{os.getpid()}'.encode() not in m for m in manifests)
 
 
+def _semaphores(pgid: int) -> set[str]:
+    """The POSIX semaphores (multiprocessing's ``/dev/shm/sem.mp-*``) mapped by process group ``pgid``."""
+    found: set[str] = set()
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == pgid:
+                found.update(m.path for m in proc.memory_maps() if m.path.startswith("/dev/shm/sem.mp-"))
+        except (psutil.Error, ProcessLookupError, PermissionError):
+            continue
+    return found
+
+
 def test_worker_killed_mid_run(job: Path, local: Path, tmp_path: Path, loopback_cluster) -> None:  # type: ignore[no-untyped-def]
     sched_file, workers = loopback_cluster
     victim = workers[0]
@@ -142,8 +155,12 @@ def test_worker_killed_mid_run(job: Path, local: Path, tmp_path: Path, loopback_
                 busy = [addr for addr, keys in c.processing().items() if keys]
                 info = c.scheduler_info()["workers"]
                 if any(info[a].get("name") == "w0" for a in busy):
+                    sems = _semaphores(victim.pid)
                     os.killpg(victim.pid, signal.SIGKILL)
                     killed.set()
+                    victim.wait(timeout=30)
+                    for sem in sems:  # (their resource tracker died in the group: nothing else unlinks them)
+                        Path(sem).unlink(missing_ok=True)
                     return
                 time.sleep(0.01)
 
