@@ -7,8 +7,6 @@ threads, equal starts, children outliving parents) in Kineto's own layout."""
 
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ import torch
 from openmsprof.export.ascend_pt import framework, nesting
 from openmsprof.export.ascend_pt.rank_analyse import export
 from openmsprof.sources import kineto_trace
-from tests.torch.conftest import Trainer, saved_window
+from tests.torch.conftest import Trainer, file_tree, saved_window, window_variant
 
 pytestmark = pytest.mark.skipif(kineto_trace.scan is None or nesting._tree is None,
                                 reason="the native scan / nesting tree were not built: only the Python paths run")
@@ -66,21 +64,7 @@ def _pure(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _variant(src: Path, dst: Path, level: str, stack: bool, memory: bool) -> Path:
-    shutil.copytree(src, dst)
-    info = next(dst.glob("profiler_info*.json"))
-    doc = orjson.loads(info.read_bytes())
-    doc["config"]["experimental_config"].update(_profiler_level=level, _data_simplification=False,
-                                                _export_type=["text", "db"] if level == "Level2" else ["text"])
-    doc["config"]["common_config"].update(with_stack=stack, profile_memory=memory, record_shapes=True)
-    info.write_bytes(orjson.dumps(doc))
-    os.chmod(info, 0o640)
-    return dst
-
-
-def _tree(d: Path) -> dict[str, tuple[int, str]]:
-    return {str(p.relative_to(d)): (os.lstat(p).st_mode,
-                                    hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "")
-            for p in sorted(d.rglob("*"))}
+    return window_variant(src, dst, level, False, with_stack=stack, profile_memory=memory, record_shapes=True)
 
 
 def _framework(rd: Path) -> dict[str, Any]:
@@ -178,6 +162,6 @@ def test_the_outputs_of_both_paths_are_the_same_bytes(window: Path, mem_window: 
         with monkeypatch.context() as m:
             _pure(m)
             export(slow, parallel=False)
-        tree = _tree(fast / OUT)
+        tree = file_tree(fast / OUT)
         assert "trace_view.json" in tree and "kernel_details.csv" in tree and "operator_details.csv" in tree
-        assert tree == _tree(slow / OUT), case
+        assert tree == file_tree(slow / OUT), case

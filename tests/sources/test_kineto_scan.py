@@ -145,31 +145,7 @@ def test_mutated_kineto_blocks_are_scanned_as_orjson_reads_them_or_left_to_it() 
     """Random byte edits of a block in Kineto's layout: what the scan takes orjson reads alike."""
     rng = random.Random(5)
     base = _kineto([_op(rng, i) for i in range(5)] + [_other(rng, 9)])
-    alphabet = b'{}[]",:0123456789-+.eE \n\\tfnulrsX'
-    taken = 0
-    for _ in range(800):
-        b = bytearray(base)
-        for _ in range(rng.randint(1, 2)):
-            at = rng.randrange(len(b))
-            edit = rng.random()
-            if edit < 0.4:
-                b[at] = rng.choice(alphabet)
-            elif edit < 0.7:
-                del b[at]
-            else:
-                b.insert(at, rng.choice(alphabet))
-        block = bytes(b)
-        try:
-            events = orjson.loads(block)
-        except orjson.JSONDecodeError:
-            assert kineto_trace.scan(block) is None, block
-            continue
-        if kineto_trace.scan(block) is None:
-            continue
-        taken += 1
-        assert isinstance(events, list)
-        _same(_native([block]), _reference([block]))
-    assert taken > 100
+    assert _mutations_scanned_as_orjson_reads_them(base, rng, max_edits=2) > 100
 
 
 def test_a_first_block_coded_as_before_changes_nothing_kept() -> None:
@@ -379,11 +355,18 @@ def test_mutated_blocks_are_scanned_as_orjson_reads_them_or_left_to_it() -> None
     and the columns are the reference's; what orjson refuses the scan refuses too."""
     rng = random.Random(7)
     base = orjson.dumps([_op(rng, i) for i in range(6)] + [_other(rng, 9)])
+    # most single edits that stay JSON keep the block in the scan's subset
+    assert _mutations_scanned_as_orjson_reads_them(base, rng, max_edits=3) > 100
+
+
+def _mutations_scanned_as_orjson_reads_them(base: bytes, rng: random.Random, max_edits: int) -> int:
+    """800 copies of ``base`` with 1..``max_edits`` random byte edits each: a copy orjson refuses
+    the scan refuses too, one the scan takes has the reference's columns; how many it took."""
     alphabet = b'{}[]",:0123456789-+.eE \n\\tfnulrsX'
     taken = 0
     for _ in range(800):
         b = bytearray(base)
-        for _ in range(rng.randint(1, 3)):
+        for _ in range(rng.randint(1, max_edits)):
             at = rng.randrange(len(b))
             edit = rng.random()
             if edit < 0.4:
@@ -403,7 +386,7 @@ def test_mutated_blocks_are_scanned_as_orjson_reads_them_or_left_to_it() -> None
         taken += 1
         assert isinstance(events, list)
         _same(_native([block]), _reference([block]))
-    assert taken > 100  # most single edits that stay JSON keep the block in the scan's subset
+    return taken
 
 
 def _decimals(rng: random.Random) -> list[str]:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import os
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -102,6 +104,28 @@ def raw_window(trainer: Trainer, root: Path) -> Path:
             trainer.step()
             prof.step()
     return saved_window(root)
+
+
+def window_variant(src: Path, dst: Path, level: str, simplify: bool, **common: bool) -> Path:
+    """A copy of the saved window ``src`` at ``dst`` whose profiler_info asks for ``level`` (Level2
+    with the db export too), ``data_simplification=simplify`` and the ``common_config`` flags
+    ``common`` (with_stack, profile_memory, record_shapes)."""
+    shutil.copytree(src, dst)
+    info = next(dst.glob("profiler_info*.json"))
+    doc = orjson.loads(info.read_bytes())
+    doc["config"]["experimental_config"].update(_profiler_level=level, _data_simplification=simplify,
+                                                _export_type=["text", "db"] if level == "Level2" else ["text"])
+    doc["config"]["common_config"].update(common)
+    info.write_bytes(orjson.dumps(doc))
+    os.chmod(info, 0o640)
+    return dst
+
+
+def file_tree(d: Path) -> dict[str, tuple[int, str]]:
+    """Mode and sha256 (a directory: "") of every path under ``d``, by its path relative to ``d``."""
+    return {str(p.relative_to(d)): (os.lstat(p).st_mode,
+                                    hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "")
+            for p in sorted(d.rglob("*"))}
 
 
 def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 from openmsprof.export.ascend_pt import nesting, pt_summary
 from openmsprof.machine import peaks
 from openmsprof.torch.profiler import analysis
-from tests.torch.conftest import Trainer, raw_window, read_csv
+from tests.torch.conftest import Trainer, file_tree, raw_window, read_csv, window_variant
 
 OUT = "ASCEND_PROFILER_OUTPUT"
 
@@ -42,24 +41,8 @@ def own_peaks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     pt_summary._values.clear()
 
 
-def _tree(d: Path) -> dict[str, tuple[int, str]]:
-    out = {}
-    for p in sorted(d.rglob("*")):
-        st = os.lstat(p)
-        out[str(p.relative_to(d))] = (st.st_mode, hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "")
-    return out
-
-
 def _variant(src: Path, dst: Path, level: str, simplify: bool, stack: bool, memory: bool) -> Path:
-    shutil.copytree(src, dst)
-    info = next(dst.glob("profiler_info*.json"))
-    doc = orjson.loads(info.read_bytes())
-    doc["config"]["experimental_config"].update(_profiler_level=level, _data_simplification=simplify,
-                                                _export_type=["text", "db"] if level == "Level2" else ["text"])
-    doc["config"]["common_config"].update(with_stack=stack, profile_memory=memory)
-    info.write_bytes(orjson.dumps(doc))
-    os.chmod(info, 0o640)
-    return dst
+    return window_variant(src, dst, level, simplify, with_stack=stack, profile_memory=memory)
 
 
 @pytest.mark.parametrize(("level", "simplify", "stack", "memory"), [
@@ -84,8 +67,8 @@ def test_a_fresh_output_dir_ends_as_a_reanalysed_one(raw: Path, tmp_path: Path, 
     monkeypatch.setattr(nesting, "_kernels", None)
     analysis.analyse_dir(again, parallel=False)
 
-    tree = _tree(fresh)
-    assert tree == _tree(again)
+    tree = file_tree(fresh)
+    assert tree == file_tree(again)
     assert tree[OUT] == (stat.S_IFDIR | 0o750, "")
     assert tree[f"{OUT}/analyse.done"] == (stat.S_IFREG | 0o640, hashlib.sha256(b"").hexdigest())
     assert all(m & 0o777 == (0o750 if stat.S_ISDIR(m) else 0o640) for m, _ in tree.values())
@@ -138,9 +121,9 @@ def test_only_an_empty_logs_dir_becomes_the_output_dir(raw: Path, tmp_path: Path
         (d / "logs").symlink_to(target, target_is_directory=True)
     analysis.analyse_dir(ref, parallel=False)
     analysis.analyse_dir(d, parallel=False)
-    tree = _tree(d)
-    assert {k: v for k, v in tree.items() if not k.startswith("logs")} == _tree(ref)
-    assert "logs" not in _tree(ref) and target.is_dir() and not any(target.iterdir())
+    tree = file_tree(d)
+    assert {k: v for k, v in tree.items() if not k.startswith("logs")} == file_tree(ref)
+    assert "logs" not in file_tree(ref) and target.is_dir() and not any(target.iterdir())
     if logs == "note":
         assert (d / "logs" / "collection.log").read_text() == "not supported here: x\n"
     elif logs == "link":

@@ -3,18 +3,16 @@ ends byte for byte as one analysed in place; a dir analysed elsewhere first is l
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import orjson
 import pytest
 
 from openmsprof.torch.profiler import _analysis_claim, _analysis_stage, analysis
-from tests.torch.conftest import Trainer, raw_window
+from tests.torch.conftest import Trainer, file_tree, raw_window, window_variant
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 pytestmark = pytest.mark.skipif(not _analysis_stage.supported(), reason="no renameat2 here")
@@ -30,24 +28,8 @@ def _staged_window(trainer: Trainer, root: Path) -> tuple[Path, Path]:
     return rd, staged
 
 
-def _tree(d: Path) -> dict[str, tuple[int, str]]:
-    out = {}
-    for p in sorted(d.rglob("*")):
-        st = os.lstat(p)
-        out[str(p.relative_to(d))] = (st.st_mode, hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "")
-    return out
-
-
 def _variant(src: Path, dst: Path, level: str, simplify: bool, stack: bool) -> Path:
-    shutil.copytree(src, dst)
-    info = next(dst.glob("profiler_info*.json"))
-    doc = orjson.loads(info.read_bytes())
-    doc["config"]["experimental_config"].update(_profiler_level=level, _data_simplification=simplify,
-                                                _export_type=["text", "db"] if level == "Level2" else ["text"])
-    doc["config"]["common_config"]["with_stack"] = stack
-    info.write_bytes(orjson.dumps(doc))
-    os.chmod(info, 0o640)
-    return dst
+    return window_variant(src, dst, level, simplify, with_stack=stack)
 
 
 @pytest.mark.parametrize(("level", "simplify", "stack"), [("Level0", True, False), ("Level1", False, True),
@@ -70,8 +52,8 @@ def test_staged_analysis_publishes_the_bytes_of_an_in_place_one(trainer: Trainer
     assert _analysis_stage.publish(staged, staged_side) is True
     _analysis_stage.discard(staged)
 
-    assert _tree(staged_side) == _tree(here)
-    assert "ASCEND_PROFILER_OUTPUT/analyse.done" in _tree(here)
+    assert file_tree(staged_side) == file_tree(here)
+    assert "ASCEND_PROFILER_OUTPUT/analyse.done" in file_tree(here)
     assert _analysis_claim.tidy(staged_side.parent)  # no claim left: the claims file goes
     assert sorted(p.name for p in staged_side.parent.iterdir()) == [name]  # no stage dir
     if simplify and not stack:
@@ -83,10 +65,10 @@ def test_a_dir_analysed_first_elsewhere_is_left_as_it_is(trainer: Trainer, tmp_p
     analysis.analyse_dir(rd, parallel=False)  # stop() took the window over meanwhile
     analysis.analyse_dir(staged, parallel=False)  # the worker's late analysis of its copy
     tv = rd / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
-    before = (os.lstat(tv).st_ino, _tree(rd))
+    before = (os.lstat(tv).st_ino, file_tree(rd))
     assert _analysis_stage.publish(staged, rd) is False
     _analysis_stage.discard(staged)
-    assert (os.lstat(tv).st_ino, _tree(rd)) == before  # nothing written twice
+    assert (os.lstat(tv).st_ino, file_tree(rd)) == before  # nothing written twice
     assert _analysis_claim.tidy(rd.parent)
     assert sorted(p.name for p in rd.parent.iterdir()) == [rd.name]
 
@@ -160,6 +142,6 @@ def test_a_published_windows_raw_tree_is_the_next_stage(trainer: Trainer, tmp_pa
     analysis.analyse_dir(staged2, parallel=False)
     assert _analysis_stage.publish(staged2, second) is True
     _analysis_stage.recycle(staged2)
-    assert _tree(second) == _tree(here)
+    assert file_tree(second) == file_tree(here)
     _analysis_stage.release(staged.parent)
     assert not staged.parent.exists()

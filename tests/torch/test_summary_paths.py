@@ -6,7 +6,6 @@ and without data_simplification, window after window (the vocabularies' texts an
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -19,27 +18,13 @@ import pytest
 from openmsprof.export.ascend_pt import pt_summary, summary_cols, text
 from openmsprof.machine import peaks
 from openmsprof.torch.profiler import analysis
-from tests.torch.conftest import Trainer, raw_window, read_csv
+from tests.torch.conftest import Trainer, file_tree, raw_window, read_csv, window_variant
 
 OUT = "ASCEND_PROFILER_OUTPUT"
 
 
-def _tree(d: Path) -> dict[str, tuple[int, str]]:
-    return {str(p.relative_to(d)): (os.lstat(p).st_mode,
-                                    hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "")
-            for p in sorted(d.rglob("*"))}
-
-
 def _variant(src: Path, dst: Path, level: str, simplify: bool, stack: bool, memory: bool) -> Path:
-    shutil.copytree(src, dst)
-    info = next(dst.glob("profiler_info*.json"))
-    doc = orjson.loads(info.read_bytes())
-    doc["config"]["experimental_config"].update(_profiler_level=level, _data_simplification=simplify,
-                                                _export_type=["text", "db"] if level == "Level2" else ["text"])
-    doc["config"]["common_config"].update(with_stack=stack, profile_memory=memory)
-    info.write_bytes(orjson.dumps(doc))
-    os.chmod(info, 0o640)
-    return dst
+    return window_variant(src, dst, level, simplify, with_stack=stack, profile_memory=memory)
 
 
 def test_native_and_python_paths_write_the_same_bytes(trainer: Trainer, tmp_path: Path,
@@ -64,8 +49,8 @@ def test_native_and_python_paths_write_the_same_bytes(trainer: Trainer, tmp_path
                 m.setattr(summary_cols, "NATIVE", None)
                 m.setattr(text, "CHUNK", 37)  # the large tables' chunked path too
                 analysis.analyse_dir(slow, parallel=False)
-            got = _tree(fast)
-            assert got == _tree(slow), (level, simplify, stack, memory)
+            got = file_tree(fast)
+            assert got == file_tree(slow), (level, simplify, stack, memory)
             names = {Path(k).name for k in got}
             assert {"kernel_details.csv", "operator_details.csv", "op_statistic.csv",
                     "step_trace_time.csv"} <= names
