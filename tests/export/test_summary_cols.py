@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from openmsprof.export.ascend_pt import nesting, pt_summary, summary_cols, text
+from openmsprof.export import classify
+from openmsprof.export.ascend_pt import framework, nesting, pt_summary, summary_cols, text
 
 native = pytest.importorskip("openmsprof.export.ascend_pt._summary_cols",
                              reason="the C summary columns are not built")
@@ -152,7 +153,6 @@ def test_kept_vocabulary_texts_are_bounded(monkeypatch: pytest.MonkeyPatch) -> N
     stacks are long and new in every window), and a kept answer is the fresh one."""
     monkeypatch.setattr(text, "_csv_kept", {})
     monkeypatch.setattr(text, "_csv_bytes", [0])
-    monkeypatch.setattr(pt_summary, "_names_kept", {})
     for w in range(60):  # 60 windows of 500 new stacks of ~1 KB
         stacks = [f"frame {w}.{i};" + "f" * 1000 for i in range(500)]
         assert text.csv_texts(stacks) == [s.encode() for s in stacks]
@@ -161,6 +161,31 @@ def test_kept_vocabulary_texts_are_bounded(monkeypatch: pytest.MonkeyPatch) -> N
     huge = [f"s{i}" + "x" * 2000 for i in range(1000)]  # over _CSV_ONE: answered, not kept
     assert text.csv_texts(huge)[-1] == huge[-1].encode() and tuple(huge) not in text._csv_kept
     assert text.csv_texts(['a,"b"', "c"]) == [b'"a,""b"""', b"c"] == text.csv_texts(['a,"b"', "c"])
-    for w in range(20):
-        facts = pt_summary._name_facts([f"ProfilerStep#{w}", f"aten::mm{w}", "aten::add"])
-        assert facts.row.tolist() == [False, True, True] and len(pt_summary._names_kept) <= pt_summary._NAMES_KEPT
+    monkeypatch.setattr(pt_summary, "_name_kept", {})
+    monkeypatch.setattr(pt_summary, "_VOCAB_KEPT_MAX", 16)
+    for w in range(20):  # new ProfilerStep#N names in every window: kept per name, bounded
+        facts = pt_summary._name_facts([f"ProfilerStep#{w}", f"aten::mm{w}", "aten::add", "x,y", "aten::bmm"])
+        assert facts.row.tolist() == [False, True, True, True, True] and len(pt_summary._name_kept) <= 16
+        assert facts.texts == [f"ProfilerStep#{w}".encode(), f"aten::mm{w}".encode(), b"aten::add", b'"x,y"',
+                               b"aten::bmm"]
+        assert facts.types == [f"ProfilerStep#{w}".encode(), b"MatMul", b"aten::add", b'"x,y"', b"BatchMatMul"]
+        assert facts.type_code.tolist() == [0, 1, 2, 3, 4]
+        assert facts.type_texts == facts.types
+    again = pt_summary._name_facts(["aten::mm1", "aten::mm2", "aten::add", "aten::mm1"])  # types in first-seen order
+    assert again.type_code.tolist() == [0, 0, 1, 0] and again.type_texts == [b"MatMul", b"aten::add"]
+    assert pt_summary._name_facts([]).row.tolist() == [True]
+
+
+def test_framework_name_facts_are_kept_per_name_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``framework._name_facts``: each name's prefix / trivial / kind / step N, kept per name (every
+    window has new ``ProfilerStep#N`` names) under a bound, the same whether kept or fresh."""
+    monkeypatch.setattr(framework, "_facts", {})
+    monkeypatch.setattr(framework, "_FACTS_KEPT", 8)
+    for w in range(12):
+        names = (f"ProfilerStep#{w}", "aten::mm", "hcom_allReduce__1", "aten::empty", f"op{w}")
+        prefix, trivial, kind, is_step, steps = framework._name_facts(names)
+        assert prefix.tolist() == [0, 0, 2, 0, 0] and trivial.tolist() == [False, False, False, True, False]
+        assert kind.tolist() == [int(classify.classify(n)) for n in names] and len(framework._facts) <= 8
+        assert is_step.tolist() == [True, False, False, False, False] and steps == (w, -1, -1, -1, -1)
+    prefix, trivial, kind, is_step, steps = framework._name_facts(())
+    assert (prefix.tolist(), trivial.tolist(), kind.tolist(), is_step.tolist(), steps) == ([0], [False], [0], [False], ())

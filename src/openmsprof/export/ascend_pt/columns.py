@@ -78,12 +78,33 @@ def _shapes(args: dict[str, Any]) -> tuple[str, str]:
     return s, t
 
 
-@lru_cache(maxsize=1 << 14)  # the same operators' args window after window (the analysis worker)
+@lru_cache(maxsize=1 << 12)  # the same operators' shapes window after window (the analysis worker)
+def _shape_part(dims: bytes, types: bytes) -> tuple[tuple[str, str], list[bytes]]:
+    """(``_shapes`` texts, the args object's members) of a key's Input Dims and Input type parts
+    (each its mark byte and raw value, as in the key)."""
+    sub = {name: orjson.loads(part[1:]) for name, part in zip(ARG_KEYS[:2], (dims, types), strict=True) if part[:1] == b"\x01"}
+    members = [orjson.dumps(name) + b":" + orjson.dumps(v) for name, v in sub.items()]
+    return (_shapes(sub) if sub else ("", "")), members
+
+
+#: a raw JSON integer orjson writes back byte for byte (a Sequence number, a Fwd thread id)
+_PLAIN_INT = re.compile(rb"-?(?:0|[1-9][0-9]{0,17})")
+_MEMBER = (b'"Sequence number":', b'"Fwd thread id":')
+
+
 def _key_texts(key: bytes) -> tuple[tuple[str, str], bytes]:
-    """(``_shapes`` texts, serialised kept args) of one scan key (see ``Columns._raw_codes``)."""
-    sub = {name: orjson.loads(raw) for name, (mark, raw) in zip(ARG_KEYS, _PARTS.findall(key), strict=True)
-           if mark == b"\x01"}
-    return (_shapes(sub) if "Input Dims" in sub or "Input type" in sub else ("", "")), orjson.dumps(sub)
+    """(``_shapes`` texts, serialised kept args) of one scan key (see ``Columns._raw_codes``): its
+    shape part kept from window to window (``_shape_part``), its Sequence number and Fwd thread
+    id (new in every window) spliced in as written where they are plain integers."""
+    parts = _PARTS.findall(key)
+    if len(parts) != len(ARG_KEYS):
+        raise ValueError(f"a scan key has {len(parts)} parts, not {len(ARG_KEYS)}")
+    shapes, members = _shape_part(parts[0][0] + parts[0][1], parts[1][0] + parts[1][1])
+    members = list(members)
+    for head, (mark, raw) in zip(_MEMBER, parts[2:], strict=True):
+        if mark == b"\x01":
+            members.append(head + (raw if _PLAIN_INT.fullmatch(raw) else orjson.dumps(orjson.loads(raw))))
+    return shapes, b"{" + b",".join(members) + b"}"
 
 
 # the attributes ``finish`` makes of each group's columns (every block's part has the dtype)

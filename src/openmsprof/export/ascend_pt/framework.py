@@ -16,7 +16,6 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -215,20 +214,32 @@ def load(rank_dir: Path, info: dict[str, Any], parallel: bool = False) -> Framew
                      op_stack=stack_code, stacks=stacks, steps=steps, kernels=kernels, backend=backend, tids=tids)
 
 
-@lru_cache(maxsize=8)  # a window's names are mostly the last window's: computed once for them
+#: per name (kept from window to window, cleared when it outgrows ``_FACTS_KEPT``): prefix, trivial,
+#: kind, step N (-1: not a ``ProfilerStep#N``).  Kept per name, not per vocabulary: every window
+#: of a job has new ``ProfilerStep#N`` names, so a whole vocabulary never repeats.
+_facts: dict[str, tuple[int, bool, int, int]] = {}
+_FACTS_KEPT = 1 << 14
+
+
+def _fact(n: str) -> tuple[int, bool, int, int]:
+    m = _STEP_RE.match(n)
+    f = (2 if n.startswith(COMM_PREFIXES) else 1 if n.startswith(LAUNCH_PREFIXES) else 0, n in TRIVIAL,
+         int(classify.classify(n)), int(m.group(1)) if m else -1)
+    if len(_facts) >= _FACTS_KEPT:
+        _facts.clear()
+    _facts[n] = f
+    return f
+
+
 def _name_facts(names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                                  tuple[int, ...]]:
-    """Per name code (read-only arrays): 2 communication / 1 launch / 0 other (prefix), trivial
-    (``TRIVIAL``), kind (``classify.kinds``), a ``ProfilerStep#N`` name; and each one's N (-1)."""
-    steps = [_STEP_RE.match(n) for n in names]
-    out = (np.asarray([2 if n.startswith(COMM_PREFIXES) else 1 if n.startswith(LAUNCH_PREFIXES) else 0
-                       for n in names] or [0], np.int8),
-           np.asarray([n in TRIVIAL for n in names] or [False], bool),
-           np.asarray(classify.kinds(list(names)) or [0], np.int64),
-           np.asarray([m is not None for m in steps] or [False], bool))
-    for a in out:
-        a.setflags(write=False)
-    return (*out, tuple(int(m.group(1)) if m else -1 for m in steps))
+    """Per name code: 2 communication / 1 launch / 0 other (prefix), trivial (``TRIVIAL``), kind
+    (``classify.kinds``), a ``ProfilerStep#N`` name; and each one's N (-1)."""
+    get = _facts.get
+    facts = [get(n) or _fact(n) for n in names] or [(0, False, 0, -1)]
+    prefix, trivial, kind, step = zip(*facts, strict=True)
+    return (np.asarray(prefix, np.int8), np.asarray(trivial, bool), np.asarray(kind, np.int64),
+            np.asarray(step, np.int64) >= 0, step if names else ())
 
 
 def _gpu_kernels(cols: Columns, offset: int) -> Kernels:

@@ -18,7 +18,7 @@ from openmsprof.export import classify
 from openmsprof.export.ascend_pt import summary_cols, text
 from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.export.ascend_pt.overlap import STEP_TRACE_HEADER, Overlap, step_rows
-from openmsprof.export.ascend_pt.text import chunks, csv_texts, join
+from openmsprof.export.ascend_pt.text import chunks, csv_field, csv_texts, join
 from openmsprof.export.ascend_pt.trace_view import step_of
 from openmsprof.export.msprof.op_cost_columns import COST_COLUMNS, cost_values
 from openmsprof.machine import peaks as P
@@ -140,32 +140,40 @@ class _NameFacts:
 
     texts: list[bytes]      # the name's CSV text
     types: list[bytes]      # the CSV text of its ``classify.op_type``
-    type_code: np.ndarray   # its op type's code (read-only)
+    type_code: np.ndarray   # its op type's code
     type_texts: list[bytes]  # the CSV text per op type code
     row: np.ndarray         # whether an operator of that name is an operator_details row: all but
                             # the ``ProfilerStep#N`` ranges (read-only)
 
 
-#: the facts of the last vocabularies (kernel names, operator names): the same window after window
-_names_kept: dict[tuple[str, ...], _NameFacts] = {}
-_NAMES_KEPT = 8
+#: the facts of each name (its CSV text, op type, the type's CSV text, whether a row), kept from
+#: window to window per name, not per vocabulary: every window has new ``ProfilerStep#N`` names
+_name_kept: dict[str, tuple[bytes, str, bytes, bool]] = {}
+
+
+def _name_fact(n: str) -> tuple[bytes, str, bytes, bool]:
+    t = classify.op_type(n)
+    f = (csv_field(n).encode(), t, csv_field(t).encode(), not n.startswith("ProfilerStep#"))
+    if len(_name_kept) >= _VOCAB_KEPT_MAX:
+        _name_kept.clear()
+    _name_kept[n] = f
+    return f
 
 
 def _name_facts(names: list[str]) -> _NameFacts:
-    key = tuple(names)
-    hit = _names_kept.get(key)
-    if hit is None:
-        tvocab: dict[str, int] = {}
-        tcode = np.asarray([tvocab.setdefault(classify.op_type(n), len(tvocab)) for n in key] or [0], np.int64)
-        row = np.asarray([not n.startswith("ProfilerStep#") for n in key] or [True], bool)
-        tcode.flags.writeable = row.flags.writeable = False
-        hit = _NameFacts(csv_texts(key), csv_texts([classify.op_type(n) for n in key]), tcode, csv_texts(list(tvocab)),
-                         row)
-        if len(key) <= _VOCAB_KEPT_MAX:
-            if len(_names_kept) >= _NAMES_KEPT:
-                _names_kept.clear()
-            _names_kept[key] = hit
-    return hit
+    get = _name_kept.get
+    facts = [get(n) or _name_fact(n) for n in names]
+    tvocab: dict[str, int] = {}
+    type_texts: list[bytes] = []
+    codes = []
+    for _text, t, t_text, _row in facts:
+        c = tvocab.get(t)
+        if c is None:
+            c = tvocab[t] = len(type_texts)
+            type_texts.append(t_text)
+        codes.append(c)
+    return _NameFacts([f[0] for f in facts], [f[2] for f in facts], np.asarray(codes or [0], np.int64), type_texts,
+                      np.asarray([f[3] for f in facts] or [True], bool))
 
 
 def kernel_columns(fw: Framework, device_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
