@@ -148,10 +148,10 @@ def test_mutated_kineto_blocks_are_scanned_as_orjson_reads_them_or_left_to_it() 
     assert _mutations_scanned_as_orjson_reads_them(base, rng, max_edits=2) > 100
 
 
-def test_a_first_block_coded_as_before_changes_nothing_kept() -> None:
-    """The first block's vocabularies are kept from one Columns to the next (``_first_codes``):
-    reading the same window again, a window with other texts, then the first again, each gives
-    the reference's columns, and growing one instance's vocabularies leaves the kept ones as they were."""
+def test_windows_read_one_after_another_change_nothing_kept() -> None:
+    """The texts kept from one Columns to the next (``_shape_part``, ``classify``): reading the same
+    window again, a window with other texts, then the first again, each gives the reference's
+    columns, and growing one instance's vocabularies leaves what is kept as it was."""
     rng = random.Random(3)
     one = [_kineto([_op(rng, i) for i in range(40)]), _kineto([_op(rng, i) for i in range(40, 60)])]
     other = [orjson.dumps([_op(rng, i) | {"name": f"other{i}"} for i in range(30)])]

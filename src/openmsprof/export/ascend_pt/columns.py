@@ -79,32 +79,43 @@ def _shapes(args: dict[str, Any]) -> tuple[str, str]:
 
 
 @lru_cache(maxsize=1 << 12)  # the same operators' shapes window after window (the analysis worker)
-def _shape_part(dims: bytes, types: bytes) -> tuple[tuple[str, str], list[bytes]]:
-    """(``_shapes`` texts, the args object's members) of a key's Input Dims and Input type parts
-    (each its mark byte and raw value, as in the key)."""
-    sub = {name: orjson.loads(part[1:]) for name, part in zip(ARG_KEYS[:2], (dims, types), strict=True) if part[:1] == b"\x01"}
-    members = [orjson.dumps(name) + b":" + orjson.dumps(v) for name, v in sub.items()]
-    return (_shapes(sub) if sub else ("", "")), members
+def _shape_part(dims: bytes, types: bytes) -> tuple[tuple[str, str], bytes]:
+    """(``_shapes`` texts, the args object's members so far: ``{`` and its Input Dims / Input type
+    members, comma-separated) of a key's first two parts (each its mark byte and raw value)."""
+    sub = {name: orjson.loads(part[1:]) for name, part in zip(ARG_KEYS[:2], (dims, types), strict=True)
+           if part[:1] == b"\x01"}
+    head = b"{" + b",".join(orjson.dumps(name) + b":" + orjson.dumps(v) for name, v in sub.items())
+    return (_shapes(sub) if sub else ("", "")), head
 
 
-#: a raw JSON integer orjson writes back byte for byte (a Sequence number, a Fwd thread id)
-_PLAIN_INT = re.compile(rb"-?(?:0|[1-9][0-9]{0,17})")
-_MEMBER = (b'"Sequence number":', b'"Fwd thread id":')
+_PLAIN = rb"-?(?:0|[1-9][0-9]{0,17})"  # a raw JSON integer orjson writes back byte for byte
+#: a key whose Sequence number and Fwd thread id are absent or plain integers (the usual one)
+_PLAIN_KEY = re.compile(rb"(\x01[^\x01\x02]*|\x02)(\x01[^\x01\x02]*|\x02)(?:\x01(" + _PLAIN + rb")|\x02)(?:\x01("
+                        + _PLAIN + rb")|\x02)")
+_SEQ, _FWD = b'"Sequence number":', b'"Fwd thread id":'
 
 
 def _key_texts(key: bytes) -> tuple[tuple[str, str], bytes]:
     """(``_shapes`` texts, serialised kept args) of one scan key (see ``Columns._raw_codes``): its
     shape part kept from window to window (``_shape_part``), its Sequence number and Fwd thread
     id (new in every window) spliced in as written where they are plain integers."""
+    m = _PLAIN_KEY.fullmatch(key)
+    if m is not None:
+        dims, types, seq, fwd = m.groups()
+        shapes, head = _shape_part(dims, types)
+        if seq is not None:
+            head += (_SEQ if len(head) == 1 else b"," + _SEQ) + seq
+        if fwd is not None:
+            head += (_FWD if len(head) == 1 else b"," + _FWD) + fwd
+        return shapes, head + b"}"
     parts = _PARTS.findall(key)
     if len(parts) != len(ARG_KEYS):
         raise ValueError(f"a scan key has {len(parts)} parts, not {len(ARG_KEYS)}")
-    shapes, members = _shape_part(parts[0][0] + parts[0][1], parts[1][0] + parts[1][1])
-    members = list(members)
-    for head, (mark, raw) in zip(_MEMBER, parts[2:], strict=True):
+    shapes, head = _shape_part(parts[0][0] + parts[0][1], parts[1][0] + parts[1][1])
+    for name, (mark, raw) in zip((_SEQ, _FWD), parts[2:], strict=True):
         if mark == b"\x01":
-            members.append(head + (raw if _PLAIN_INT.fullmatch(raw) else orjson.dumps(orjson.loads(raw))))
-    return shapes, b"{" + b",".join(members) + b"}"
+            head += (name if len(head) == 1 else b"," + name) + orjson.dumps(orjson.loads(raw))
+    return shapes, head + b"}"
 
 
 # the attributes ``finish`` makes of each group's columns (every block's part has the dtype)
@@ -118,19 +129,6 @@ _PY_NAMES: _Names = (("py_ts", _D64), ("py_dur_us", np.dtype(np.float64)), ("py_
 _FL_NAMES: _Names = (("flow_ts", _D64), ("flow_start", np.dtype(bool)), ("flow_id", _D64), ("flow_tid", _D64))
 _MEM_NAMES: _Names = tuple((f"mem_{n}", _D64) for n in ("ts", "tid", "addr", "bytes", "alloc", "reserved",
                                                          "dev_type", "dev_id"))
-
-
-@lru_cache(maxsize=8)  # the analysis worker: every window of a job starts with the same texts
-def _first_codes(names: tuple[str, ...], keys: tuple[bytes, ...]) -> tuple[Columns, np.ndarray, np.ndarray,
-                                                                          np.ndarray]:
-    """A fresh ``Columns``' vocabularies after coding a first block's distinct names and scan keys
-    (copied by the caller, never changed here), and the codes of each name, each key's shape
-    and args (read-only arrays)."""
-    cols = Columns()
-    maps = (np.asarray(cols.names.codes(list(names)), np.int32), *cols._raw_codes(list(keys)))
-    for m in maps:
-        m.setflags(write=False)
-    return cols, *maps
 
 
 def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
@@ -231,14 +229,8 @@ class Columns:
             if not self._pid_set and pid is not None:
                 self.pid, self._pid_set = pid, True
             i64 = np.frombuffer(op_i, np.int64).reshape(6, n)
-            if not self.names.items and not self._raw_args:  # the first block: its codings as last window's
-                first = _first_codes(tuple(names), tuple(keys))
-                self.names, self.shapes, self.args = first[0].names.copy(), first[0].shapes.copy(), first[0].args.copy()
-                self._raw_args, self._raw_pairs = dict(first[0]._raw_args), list(first[0]._raw_pairs)
-                name_map, shape_map, args_map = first[1:]
-            else:
-                name_map = np.asarray(self.names.codes(names), np.int32)
-                shape_map, args_map = self._raw_codes(keys)
+            name_map = np.asarray(self.names.codes(names), np.int32)
+            shape_map, args_map = self._raw_codes(keys)
             kc = np.frombuffer(key_code, np.int32)
             op = self._op
             for at, arr in ((0, i64[0]), (1, i64[1]), (2, i64[2]), (3, name_map[np.frombuffer(name_code, np.int32)]),
