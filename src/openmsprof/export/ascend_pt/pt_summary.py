@@ -140,7 +140,7 @@ class _NameFacts:
 
     texts: list[bytes]      # the name's CSV text
     types: list[bytes]      # the CSV text of its ``classify.op_type``
-    type_code: np.ndarray   # its op type's code
+    type_code: np.ndarray   # its op type's code (read-only)
     type_texts: list[bytes]  # the CSV text per op type code
     row: np.ndarray         # whether an operator of that name is an operator_details row: all but
                             # the ``ProfilerStep#N`` ranges (read-only)
@@ -160,7 +160,20 @@ def _name_fact(n: str) -> tuple[bytes, str, bytes, bool]:
     return f
 
 
+#: the last answer and the list it was for (kernel_details, operator_details and op_statistic ask
+#: about the same vocabulary list of a window in turn); held, so the list's identity is not reused
+_last_facts: list[tuple[list[str], int, _NameFacts]] = []
+
+
 def _name_facts(names: list[str]) -> _NameFacts:
+    if _last_facts and _last_facts[0][0] is names and _last_facts[0][1] == len(names):
+        return _last_facts[0][2]
+    facts = _facts_of(names)
+    _last_facts[:] = [(names, len(names), facts)]
+    return facts
+
+
+def _facts_of(names: list[str]) -> _NameFacts:
     get = _name_kept.get
     facts = [get(n) or _name_fact(n) for n in names]
     tvocab: dict[str, int] = {}
@@ -172,8 +185,9 @@ def _name_facts(names: list[str]) -> _NameFacts:
             c = tvocab[t] = len(type_texts)
             type_texts.append(t_text)
         codes.append(c)
-    return _NameFacts([f[0] for f in facts], [f[2] for f in facts], np.asarray(codes or [0], np.int64), type_texts,
-                      np.asarray([f[3] for f in facts] or [True], bool))
+    code, row = np.asarray(codes or [0], np.int64), np.asarray([f[3] for f in facts] or [True], bool)
+    code.flags.writeable = row.flags.writeable = False  # (kept: ``_last_facts``)
+    return _NameFacts([f[0] for f in facts], [f[2] for f in facts], code, type_texts, row)
 
 
 def kernel_columns(fw: Framework, device_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
