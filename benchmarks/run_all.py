@@ -14,7 +14,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SCRIPTS = [
     "bench_markers.py", "bench_config.py", "bench_import.py", "bench_export.py", "bench_export_cli.py",
-    "bench_acl.py", "bench_torch.py", "bench_torchmem.py", "bench_collect.py", "bench_compare.py", "bench_analyze.py",
+    "bench_acl.py", "bench_torch.py", "bench_torch_windows.py", "bench_torchmem.py", "bench_collect.py", "bench_compare.py", "bench_analyze.py",
 ]
 
 
