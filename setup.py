@@ -43,6 +43,9 @@ class OptionalBuildExt(build_ext):
                   file=sys.stderr)
 
 
+#: the operator nesting sweep both torch-analysis extensions include
+SWEEP_H = "src/openmsprof/export/ascend_pt/_sweep.h"
+
 ext_modules = [] if os.environ.get("OPENMSPROF_NO_NATIVE") else [
     Extension("openmsprof.recorder._ring", ["src/openmsprof/recorder/_ring.c"],
               extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"],
@@ -63,7 +66,7 @@ ext_modules = [] if os.environ.get("OPENMSPROF_NO_NATIVE") else [
               extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
     # the operator nesting sweep of the torch analysis; nesting.sweep is its fallback
     Extension("openmsprof.export.ascend_pt._nest_sweep", ["src/openmsprof/export/ascend_pt/_nest_sweep.c"],
-              extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
+              depends=[SWEEP_H], extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
     # the torch views' rows (trace_view.json, kernel_details / operator_details.csv); text.py's
     # ``%`` templates are its fallback
     Extension("openmsprof.export.ascend_pt._row_text", ["src/openmsprof/export/ascend_pt/_row_text.c"],
@@ -71,7 +74,7 @@ ext_modules = [] if os.environ.get("OPENMSPROF_NO_NATIVE") else [
     # the torch summary CSVs' columns (kernel codes, step sums, op groups); summary_cols.py's numpy
     # code is its fallback
     Extension("openmsprof.export.ascend_pt._summary_cols", ["src/openmsprof/export/ascend_pt/_summary_cols.c"],
-              extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
+              depends=[SWEEP_H], extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"], optional=True),
     # trace_view's Perfetto fit (the lane sweep and Perfetto's reading of the µs text, which must
     # round as numpy's long double does: no contraction); perfetto_fit.fit's Python is its fallback
     Extension("openmsprof.export.ascend_pt._perfetto_fit", ["src/openmsprof/export/ascend_pt/_perfetto_fit.c"],

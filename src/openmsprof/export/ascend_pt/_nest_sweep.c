@@ -33,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_sweep.h"
+
 static int get(PyObject *o, Py_buffer *b, int writable, Py_ssize_t item, const char *what) {
     if (PyObject_GetBuffer(o, b, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) < 0)
         return -1;
@@ -104,32 +106,13 @@ fail:
     return NULL;
 }
 
-typedef struct {
-    int64_t tid, ts, nd, i;
-} key;
-
-static int by_key(const void *a, const void *b) {
-    const key *x = a, *y = b;
-    if (x->tid != y->tid)
-        return x->tid < y->tid ? -1 : 1;
-    if (x->ts != y->ts)
-        return x->ts < y->ts ? -1 : 1;
-    if (x->nd != y->nd)
-        return x->nd < y->nd ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
-}
-
-/* int64 arithmetic as numpy does it (wrapping), without C's undefined overflow */
-static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
-static int64_t wrap_neg(int64_t a) { return (int64_t)(UINT64_C(0) - (uint64_t)a); }
-
 static PyObject *tree(PyObject *self, PyObject *args) {
     PyObject *o[8];
     static const char *names[8] = {"ts", "dur", "tid", "sel", "trivial", "parent", "depth", "leaf"};
     static const Py_ssize_t items[8] = {8, 8, 8, 1, 1, 8, 8, 1};
     Py_buffer b[8];
     int have[8] = {0};
-    key *keys = NULL;
+    sweep_key *keys = NULL;
     if (!PyArg_ParseTuple(args, "OOOOOOOO:tree", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7]))
         return NULL;
     if ((o[4] == Py_None) != (o[7] == Py_None)) {
@@ -157,7 +140,7 @@ static PyObject *tree(PyObject *self, PyObject *args) {
     int64_t *parent = b[5].buf, *depth = b[6].buf;
     unsigned char *leaf = have[7] ? b[7].buf : NULL;
     /* keys, then the stack (positions into keys), then busy flags: one allocation */
-    keys = malloc((size_t)(n ? n : 1) * (sizeof(key) + sizeof(int64_t) + 1));
+    keys = malloc((size_t)(n ? n : 1) * (sizeof(sweep_key) + sizeof(int64_t) + 1));
     if (keys == NULL) {
         PyErr_NoMemory();
         goto fail;
@@ -165,36 +148,7 @@ static PyObject *tree(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     int64_t *stack = (int64_t *)(keys + (n ? n : 1));
     unsigned char *busy = (unsigned char *)(stack + (n ? n : 1));
-    Py_ssize_t m = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        parent[i] = -1;
-        depth[i] = 0;
-        if (sel[i]) {
-            keys[m].tid = tid[i];
-            keys[m].ts = ts[i];
-            keys[m].nd = wrap_neg(dur[i]);
-            keys[m].i = i;
-            m++;
-        }
-    }
-    Py_ssize_t sorted_run = 1; /* Kineto writes a thread's operators by start: mostly in order already */
-    while (sorted_run < m && by_key(&keys[sorted_run - 1], &keys[sorted_run]) < 0)
-        sorted_run++;
-    if (sorted_run < m)
-        qsort(keys, (size_t)m, sizeof(key), by_key);
-    Py_ssize_t sp = 0;
-    for (Py_ssize_t k = 0; k < m; k++) {
-        int64_t i = keys[k].i, t = keys[k].ts;
-        if (k && keys[k].tid != keys[k - 1].tid)
-            sp = 0;
-        while (sp && wrap_add(ts[stack[sp - 1]], dur[stack[sp - 1]]) <= t)
-            sp--;
-        if (sp) {
-            parent[i] = stack[sp - 1];
-            depth[i] = sp;
-        }
-        stack[sp++] = i;
-    }
+    Py_ssize_t m = sweep_tree(ts, dur, tid, sel, n, keys, stack, parent, depth);
     if (leaf != NULL) { /* nesting.kernel_mask: a parent comes before its children in this order */
         memset(busy, 0, (size_t)n);
         for (Py_ssize_t k = m - 1; k >= 0; k--) {

@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_sweep.h"
+
 static inline int64_t wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 static inline int64_t wsub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
 
@@ -201,21 +203,6 @@ done:
     return res;
 }
 
-typedef struct {
-    int64_t tid, ts, negdur, idx;
-} event;
-
-static int by_sweep(const void *pa, const void *pb) {
-    const event *a = pa, *b = pb;
-    if (a->tid != b->tid)
-        return a->tid < b->tid ? -1 : 1;
-    if (a->ts != b->ts)
-        return a->ts < b->ts ? -1 : 1;
-    if (a->negdur != b->negdur)
-        return a->negdur < b->negdur ? -1 : 1;
-    return a->idx < b->idx ? -1 : a->idx > b->idx; /* numpy's lexsort is stable */
-}
-
 static PyObject *op_tree_times(PyObject *self, PyObject *args) {
     PyObject *o[8];
     static const char *names[8] = {"ts", "dur", "tid", "k_op", "k_dur", "child", "dev_self", "dev_total"};
@@ -224,7 +211,7 @@ static PyObject *op_tree_times(PyObject *self, PyObject *args) {
     arr a[8];
     memset(a, 0, sizeof(a));
     PyObject *res = NULL;
-    event *ev = NULL;
+    sweep_key *ev = NULL;
     int64_t *parent = NULL, *stack = NULL;
     for (int j = 0; j < 8; j++)
         if (arr_get(o[j], &a[j], names[j], j >= 5) < 0)
@@ -241,7 +228,7 @@ static PyObject *op_tree_times(PyObject *self, PyObject *args) {
             PyErr_Format(PyExc_IndexError, "k_op: kernel %zd names operator %lld of %zd", i, (long long)k_op[i], n);
             goto done;
         }
-    ev = PyMem_Malloc(sizeof(event) * (size_t)(n ? n : 1));
+    ev = PyMem_Malloc(sizeof(sweep_key) * (size_t)(n ? n : 1));
     parent = PyMem_Malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
     stack = PyMem_Malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
     if (ev == NULL || parent == NULL || stack == NULL) {
@@ -249,25 +236,9 @@ static PyObject *op_tree_times(PyObject *self, PyObject *args) {
         goto done;
     }
     Py_BEGIN_ALLOW_THREADS
-    int sorted = 1; /* operators in file order are usually in sweep order already */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        ev[i] = (event){tid[i], ts[i], wsub(0, dur[i]), (int64_t)i};
+    sweep_tree(ts, dur, tid, NULL, n, ev, stack, parent, NULL);
+    for (Py_ssize_t i = 0; i < n; i++)
         child[i] = dev_self[i] = 0;
-        if (i && sorted && by_sweep(&ev[i - 1], &ev[i]) > 0)
-            sorted = 0;
-    }
-    if (!sorted)
-        qsort(ev, (size_t)n, sizeof(event), by_sweep);
-    Py_ssize_t top = 0; /* stack depth */
-    for (Py_ssize_t p = 0; p < n; p++) {
-        int64_t i = ev[p].idx;
-        if (p == 0 || ev[p].tid != ev[p - 1].tid)
-            top = 0;
-        while (top && wadd(ts[stack[top - 1]], dur[stack[top - 1]]) <= ts[i])
-            top--;
-        parent[i] = top ? stack[top - 1] : -1;
-        stack[top++] = i;
-    }
     for (Py_ssize_t i = 0; i < n; i++)
         if (parent[i] >= 0)
             child[parent[i]] = wadd(child[parent[i]], dur[i]);
@@ -277,7 +248,7 @@ static PyObject *op_tree_times(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++)
         dev_total[i] = dev_self[i];
     for (Py_ssize_t p = n - 1; p >= 0; p--) { /* children after their parent in sweep order */
-        int64_t i = ev[p].idx;
+        int64_t i = ev[p].i;
         if (parent[i] >= 0)
             dev_total[parent[i]] = wadd(dev_total[parent[i]], dev_total[i]);
     }
