@@ -88,7 +88,7 @@ def _shape_part(dims: bytes, types: bytes) -> tuple[tuple[str, str], bytes]:
     return (_shapes(sub) if sub else ("", "")), head
 
 
-_PLAIN = rb"-?(?:0|[1-9][0-9]{0,17})"  # a raw JSON integer orjson writes back byte for byte
+_PLAIN = rb"(?:0|-?[1-9][0-9]{0,17})"  # a raw JSON integer orjson writes back byte for byte
 #: a key whose Sequence number and Fwd thread id are absent or plain integers (the usual one)
 _PLAIN_KEY = re.compile(rb"(\x01[^\x01\x02]*|\x02)(\x01[^\x01\x02]*|\x02)(?:\x01(" + _PLAIN + rb")|\x02)(?:\x01("
                         + _PLAIN + rb")|\x02)")
