@@ -428,13 +428,13 @@ def _key(*parts: bytes | None) -> bytes:
 
 
 def test_key_texts_are_orjsons_own_serialisation_of_the_kept_args() -> None:
-    """``columns._key_texts`` (the shape part kept, a plain Sequence number / Fwd thread id spliced
+    """``vocab._key_texts`` (the shape part kept, a plain Sequence number / Fwd thread id spliced
     in as written) gives what orjson's round trip of the kept args gives, byte for byte, for plain
     integers, spellings orjson writes otherwise (-0, 1e3, 1.0, 19 digits, strings), absent parts
     and shapes; a raw value that is not JSON raises as orjson does."""
-    from openmsprof.export.ascend_pt import columns
+    from openmsprof.export.ascend_pt import vocab
 
-    names = columns.ARG_KEYS
+    names = vocab.ARG_KEYS
     values: list[bytes | None] = [None, b"0", b"-0", b"7", b"-12", b"123456789012345678", b"1234567890123456789",
                                   b"1e3", b"1.0", b'"12"', b"null", b"true"]
     shapes: list[tuple[bytes | None, bytes | None]] = [(None, None), (b"[[2, 3], []]", b'["float", ""]'),
@@ -445,13 +445,13 @@ def test_key_texts_are_orjsons_own_serialisation_of_the_kept_args() -> None:
             for fwd in (None, b"0", b"-0", b"3", b"2.5"):
                 raw = (dims, types, seq, fwd)
                 want = orjson.dumps({n: orjson.loads(r) for n, r in zip(names, raw, strict=True) if r is not None})
-                shape_texts, text = columns._key_texts(_key(*raw))
+                shape_texts, text = vocab._key_texts(_key(*raw))
                 assert text == want, raw
                 sub = {n: orjson.loads(r) for n, r in zip(names[:2], raw[:2], strict=True) if r is not None}
-                assert shape_texts == (columns._shapes(sub) if sub else ("", ""))
+                assert shape_texts == (vocab._shapes(sub) if sub else ("", ""))
                 seen += 1
     assert seen == 4 * 12 * 5
     with pytest.raises(ValueError):
-        columns._key_texts(_key(None, None, b"01", None))
+        vocab._key_texts(_key(None, None, b"01", None))
     with pytest.raises(ValueError, match="3 parts"):
-        columns._key_texts(b"\x02\x02\x02")
+        vocab._key_texts(b"\x02\x02\x02")

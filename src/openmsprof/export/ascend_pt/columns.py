@@ -9,113 +9,24 @@ are kept as dicts (CUDA machines only).
 
 from __future__ import annotations
 
-import re
-from functools import lru_cache
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import numpy as np
-import orjson
 
+from openmsprof.export.ascend_pt.vocab import ArgCodes, Vocab
 from openmsprof.sources import kineto_trace
 
-T = TypeVar("T")
-ARG_KEYS = ("Input Dims", "Input type", "Sequence number", "Fwd thread id")
 GPU_CATS = frozenset(("kernel", "gpu_memcpy", "gpu_memset"))
 NO_EXT = -(2**62)
 OP_CATS = frozenset(("cpu_op", "user_annotation"))
 _EMPTY: dict[str, Any] = {}
-_EMPTY_KEY = ("absent",)
 _I64 = 2**63
-_PARTS = re.compile(rb"([\x01\x02])([^\x01\x02]*)")
 MEMORY = "[memory]"
 
 
 def _int(v: Any) -> int:
     """An int64 from a JSON value (anything else, or out of range, is 0)."""
     return v if isinstance(v, int) and -_I64 <= v < _I64 else 0
-
-
-class Vocab(Generic[T]):
-    """Distinct values in first-seen order; ``code(v)`` is the index of ``v``."""
-
-    def __init__(self, *first: T) -> None:
-        self.index: dict[T, int] = {}
-        self.items: list[T] = []
-        for v in first:
-            self.code(v)
-
-    def code(self, v: T) -> int:
-        c = self.index.get(v)
-        if c is None:
-            c = self.index[v] = len(self.items)
-            self.items.append(v)
-        return c
-
-    def codes(self, values: list[T]) -> list[int]:
-        """``code`` of each value: the new ones coded first, in first-seen order (as one pass
-        would), then every value looked up at C speed."""
-        index = self.index
-        for v in dict.fromkeys(values):
-            if v not in index:
-                index[v] = len(self.items)
-                self.items.append(v)
-        return list(map(index.__getitem__, values))
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def copy(self) -> Vocab[T]:
-        out: Vocab[T] = Vocab()
-        out.index, out.items = dict(self.index), list(self.items)
-        return out
-
-
-def _shapes(args: dict[str, Any]) -> tuple[str, str]:
-    dims = args.get("Input Dims")
-    types = args.get("Input type")
-    s = ";".join(",".join(str(x) for x in d) if isinstance(d, list) else "" for d in dims) if dims else ""
-    t = ";".join(str(x) for x in types) if types else ""
-    return s, t
-
-
-@lru_cache(maxsize=1 << 12)  # the same operators' shapes window after window (the analysis worker)
-def _shape_part(dims: bytes, types: bytes) -> tuple[tuple[str, str], bytes]:
-    """(``_shapes`` texts, the args object's members so far: ``{`` and its Input Dims / Input type
-    members, comma-separated) of a key's first two parts (each its mark byte and raw value)."""
-    sub = {name: orjson.loads(part[1:]) for name, part in zip(ARG_KEYS[:2], (dims, types), strict=True)
-           if part[:1] == b"\x01"}
-    head = b"{" + b",".join(orjson.dumps(name) + b":" + orjson.dumps(v) for name, v in sub.items())
-    return (_shapes(sub) if sub else ("", "")), head
-
-
-_PLAIN = rb"(?:0|-?[1-9][0-9]{0,17})"  # a raw JSON integer orjson writes back byte for byte
-#: a key whose Sequence number and Fwd thread id are absent or plain integers (the usual one)
-_PLAIN_KEY = re.compile(rb"(\x01[^\x01\x02]*|\x02)(\x01[^\x01\x02]*|\x02)(?:\x01(" + _PLAIN + rb")|\x02)(?:\x01("
-                        + _PLAIN + rb")|\x02)")
-_SEQ, _FWD = b'"Sequence number":', b'"Fwd thread id":'
-
-
-def _key_texts(key: bytes) -> tuple[tuple[str, str], bytes]:
-    """(``_shapes`` texts, serialised kept args) of one scan key (see ``Columns._raw_codes``): its
-    shape part kept from window to window (``_shape_part``), its Sequence number and Fwd thread
-    id (new in every window) spliced in as written where they are plain integers."""
-    m = _PLAIN_KEY.fullmatch(key)
-    if m is not None:
-        dims, types, seq, fwd = m.groups()
-        shapes, head = _shape_part(dims, types)
-        if seq is not None:
-            head += (_SEQ if len(head) == 1 else b"," + _SEQ) + seq
-        if fwd is not None:
-            head += (_FWD if len(head) == 1 else b"," + _FWD) + fwd
-        return shapes, head + b"}"
-    parts = _PARTS.findall(key)
-    if len(parts) != len(ARG_KEYS):
-        raise ValueError(f"a scan key has {len(parts)} parts, not {len(ARG_KEYS)}")
-    shapes, head = _shape_part(parts[0][0] + parts[0][1], parts[1][0] + parts[1][1])
-    for name, (mark, raw) in zip((_SEQ, _FWD), parts[2:], strict=True):
-        if mark == b"\x01":
-            head += (name if len(head) == 1 else b"," + name) + orjson.dumps(orjson.loads(raw))
-    return shapes, head + b"}"
 
 
 # the attributes ``finish`` makes of each group's columns (every block's part has the dtype)
@@ -150,7 +61,7 @@ def _ns(us: np.ndarray) -> np.ndarray:
     return np.rint(us * 1000.0).astype(np.int64)
 
 
-class Columns:
+class Columns(ArgCodes):
     """Accumulates events (``add``) then turns them into arrays in epoch ns (``finish``)."""
 
     # made by ``finish`` (see _OP_NAMES … _MEM_NAMES)
@@ -186,8 +97,7 @@ class Columns:
         self.pid = 0
         self._pid_set = False
         self.names: Vocab[str] = Vocab()
-        self.args: Vocab[bytes] = Vocab(b"{}")
-        self.shapes: Vocab[tuple[str, str]] = Vocab(("", ""))
+        super().__init__()  # the args and shapes vocabularies and their memos (ArgCodes)
         self.py_names: Vocab[str] = Vocab()
         self.gpu: list[dict[str, Any]] = []
         # per block: op ts ns, dur ns, tid, name, annot, args, shape, seq, fwd, ext; python_function
@@ -196,10 +106,6 @@ class Columns:
         self._py: list[list[np.ndarray]] = [[] for _ in range(5)]
         self._fl: list[list[np.ndarray]] = [[] for _ in range(4)]
         self._mem: list[list[np.ndarray]] = [[] for _ in range(8)]
-        self._seq_args: dict[tuple[Any, Any], int] = {}
-        self._shape_args: dict[str, tuple[int, int]] = {}
-        self._raw_args: dict[bytes, int] = {}  # scan key -> index into _raw_pairs
-        self._raw_pairs: list[tuple[int, int]] = []  # (shape code, args code)
 
     def add_block(self, block: bytes) -> None:
         """One unparsed block (``TraceReader.blocks``): the native scan's columns when it takes
@@ -250,19 +156,6 @@ class Columns:
             for col, arr in zip(self._fl, (f[0], np.frombuffer(fstart, bool), f[1], f[2]), strict=True):
                 col.append(arr)
 
-    def _raw_codes(self, keys: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
-        """(shape codes, args codes) of the scan's distinct keys (the kept args' raw JSON bytes):
-        the texts of each new key (``_key_texts``, kept from window to window) coded in
-        first-seen order."""
-        memo, pairs = self._raw_args, self._raw_pairs
-        for k in keys:
-            if k not in memo:
-                s, a = _key_texts(k)
-                memo[k] = len(pairs)
-                pairs.append((self.shapes.code(s), self.args.code(a)))
-        table = np.asarray([pairs[memo[k]] for k in keys] or [(0, 0)], np.int32).reshape(-1, 2)
-        return np.ascontiguousarray(table[:, 0]), np.ascontiguousarray(table[:, 1])
-
     def add(self, events: list[Any]) -> None:
         """Take one block of raw events (dicts straight from the JSON)."""
         xs = [e for e in events if e.get("ph") == "X"]
@@ -310,52 +203,6 @@ class Columns:
                                  strict=True):
             col.append(np.asarray(vals, dt))
 
-    def _shape_codes(self, args: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
-        """(shape codes, args codes) of ops that recorded shapes: one ``_shapes`` text and one
-        serialisation per distinct kept-args value (``repr`` of the four kept values is the key:
-        equal reprs of JSON values are equal values), codes assigned in first-seen order as
-        ``Vocab.codes`` would.  Values ``repr`` cannot key (nested too deep) take the plain path."""
-        try:
-            return self._memo_codes(args)
-        except RecursionError:
-            dumps, none = orjson.dumps, ("", "")
-            return (self.shapes.codes([_shapes(a) if "Input Dims" in a or "Input type" in a else none for a in args]),
-                    self.args.codes([dumps({k: a[k] for k in ARG_KEYS if k in a}) for a in args]))
-
-    def _memo_codes(self, args: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
-        memo = self._shape_args
-        keys = [repr((a.get("Input Dims", ...), a.get("Input type", ...), a.get("Sequence number", ...),
-                      a.get("Fwd thread id", ...))) for a in args]
-        new = set(keys).difference(memo)
-        if not new:
-            pairs = [memo[k] for k in keys]
-        else:
-            dumps, none, shapes, vocab = orjson.dumps, ("", ""), self.shapes, self.args
-            pairs = []
-            for k, a in zip(keys, args, strict=True):
-                pair = memo.get(k)
-                if pair is None:
-                    s = _shapes(a) if "Input Dims" in a or "Input type" in a else none
-                    pair = memo[k] = (shapes.code(s), vocab.code(dumps({n: a[n] for n in ARG_KEYS if n in a})))
-                pairs.append(pair)
-        return [p[0] for p in pairs], [p[1] for p in pairs]
-
-    def _seq_codes(self, args: list[dict[str, Any]]) -> list[int] | None:
-        """Args codes when the kept args are at most Sequence number / Fwd thread id (no shapes):
-        one serialisation per distinct pair.  None when a value is not hashable."""
-        keyed = self._seq_args
-        try:
-            keys = [(a.get("Sequence number", _EMPTY_KEY), a.get("Fwd thread id", _EMPTY_KEY)) for a in args]
-            new = set(keys).difference(keyed)
-        except TypeError:
-            return None
-        if new:
-            for key, a in zip(keys, args, strict=True):
-                if key in new:
-                    sub = {k: a[k] for k in ARG_KEYS if k in a}
-                    keyed[key] = self.args.code(orjson.dumps(sub)) if sub else 0
-                    new.discard(key)
-        return [keyed[k] for k in keys]
 
     def _add_python(self, py: list[dict[str, Any]]) -> None:
         dur_us = np.asarray([e.get("dur", 0) for e in py], np.float64)

@@ -24,7 +24,8 @@ import numpy as np
 from openmsprof.config.errors import RawDataError
 from openmsprof.export import classify
 from openmsprof.export.ascend_pt import footprint, nesting, split_read
-from openmsprof.export.ascend_pt.columns import NO_EXT, Columns, Vocab
+from openmsprof.export.ascend_pt.columns import NO_EXT, Columns
+from openmsprof.export.ascend_pt.vocab import Vocab
 from openmsprof.sources.kineto_trace import Restart, TraceReader
 
 FRAMEWORK_TRACE = "torch.kineto_trace.json"
