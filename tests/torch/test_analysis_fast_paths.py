@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from openmsprof.export.ascend_pt import nesting, pt_summary
+from openmsprof.export.ascend_pt import cost_cells, nesting
 from openmsprof.machine import peaks
 from openmsprof.torch.profiler import analysis
 from tests.torch.conftest import Trainer, file_tree, raw_window, read_csv, window_variant
@@ -35,10 +35,10 @@ def own_peaks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     monkeypatch.setenv("OPENMSPROF_CACHE", str(tmp_path / "cache"))
     (tmp_path / "cache").mkdir()
     peaks._kept = None
-    pt_summary._values.clear()
+    cost_cells._values.clear()
     yield peaks.cache_path()
     peaks._kept = None
-    pt_summary._values.clear()
+    cost_cells._values.clear()
 
 
 def _variant(src: Path, dst: Path, level: str, simplify: bool, stack: bool, memory: bool) -> Path:
@@ -96,7 +96,7 @@ def test_kept_peaks_follow_the_cache_file(raw: Path, tmp_path: Path, own_peaks: 
     assert [x == "N/A" for x in fast] == [x == "N/A" for x in slow]
     assert all(a != b for a, b in zip(fast, slow, strict=True) if a != "N/A")
     peaks._kept = None  # a process that never kept anything reads the same
-    pt_summary._values.clear()
+    cost_cells._values.clear()
     assert ratios(4) == fast
     own_peaks.unlink()
     assert set(ratios(5)) == {"N/A"}

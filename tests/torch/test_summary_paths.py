@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from openmsprof.export.ascend_pt import pt_summary, summary_cols, text
+from openmsprof.export.ascend_pt import cost_cells, summary_cols, text
 from openmsprof.machine import peaks
 from openmsprof.torch.profiler import analysis
 from tests.torch.conftest import Trainer, file_tree, raw_window, read_csv, window_variant
@@ -35,7 +35,7 @@ def test_native_and_python_paths_write_the_same_bytes(trainer: Trainer, tmp_path
     (tmp_path / "cache").mkdir()
     peaks.cache_path().write_bytes(orjson.dumps({"stream": {"copy": 9.5}, "gemm": {"numpy float32": 40.0}}))
     monkeypatch.setattr(peaks, "_kept", None)
-    monkeypatch.setattr(pt_summary, "_values", [])
+    monkeypatch.setattr(cost_cells, "_values", [])
     raw = raw_window(trainer, tmp_path / "raw")
     variants = [("Level0", True, False, False), ("Level0", False, True, True), ("Level1", True, True, False),
                 ("Level1", False, False, True), ("Level2", False, True, True)]

@@ -7,7 +7,7 @@ with texts pre-encoded the way ``csv.writer`` encodes them, so the bytes match `
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -16,12 +16,12 @@ import numpy as np
 
 from openmsprof.export import classify
 from openmsprof.export.ascend_pt import summary_cols, text
+from openmsprof.export.ascend_pt.cost_cells import cost_column
 from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.export.ascend_pt.overlap import STEP_TRACE_HEADER, Overlap, step_rows
 from openmsprof.export.ascend_pt.text import chunks, csv_field, csv_texts, join
 from openmsprof.export.ascend_pt.trace_view import step_of
-from openmsprof.export.msprof.op_cost_columns import COST_COLUMNS, cost_values
-from openmsprof.machine import peaks as P
+from openmsprof.export.msprof.op_cost_columns import COST_COLUMNS
 
 NA = "N/A"
 KD_L0 = ["Device_id", "Name", "Type", "Accelerator Core", "Start Time(us)", "Duration(us)", "Wait Time(us)",
@@ -105,7 +105,7 @@ def kernel_details(path: Path, fw: Framework, device_id: int, full: bool) -> Non
     shp_t, typ_t = _shape_texts(fw)
     template = _kd_template(full, device_id, k.executor)
     pre = (step, [b",", *(b"%d," % s[0] for s in fw.steps)] if fw.steps else [b""])
-    cost = _cost_column(fw, k.names, k.name, shape)
+    cost = cost_column(fw, k.names, k.name, shape)
     if full:
         states = csv_texts(fw.op_states())
         cube, vec = _engine_texts(k.core, dur)
@@ -205,84 +205,6 @@ def kernel_columns(fw: Framework, device_id: int) -> tuple[np.ndarray, np.ndarra
             [(k.name, list(k.names)), (k.name, [classify.op_type(x) for x in k.names]),
              (np.zeros(n, np.int64), [k.executor]), (k.core.astype(np.int64), k.cores), None,
              (shape, [t or NA for _s, t in items]), (shape, [s or NA for s, _t in items]), None, None, None])
-
-
-#: the cost cells' codes of the last vocabularies: (cells cache, kernel names, shape items, code by
-#: name * len(items) + shape (-1: not yet), cells) — the same operators window after window
-_cost_codes: list[tuple[object, tuple[str, ...], tuple[tuple[str, str], ...], np.ndarray, list[bytes]]] = []
-#: the largest table of codes kept (names x shapes); past it the codes are found per window
-_COST_TABLE = 1 << 20
-
-
-def _cost_column(fw: Framework, names: list[str], name: np.ndarray, shape: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
-    """The cost cells of each kernel (name code, shape code) as (codes, texts)."""
-    cost, kept = _cost_texts(fw, names)
-    if not len(name):
-        return np.zeros(0, np.int64), []
-    items = fw.cols.shapes.items
-    span = len(items)
-    if len(names) * span > _COST_TABLE:
-        return _cost_codes_once(cost, name, shape)
-    key = name * span + shape
-    last = _cost_codes[0] if _cost_codes else None
-    if last is None or last[0] is not kept or last[1] != tuple(names) or last[2] != tuple(items):
-        last = (kept, tuple(names), tuple(items), np.full(len(names) * span, -1, np.int64), [])
-        _cost_codes[:] = [last]
-    table, cells = last[3], last[4]
-    codes = table[key]
-    if bool((codes < 0).any()):  # pairs not seen with these vocabularies yet
-        for k in np.unique(key[codes < 0]).tolist():
-            table[k] = len(cells)
-            cells.append(cost(k // span, k % span))
-        codes = table[key]
-    return codes, cells
-
-
-def _cost_codes_once(cost: Callable[[int, int], bytes], name: np.ndarray,
-                     shape: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
-    """``_cost_column`` for vocabularies too large for a kept table: the window's own pairs."""
-    span = int(shape.max()) + 1
-    uniq, inv = np.unique(name.astype(np.int64) * span + shape, return_inverse=True)
-    n_u, s_u = np.divmod(uniq, span)
-    return inv.reshape(-1).astype(np.int64), [cost(a, c) for a, c in zip(n_u.tolist(), s_u.tolist(), strict=True)]
-
-
-#: (peaks document, its cost function, windows served, cost cells by (op type, shapes, dtypes))
-_values: list[tuple[object, Callable[..., tuple[float | None, float | None, float | None]], int,
-                    dict[tuple[str, str, str], bytes]]] = []
-#: the cost model's per-signature cache is kept this many windows (then rebuilt: bounded memory)
-_VALUES_WINDOWS = 1000
-
-
-def _cost_values() -> tuple[Callable[..., tuple[float | None, float | None, float | None]],
-                            dict[tuple[str, str, str], bytes]]:
-    """``cost_values`` of this machine's cached peaks and the cells it gave, kept from window to
-    window while the peaks stand (the same operators window after window)."""
-    doc = P.cached_read_only()
-    kept = _values[0] if _values else None
-    if kept is None or kept[0] is not doc or kept[2] >= _VALUES_WINDOWS:
-        kept = (doc, cost_values(doc), 0, {})
-    _values[:] = [(kept[0], kept[1], kept[2] + 1, kept[3])]
-    return kept[1], kept[3]
-
-
-def _cost_texts(fw: Framework, names: list[str]) -> tuple[Callable[[int, int], bytes], object]:
-    """(kernel name code, shape code) → the ``FLOPs,Bytes,Memory Bound Ratio`` cells (cost model
-    of the kernel's type and input shapes; this machine's cached peaks, else the ratio is N/A),
-    and the kept cells' cache it uses (its identity changes with the peaks)."""
-    values, kept = _cost_values()
-    items = fw.cols.shapes.items
-
-    def cells(name: int, shape: int) -> bytes:
-        key = (classify.op_type(names[name]), *items[shape])
-        hit = kept.get(key)  # type: ignore[call-overload]
-        if hit is None:
-            f, b, r = values(key[0], key[1], key[2], None, None)
-            hit = kept[key] = (b"N/A,N/A,N/A" if f is None or b is None else  # type: ignore[index]
-                               b"%.0f,%.0f,%b" % (f, b, b"N/A" if r is None else b"%.3f" % r))
-        return hit  # type: ignore[no-any-return]
-
-    return cells, kept
 
 
 def _engine_texts(core: np.ndarray, dur: np.ndarray) -> tuple[list[bytes], list[bytes]]:
