@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from openmsprof.export.ascend_pt import perfetto_fit, trace_view
-from openmsprof.export.ascend_pt.perfetto_fit import TraceFit
+from openmsprof.export.ascend_pt import perfetto_fit, trace_tracks
+from openmsprof.export.ascend_pt.trace_tracks import TraceFit
 from openmsprof.torch.profiler import analysis
 from tests.torch.conftest import Trainer, raw_window
 
@@ -29,13 +29,13 @@ def test_native_and_python_fits_write_the_same_window(cnn: Trainer, tmp_path: Pa
     saved = raw_window(cnn, tmp_path / "raw")
     raw = shutil.copytree(saved, tmp_path / "kept" / saved.name)
     fits: list[TraceFit] = []
-    real = trace_view.fit_trace
+    real = trace_tracks.fit_trace
 
     def spy(*a: object) -> TraceFit:
         fits.append(real(*a))  # type: ignore[arg-type]
         return fits[-1]
 
-    monkeypatch.setattr(trace_view, "fit_trace", spy)
+    monkeypatch.setattr(trace_tracks, "fit_trace", spy)
     native = shutil.copytree(raw, tmp_path / "native" / raw.name)
     analysis.analyse_dir(native, parallel=False)
     monkeypatch.setattr(perfetto_fit, "_native", None)

@@ -22,6 +22,7 @@ from openmsprof.export.ascend_pt import (
     perfetto_fit,
     rank_analyse,
     text,
+    trace_tracks,
     trace_view,
 )
 from openmsprof.export.ascend_pt.overlap import Overlap
@@ -47,15 +48,15 @@ def test_one_call_per_view_equals_one_per_track_and_chunk(trainer: Trainer, tmp_
     for d in (fast, kept, ref):
         shutil.copytree(raw, d)
         _level(d, level)
-    trace_view._metadata_texts.cache_clear()
+    trace_tracks._metadata_texts.cache_clear()
     trace_view._json_vocab.cache_clear()
     analysis.analyse_dir(fast, parallel=False)
     analysis.analyse_dir(kept, parallel=False)  # the metadata and vocabularies kept from ``fast``
-    assert trace_view._metadata_texts.cache_info().hits >= 1
+    assert trace_tracks._metadata_texts.cache_info().hits >= 1
 
     # the reference: every view in chunks of one row (each track alone), nothing kept, each
     # Overlap Analysis track fitted by its own call
-    def per_track(fw: object, ov: object) -> perfetto_fit.TraceFit:
+    def per_track(fw: object, ov: object) -> trace_tracks.TraceFit:
         got = real_fit_trace(fw, ov)  # type: ignore[arg-type]
         tracks = []
         for name, (starts, ends) in ov.tracks():  # type: ignore[attr-defined]
@@ -64,10 +65,10 @@ def test_one_call_per_view_equals_one_per_track_and_chunk(trainer: Trainer, tmp_
         got.tracks = tracks
         return got
 
-    real_fit_trace = perfetto_fit.fit_trace
-    monkeypatch.setattr(trace_view, "fit_trace", per_track)
+    real_fit_trace = trace_tracks.fit_trace
+    monkeypatch.setattr(trace_tracks, "fit_trace", per_track)
     monkeypatch.setattr(text, "CHUNK", 1)
-    trace_view._metadata_texts.cache_clear()
+    trace_tracks._metadata_texts.cache_clear()
     trace_view._json_vocab.cache_clear()
     analysis.analyse_dir(ref, parallel=False)
 
@@ -150,8 +151,8 @@ def test_kernels_with_and_without_operators_carry_their_own_flows(trainer: Train
     if some:
         k.op[1::3] = -1  # some kernels lose their operator
     k.ts = k.ts + 1234  # and start apart from it (a CPU kernel is its operator: the same start)
-    lay = trace_view.Layout(fw, 0)
-    fit = trace_view.fitted(fw, Overlap(fw), lay)
+    lay = trace_tracks.Layout(fw, 0)
+    fit = trace_tracks.fitted(fw, Overlap(fw), lay)
     events = orjson.loads(b"[" + b",".join(t for group in trace_view._kernels(fw, lay, fit) for t in group) + b"]")
     per_kernel: list[list[dict]] = []
     for e in events:  # a kernel's X event, then its flow pair if it has one

@@ -31,10 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from openmsprof.config import native_ext
-from openmsprof.export.ascend_pt.framework import Framework
-from openmsprof.export.ascend_pt.overlap import Intervals, Overlap
 
-__all__ = ["LANE_SHIFT", "Fitted", "TraceFit", "fit", "fit_trace", "image_ns"]
+__all__ = ["LANE_SHIFT", "Fitted", "fit", "fit_columns", "image_ns"]
 
 #: An overflow lane of thread/stream ``t`` is ``t + lane << LANE_SHIFT`` (lane ≥ 1): Linux tids
 #: are below 2^22, and Perfetto keeps tids as 32-bit numbers, so lanes stay below 2^31.
@@ -135,11 +133,11 @@ def _fit_native(native: Callable[..., tuple[int, int, int, dict[int, int]] | Non
 _I64 = np.dtype(np.int64)
 
 
-def _fit_columns(ts: np.ndarray, dur: np.ndarray, track: np.ndarray, priority: np.ndarray,
+def fit_columns(ts: np.ndarray, dur: np.ndarray, track: np.ndarray, priority: np.ndarray,
                  stay: np.ndarray | None = None) -> Fitted:
-    """``fit`` for fit_trace's columns: contiguous int64 times and tracks, int8 priorities and a
-    bool ``stay`` go to the C code as they are (no conversions); anything else, or what the C
-    code declines, takes ``fit``."""
+    """``fit`` for ``trace_tracks.fit_trace``'s columns: contiguous int64 times and tracks, int8
+    priorities and a bool ``stay`` go to the C code as they are (no conversions); anything else,
+    or what the C code declines, takes ``fit``."""
     if _native is not None and len(ts) and all(type(a) is np.ndarray and a.dtype is _I64 and a.flags.c_contiguous
                                                for a in (ts, dur, track)):
         out = Fitted(np.empty(len(ts), np.int64), np.empty(len(ts), np.int64))
@@ -266,60 +264,3 @@ def _crossed(track: np.ndarray, img: np.ndarray, dur: np.ndarray, cid: np.ndarra
 
 def _shorten(du: list[int], j: int, new: int) -> None:
     du[j] = max(min(new, du[j]), 0)
-
-
-@dataclass
-class TraceFit:
-    """trace_view's copies of the operator, Python-function, kernel and overlap-track times."""
-
-    op_dur: np.ndarray
-    op_tid: np.ndarray
-    py_dur: np.ndarray
-    py_dur_us: np.ndarray
-    py_tid: np.ndarray
-    k_dur: np.ndarray
-    k_tid: np.ndarray
-    tracks: list[tuple[str, Intervals]]
-    python_lanes: dict[int, int]
-    stream_lanes: dict[int, int]
-    shortened: int
-    shortened_ns: int
-    moved: int
-    #: the tracks' intervals as one set of rows (starts, fitted lengths, track index), as fitted
-    track_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-
-
-def fit_trace(fw: Framework, ov: Overlap) -> TraceFit:
-    """Fit one rank's trace_view tracks: the Python process (operators over Python functions),
-    the kernels per stream, the Overlap Analysis tracks (CANN reuses the operators' fit)."""
-    cols = fw.cols
-    n = fw.n_ops
-    if len(cols.py_ts):
-        is_op = np.concatenate([np.ones(n, np.int8), np.zeros(len(cols.py_ts), np.int8)])
-        py = _fit_columns(np.concatenate([cols.op_ts, cols.py_ts]), np.concatenate([cols.op_dur, cols.py_dur]),
-                          np.concatenate([cols.op_tid, cols.py_tid]), is_op, stay=is_op.astype(bool))
-    else:  # no Python functions (with_stack off): the operators alone
-        py = _fit_columns(cols.op_ts, cols.op_dur, cols.op_tid, np.ones(n, np.int8), stay=np.ones(n, bool))
-    k = fw.kernels
-    kf = _fit_columns(k.ts, k.dur, k.stream, np.ones(len(k), np.int8))
-    shortened, shortened_ns = py.shortened + kf.shortened, py.shortened_ns + kf.shortened_ns
-    # the Overlap Analysis tracks in one call: each is its own track id (the fit is per track)
-    named = ov.tracks()
-    sizes = [len(starts) for _name, (starts, _ends) in named]
-    full = [i for i, size in enumerate(sizes) if size]  # (the empty tracks add nothing)
-    starts = np.concatenate([named[i][1][0] for i in full] or [np.zeros(0, np.int64)])
-    track_id = np.arange(len(named), dtype=np.int64).repeat(sizes)
-    tf = _fit_columns(starts, np.concatenate([named[i][1][1] - named[i][1][0] for i in full] or [np.zeros(0, np.int64)]),
-                      track_id, np.ones(len(starts), np.int8))
-    shortened, shortened_ns = shortened + tf.shortened, shortened_ns + tf.shortened_ns
-    ends = starts + tf.dur
-    bounds = [0, *itertools.accumulate(sizes)]
-    tracks: list[tuple[str, Intervals]] = [(name, (iv[0], ends[a:b])) for (name, iv), a, b
-                                           in zip(named, bounds[:-1], bounds[1:], strict=True)]
-    py_dur = py.dur[n:]
-    if len(py_dur):
-        py_us = np.where(py_dur != cols.py_dur, py_dur / 1000, cols.py_dur_us)
-    else:
-        py_us = np.zeros(0, np.float64)
-    return TraceFit(py.dur[:n], py.track[:n], py_dur, py_us, py.track[n:], kf.dur, kf.track, tracks,
-                    py.lanes, kf.lanes, shortened, shortened_ns, py.moved + kf.moved, (starts, tf.dur, track_id))

@@ -26,7 +26,7 @@ from openmsprof.export.ascend_pt import (
     memory,
     npu_records,
     trace_split,
-    trace_view,
+    trace_tracks,
 )
 from openmsprof.export.ascend_pt import (
     folded_stacks as _folded,
@@ -113,19 +113,19 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
     out, took_logs = _output_dir(rank_dir / OUTPUT, rank_dir / "logs" if simplifying and "logs" in names else None)
     files: list[str] = []
     if "text" in types or not types:
-        lay = trace_view.Layout(fw, device_id)
+        lay = trace_tracks.Layout(fw, device_id)
         k = fw.kernels
         conn = {int(k.event[j]): int(extra.apis.conn[j]) for j in np.flatnonzero(k.comm).tolist()} \
             if len(k.event) else {}
         lay.comm = comm_views.trace_events(extra.comm, extra.group, lay.communication, device_id, conn) \
             if extra.comm else []  # (no group to read: trace_events gives [] for no operation)
         lay.apis = extra.apis if level >= 1 else None
-        lay.extra = overhead.trace_events(extra.overhead, trace_view.enc_pid(fw.pid, 8, trace_view.HOST_DEV),
+        lay.extra = overhead.trace_events(extra.overhead, trace_tracks.enc_pid(fw.pid, 8, trace_tracks.HOST_DEV),
                                           int(fw.op_ts.min()) if fw.n_ops else None)
         if exp.get("_gc_detect_threshold", 0) is not None:  # a window saved with it off has no GC file
             lay.extra += gc_track.trace_events(gc_track.read(rank_dir),
-                                               trace_view.enc_pid(fw.pid, 9, trace_view.HOST_DEV))
-        trace_view.fitted(fw, ov, lay)  # before the fork: both halves write the same fit
+                                               trace_tracks.enc_pid(fw.pid, 9, trace_tracks.HOST_DEV))
+        trace_tracks.fitted(fw, ov, lay)  # before the fork: both halves write the same fit
         tv = out / "trace_view.json"
         pending = trace_split.start_tail(tv, fw, ov, lay) if parallel else None
         cpu = "ProfilerActivity.CPU" in common.get("activities", ["ProfilerActivity.CPU"])

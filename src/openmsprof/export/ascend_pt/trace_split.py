@@ -18,6 +18,7 @@ from openmsprof.config.errors import PathError
 from openmsprof.export.ascend_pt import trace_view
 from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.export.ascend_pt.overlap import Overlap
+from openmsprof.export.ascend_pt.trace_tracks import Layout
 from openmsprof.export.fork_worker import ForkWorker, fork_allowed
 from openmsprof.fileio import fs
 
@@ -98,7 +99,7 @@ class Pending:
                 self.part.unlink()
 
 
-def start_tail(path: Path, fw: Framework, ov: Overlap, lay: trace_view.Layout) -> Pending | None:
+def start_tail(path: Path, fw: Framework, ov: Overlap, lay: Layout) -> Pending | None:
     """Fork a child that writes the second half (each group led by a comma) to a part file."""
     if fw.n_ops < MIN_OPS or not fork_allowed():
         return None
@@ -116,7 +117,7 @@ def start_tail(path: Path, fw: Framework, ov: Overlap, lay: trace_view.Layout) -
     return None if worker is None else Pending(part, worker)
 
 
-def write(path: Path, fw: Framework, ov: Overlap, lay: trace_view.Layout, pending: Pending | None,
+def write(path: Path, fw: Framework, ov: Overlap, lay: Layout, pending: Pending | None,
           between: Iterable[None] = ()) -> None:
     """Write the first half, run ``between`` (other exports, while the child works), then the
     second half (from the child's part when it succeeded).  Temp file + rename, 0640."""

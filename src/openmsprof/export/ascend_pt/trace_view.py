@@ -19,11 +19,10 @@ import orjson
 from openmsprof.export.ascend_pt import cann, text
 from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.export.ascend_pt.overlap import Overlap
-from openmsprof.export.ascend_pt.perfetto_fit import TraceFit, fit_trace
 from openmsprof.export.ascend_pt.text import chunks, fill, join, short_ok, ts_text, us_columns
+from openmsprof.export.ascend_pt.trace_tracks import Layout, TraceFit, fitted, metadata
 
-HOST_DEV = 31
-__all__ = ["HOST_DEV", "TO_NPU_ID_BASE", "Layout", "enc_pid", "events", "fitted", "step_of", "ts_text", "write"]
+__all__ = ["TO_NPU_ID_BASE", "events", "step_of", "ts_text", "write"]
 
 _OP = b'{"ph":"X","name":%b,"pid":{pid},"tid":%d,"ts":"%t","dur":%u,"cat":"cpu_op","args":%b}'
 _PY = b'{"ph":"X","name":%b,"pid":{pid},"tid":%d,"ts":"%d.%03d","dur":{dur},"cat":"python_function","args":{}}'
@@ -54,77 +53,6 @@ def _template(t: bytes, dur: bytes = b"", executor: str = "CPU", **values: int) 
     return t
 
 
-def enc_pid(pid: int, sort: int, dev: int) -> int:
-    return ((pid & 0x3FFFFF) << 10) | (sort << 5) | dev
-
-
-def _meta(pid: int, name: str, labels: str, sort: int) -> list[dict[str, Any]]:
-    return [{"name": "process_name", "pid": pid, "tid": 0, "ph": "M", "args": {"name": name}},
-            {"name": "process_labels", "pid": pid, "tid": 0, "ph": "M", "args": {"labels": labels}},
-            {"name": "process_sort_index", "pid": pid, "tid": 0, "ph": "M", "args": {"sort_index": sort}}]
-
-
-def _thread(pid: int, tid: int, name: str, sort: int) -> list[dict[str, Any]]:
-    return [{"name": "thread_name", "pid": pid, "tid": tid, "ph": "M", "args": {"name": name}},
-            {"name": "thread_sort_index", "pid": pid, "tid": tid, "ph": "M", "args": {"sort_index": sort}}]
-
-
-class Layout:
-    """pids of the tracks of one rank."""
-
-    def __init__(self, fw: Framework, device_id: int) -> None:
-        self.python = fw.pid
-        self.cann = enc_pid(fw.pid, 7, HOST_DEV)
-        self.hardware = enc_pid(fw.pid, 14, device_id)
-        self.overlap = enc_pid(fw.pid, 31, device_id)
-        self.communication = enc_pid(fw.pid, 16, device_id)
-        self.device_id = device_id
-        self.comm: list[bytes] = []  # the Communication process, ready-made (comm_views.trace_events)
-        self.apis: cann.Apis | None = None  # the CANN process and HostToDevice flows (Level1+)
-        self.extra: list[bytes] = []  # further ready-made events (the profiling overhead track)
-        self.fit: TraceFit | None = None  # Perfetto-fitted times (perfetto_fit), set by ``fitted``
-
-
-def fitted(fw: Framework, ov: Overlap, lay: Layout) -> TraceFit:
-    """The layout's Perfetto fit, computed once (before a forked writer, so both halves share it)."""
-    if lay.fit is None:
-        lay.fit = fit_trace(fw, ov)
-    return lay.fit
-
-
-def _metadata(fw: Framework, ov: Overlap, lay: Layout) -> list[bytes]:
-    fit = fitted(fw, ov, lay)
-    cann_tids: tuple[int, ...] = ()
-    if lay.apis is not None and len(lay.apis):
-        cann_tids = tuple(sorted(set(fit.op_tid[lay.apis.event].tolist())))
-    streams = tuple(sorted(set(fw.kernels.stream.tolist())))
-    return _metadata_texts(lay.python, lay.cann, lay.hardware, lay.overlap, lay.device_id, tuple(fw.tids),
-                           tuple(sorted(fit.python_lanes.items())), cann_tids, streams,
-                           tuple(sorted(fit.stream_lanes.items())), tuple(name for name, _iv in ov.tracks()))
-
-
-@lru_cache(maxsize=64)  # the same process and threads window after window (the analysis worker)
-def _metadata_texts(python: int, cann_pid: int, hardware: int, overlap: int, dev: int, tids: tuple[int, ...],
-                    python_lanes: tuple[tuple[int, int], ...], cann_tids: tuple[int, ...], streams: tuple[int, ...],
-                    stream_lanes: tuple[tuple[int, int], ...], tracks: tuple[str, ...]) -> list[bytes]:
-    """The metadata events' texts (the caller never changes the list)."""
-    evs = _meta(python, "Python", "CPU", 0)
-    for t in tids:
-        evs += _thread(python, t, f"Thread {t}", t)
-    for t, base in python_lanes:
-        evs += _thread(python, t, f"Thread {base} (overlapping)", t)
-    evs += _meta(cann_pid, "CANN", "CPU", 7)
-    for t in cann_tids:
-        evs += _thread(cann_pid, t, f"Thread {t}", t)
-    evs += _meta(hardware, "Ascend Hardware", f"NPU {dev}", 14)
-    for s in streams:
-        evs += _thread(hardware, s, f"Stream {s}", s)
-    for t, base in stream_lanes:
-        evs += _thread(hardware, t, f"Stream {base} (overlapping)", t)
-    evs += _meta(overlap, "Overlap Analysis", f"NPU {dev}", 31)
-    for i, name in enumerate(tracks):
-        evs += _thread(overlap, i, name, i)
-    return [orjson.dumps(e) for e in evs]
 
 
 @lru_cache(maxsize=64)  # the same vocabularies window after window (the analysis worker)
@@ -315,7 +243,7 @@ def _cann(fw: Framework, lay: Layout, fit: TraceFit) -> Iterator[list[bytes]]:
 def head(fw: Framework, ov: Overlap, lay: Layout) -> Iterator[list[bytes]]:
     """First half: metadata (never empty), operators, Python functions, fwdbwd flows, Communication."""
     fit = fitted(fw, ov, lay)
-    yield _metadata(fw, ov, lay)
+    yield metadata(fw, ov, lay)
     yield from _ops(fw, lay, fit)
     yield from _python(fw, lay, fit)
     yield from _flows(fw, lay)
