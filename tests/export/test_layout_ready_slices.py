@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from openmsprof.export.msprof import merged_output, tables
 from openmsprof.export.msprof import msprof_analyze_layout as layout
-from openmsprof.export.msprof import tables
 from openmsprof.export.msprof.msprof_analyze_layout import export_summary_and_layout
 from tests.export.dbfactory import make_job
 
@@ -18,8 +18,8 @@ def test_sliced_summary_is_copied_as_the_layouts_slices(tmp_path: Path, monkeypa
     job = make_job(tmp_path, iterations=6)
     monkeypatch.setattr(tables.write_csv, "__defaults__", (2,))  # 2 data rows a slice: msprof_tx slices
     rendered: list[str] = []
-    merged = layout._merged_tables
-    monkeypatch.setattr(layout, "_merged_tables",
+    merged = merged_output.merged_tables
+    monkeypatch.setattr(merged_output, "merged_tables",
                         lambda db, stamp, names: rendered.extend(names) or merged(db, stamp, names))
     summary, paths = export_summary_and_layout(job, ("summary",))
     tx = sorted(p for p in summary if p.name.startswith("msprof_tx_host_slice_"))
@@ -44,5 +44,5 @@ def test_sliced_summary_is_copied_as_the_layouts_slices(tmp_path: Path, monkeypa
 def test_ready_sources(tmp_path: Path, names: list[str], want: list[str] | None) -> None:
     ready = [tmp_path / "summary" / n for n in names]
     name = "op_summary" if names[0].startswith("op_") else "msprof_tx"
-    got = layout._ready_sources(name, ready, "S")
+    got = merged_output.ready_sources(name, ready, "S")
     assert (None if got is None else [t for _, t in got]) == want

@@ -137,7 +137,7 @@ def test_each_verb_writes_its_half_over_one_kept_db(tmp_path: Path) -> None:
 
 
 def test_array_content_found_at_the_ends_as_a_whole_read_finds_it(tmp_path: Path) -> None:
-    from openmsprof.export.msprof.msprof_analyze_layout import _inner
+    from openmsprof.export.msprof.merged_output import _inner
 
     body = b'{"a":1},' * 2000 + b"{}"
     cases = [b"[]", b"[]\n", b"[ ]", b"[{}]", b" [ {} ]\n", b"{}", b"[", b"", b"[" + body + b"]\n",
@@ -154,6 +154,7 @@ def test_array_content_found_at_the_ends_as_a_whole_read_finds_it(tmp_path: Path
 def test_copied_summaries_equal_the_rendered_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The tables of SAME_IN_BOTH copied from summary/ are the bytes rendering would write."""
     from openmsprof.export.msprof import msprof_analyze_layout as tool_facing
+    from openmsprof.export.msprof.merged_output import SAME_IN_BOTH
     from openmsprof.export.msprof.summary_export import export_summary
 
     copies: list[str] = []
@@ -166,7 +167,7 @@ def test_copied_summaries_equal_the_rendered_ones(tmp_path: Path, monkeypatch: p
     copied = {p.name: p.read_bytes() for p in export_tool_facing(job, ("summary",), export_summary(job))
               if p.parent == out}
     assert copied == rendered
-    assert copies and all(n.startswith(tuple(tool_facing.SAME_IN_BOTH)) for n in copies)
+    assert copies and all(n.startswith(tuple(SAME_IN_BOTH)) for n in copies)
 
 
 @pytest.mark.parametrize("parallel", [False, True])
