@@ -84,15 +84,15 @@ def test_fresh_db_copied_while_the_child_renders(job: Path) -> None:
     """No current msprof_{ts}.db: the twins' types come from the job db (engine_types) and the
     copy runs as the summary's ``meanwhile``; files and db are those of the plain route."""
     from openmsprof.export.jobdb import JobDB
-    from openmsprof.export.msprof import msprof_analyze_db as tool_facing_db
     from openmsprof.export.msprof.summary_task_pass import twin_types
+    from openmsprof.export.msprof.task_classes import engine_types
 
     out = job / OUTPUT_DIR
     export_tool_facing(job, ("summary",))
     rendered = {p.name[:-len("_20260101000000.csv")]: p.read_bytes() for p in out.iterdir() if p.suffix == ".csv"}
     (db_path,) = job.glob("msprof_*.db")
     with JobDB(db_path, job) as tool_db, open_job(job) as jdb:
-        assert tool_facing_db.engine_types(jdb.conn) == twin_types(tool_db) != {}
+        assert engine_types(jdb.conn) == twin_types(tool_db) != {}
     dump = "\n".join(sqlite3.connect(db_path).iterdump())
     db_path.unlink()
     calls: list[bool] = []

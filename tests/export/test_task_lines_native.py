@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from openmsprof.export.jobdb import open_job
-from openmsprof.export.msprof import msprof_analyze_db as tool_facing_db
 from openmsprof.export.msprof import summary_task_pass as tp
+from openmsprof.export.msprof.task_classes import engine_types
 from tests.export.dbfactory import START_NS, Builder, make_job
 
 native = pytest.importorskip("openmsprof.export.msprof._task_lines",
@@ -51,7 +51,7 @@ def _render(job: Path, out: Path, use_native: bool, monkeypatch: pytest.MonkeyPa
         m.setattr(tp, "_native", native if use_native else None)
         m.setattr(tp, "GROUPS_MAX", groups_max)
         with open_job(job) as db:
-            twins = tp.Twins(out, "20260101000000", lambda jdb: tool_facing_db.engine_types(jdb.conn))
+            twins = tp.Twins(out, "20260101000000", lambda jdb: engine_types(jdb.conn))
             paths = tp.write_task_tables(db, out, twins)
     assert paths["op_summary"] and paths["tool_facing_op_summary"]
     return {p.name: p.read_bytes() for p in out.iterdir()}

@@ -1,4 +1,4 @@
-"""The tool-facing db's task types (``msprof_analyze_db``, docs/formats.md decision 1): computing
+"""The tool-facing db's task types (``task_classes``, docs/formats.md decision 1): computing
 work keeps its executor, communication and data movement are named so, and only the tasks whose
 type changes are rewritten (issue 26: rewriting every TASK and COMPUTE_TASK_INFO row cost more
 than the rest of ``export summary``'s copy)."""
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from openmsprof.export.msprof import msprof_analyze_db as tool_facing_db
+from openmsprof.export.msprof import task_classes
 from tests.export.dbfactory import START_NS, Builder, write_info
 
 STAMP = "20260101000000"
@@ -64,7 +65,7 @@ def test_each_kind_gets_its_type_and_only_changed_tasks_are_rewritten(tmp_path: 
     con = sqlite3.connect(db)
     _count_updates(con)
     with con:
-        assert tool_facing_db._classify_tasks(con) == "CPU"
+        assert task_classes.classify_tasks(con) == "CPU"
     updates = dict(con.execute("SELECT tbl, count(*) FROM log GROUP BY tbl").fetchall())
     con.close()
     # 4 of the 6 names change (2 stay CPU), 3 tasks each: 12 rows of each table, not 18
@@ -76,11 +77,11 @@ def test_each_kind_gets_its_type_and_only_changed_tasks_are_rewritten(tmp_path: 
 def test_the_written_db_and_the_twins_types_agree(tmp_path: Path) -> None:
     job = _job(tmp_path)
     src = sqlite3.connect(job / "sqlite" / "msprof.db")
-    classes = tool_facing_db.read_classes(src)
-    types = tool_facing_db.engine_types(src)
+    classes = task_classes.read_classes(src)
+    types = task_classes.engine_types(src)
     src.close()
     assert classes is not None and classes.infos == 18 and sum(r[4] for r in classes.rows) == 18
-    assert tool_facing_db.engine_types(classes) == types
+    assert task_classes.engine_types(classes) == types
     made = tool_facing_db.write_db(job, STAMP, classes)
     assert sorted(set(types.values())) == ["COMMUNICATION", "CPU", "MEMCPY_ASYNC"]
     assert _types(made, "TASK") == {name: [t] * 3 for name, _op, t in TASKS}
@@ -106,7 +107,7 @@ def test_a_db_not_as_the_import_makes_it_is_rewritten_whole(tmp_path: Path, irre
                         "attrInfo, opState, hf32Eligible FROM COMPUTE_TASK_INFO WHERE globalTaskId = 1")
     _count_updates(con)
     with con:
-        tool_facing_db._classify_tasks(con)
+        task_classes.classify_tasks(con)
     updates = dict(con.execute("SELECT tbl, count(*) FROM log GROUP BY tbl").fetchall())
     orphan = con.execute("SELECT s.value FROM COMPUTE_TASK_INFO c JOIN STRING_IDS s ON s.id = c.taskType "
                          "WHERE globalTaskId = 100").fetchone()

@@ -40,7 +40,7 @@ from openmsprof.export import overhead
 from openmsprof.export.exportlock import job_lock
 from openmsprof.export.jobdb import JobDB, open_job
 from openmsprof.export.msprof import headers as H
-from openmsprof.export.msprof import merged_output
+from openmsprof.export.msprof import merged_output, task_classes
 from openmsprof.export.msprof import msprof_analyze_db as tool_facing_db
 from openmsprof.export.msprof.analysis_db import ANALYSIS_DB, write_analysis_db
 from openmsprof.export.msprof.summary_export import PRODUCERS, export_summary
@@ -188,7 +188,7 @@ def _export_tool_facing(job: Path, parts: tuple[str, ...], ready: Iterable[Path]
 
     made: list[Path] = []
     early: dict[str, list[Path]] = {}
-    classes: tool_facing_db.TaskClasses | None = None
+    classes: task_classes.TaskClasses | None = None
 
     def write_db() -> None:
         made.append(tool_facing_db.write_db(job, stamp, classes))
@@ -218,8 +218,8 @@ def _export_tool_facing(job: Path, parts: tuple[str, ...], ready: Iterable[Path]
         types: dict[tuple[Any, Any], str] | Callable[[JobDB], dict[tuple[Any, Any], str]] | None
         if fresh:  # read once from the job db, for the twins and the copy's classification
             with JobDB(job / "sqlite" / "msprof.db", job) as jdb:
-                classes = tool_facing_db.read_classes(jdb.conn)
-            types = tool_facing_db.engine_types(classes)
+                classes = task_classes.read_classes(jdb.conn)
+            types = task_classes.engine_types(classes)
         else:
             with JobDB(db_path, job) as db:
                 types = twin_types(db)
