@@ -41,7 +41,7 @@ import psutil
 from openmsprof import mstx
 from openmsprof.config.model import ProfileConfig
 from openmsprof.parse.importer import import_job
-from openmsprof.recorder import core, rawfile, session
+from openmsprof.recorder import core, rawfile, rawread, session
 from openmsprof.recorder.records import Kind
 from openmsprof.sources import markers
 
@@ -269,7 +269,7 @@ def sustained(backend: str, seconds: float, tmp: Path) -> dict[str, object]:
     p.wait()
     job = next(out.glob("PROF_*"))
     over = json.loads((job / "host" / "openmsprof_overhead.json").read_text())
-    recs = rawfile.read_all_records(job / "host" / "data")
+    recs = rawread.read_all_records(job / "host" / "data")
     marks = recs[recs["kind"] == Kind.MARK]
     exact = all(int(np.count_nonzero(marks["tid"] == tid))
                 + over["drops_by_thread_kind"].get(str(tid), {}).get("mark", 0) == k

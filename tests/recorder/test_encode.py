@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from openmsprof.recorder import buffers, core, pymarkers, rawfile, session, slots
+from openmsprof.recorder import buffers, core, pymarkers, rawfile, rawread, session, slots
 from openmsprof.recorder.datadir import DataDir
 from openmsprof.recorder.encode import Encoder
 from openmsprof.recorder.records import Kind
@@ -132,9 +132,9 @@ def python_core(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _mine(s: session.Session, kinds: tuple[int, ...] = (Kind.MARK,)) -> tuple[np.ndarray, dict[int, str]]:
-    recs = rawfile.read_all_records(s.job.host_data)
+    recs = rawread.read_all_records(s.job.host_data)
     return recs[(recs["tid"] == threading.get_native_id()) & np.isin(recs["kind"], kinds)], \
-        rawfile.read_strings(s.job.host_data)
+        rawread.read_strings(s.job.host_data)
 
 
 def test_a_full_table_records_every_marker_in_the_negative_form(out_dir: Path, python_core: None) -> None:

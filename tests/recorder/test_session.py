@@ -21,12 +21,12 @@ from openmsprof.config.errors import (
     PathError,
     SessionError,
 )
-from openmsprof.recorder import rawfile, session
+from openmsprof.recorder import rawread, session
 from openmsprof.recorder.records import Kind
 
 
 def _records(job: Path) -> np.ndarray:
-    return rawfile.read_all_records(job / "host" / "data")
+    return rawread.read_all_records(job / "host" / "data")
 
 
 def test_four_threads_every_marker_with_thread_ids_and_order(out_dir: Path, backend: str) -> None:
@@ -48,7 +48,7 @@ def test_four_threads_every_marker_with_thread_ids_and_order(out_dir: Path, back
             t.join()
     assert prof.job is not None
     recs = _records(prof.job)
-    strings = rawfile.read_strings(prof.job / "host" / "data")
+    strings = rawread.read_strings(prof.job / "host" / "data")
     ids = {v: k for k, v in strings.items()}
     for i in range(4):
         mine = recs[(recs["kind"] == Kind.MARK) & (recs["a"] == ids[f"t{i}"])]
