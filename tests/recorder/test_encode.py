@@ -11,7 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from openmsprof.recorder import buffers, core, pymarkers, rawfile, rawread, session, slots
+from openmsprof.recorder import (
+    buffers,
+    core,
+    markcodes,
+    pymarkers,
+    rawfile,
+    rawread,
+    session,
+    slots,
+)
 from openmsprof.recorder.datadir import DataDir
 from openmsprof.recorder.encode import Encoder
 from openmsprof.recorder.records import Kind
@@ -116,7 +125,7 @@ def test_a_new_epoch_leaves_records_of_old_slots_exact(table: DataDir, monkeypat
     base0 = slots.base
     time.sleep(0.001)
     pymarkers.refresh()
-    assert slots.base > base0 and not pymarkers._MARK
+    assert slots.base > base0 and not markcodes.MARK
     new_c = slots.take(_code(1, 1, 0))
     assert old_c is not None and new_c is not None and new_c >> 48 != old_c >> 48
     t = time.perf_counter_ns()
