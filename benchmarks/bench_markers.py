@@ -159,7 +159,7 @@ def per_call(n: int, rounds: int, tmp: Path, modes: list[bool]) -> dict[bool, tu
                     # each block's records drained inside its own timer (the native core's ring
                     # is written by its C flusher thread as it runs; what it holds at the end is
                     # written by stop(), as every session ends)
-                    tail = s.flusher.drain
+                    tail = s.stream.flusher.drain
                     add(f"{b} mark", timed_block(mark_body(mark), n, tail))
                     add(f"{b} push+pop", timed_block(pushpop_body(push, pop), n // 2, tail))
                     session.stop()

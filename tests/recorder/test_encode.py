@@ -174,7 +174,7 @@ def test_lists_moved_to_runs_are_written_once_in_order(out_dir: Path, python_cor
     s = session.start(output=out_dir)
     n = 0
     try:
-        with s.flusher._lock:  # the flusher thread stays out while this test drains by hand
+        with s.stream.flusher._lock:  # the flusher thread stays out while this test drains by hand
             for batch in (3 * buffers.RUN + 17, buffers.RUN, 10, 5 * buffers.RUN - 1):
                 for _ in range(batch):
                     pymarkers.mark(f"m{n % 5}")
@@ -182,9 +182,9 @@ def test_lists_moved_to_runs_are_written_once_in_order(out_dir: Path, python_cor
                 buf = buffers.TLS.buf
                 if batch == buffers.RUN:  # the current list in the runs too (a handler's rotation)
                     buf.runs.append(buf.marks)
-                s.flusher._drain(wait=True)
+                s.stream.flusher._drain(wait=True)
                 assert buffers.held_marks(buf) == 0
-            assert len(s.flusher._spare) >= 1, "written arrays are kept for reuse"
+            assert len(s.stream.flusher._spare) >= 1, "written arrays are kept for reuse"
     finally:
         session.stop()
     mine, strings = _mine(s)
@@ -198,10 +198,10 @@ def test_a_drain_with_no_valid_record_counts_them_and_collection_goes_on(out_dir
     s = session.start(output=out_dir)
     try:
         marks = buffers.allot_marks()
-        with s.flusher._lock:
+        with s.stream.flusher._lock:
             for _ in range(300):
                 marks.append(60000 << slots.SLOT_SHIFT | 5)
-            s.flusher._drain(wait=True)
+            s.stream.flusher._drain(wait=True)
             assert len(marks) == 0
         pymarkers.mark("after")
     finally:
