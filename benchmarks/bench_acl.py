@@ -169,7 +169,7 @@ def one_round(path: str, x: np.ndarray, plain: ort.InferenceSession, mid: int, i
     t3 = time.perf_counter_ns()
     os.unlink(prof)
     model.harvest(keep_running=True)
-    session.current().flusher.drain()
+    session.current().stream.flusher.drain()
     free()
     t4 = time.perf_counter_ns()
     t.update(end=t1 - t0, free=t2 - t1, read=t3 - t2, harvest=t4 - t3)
@@ -239,7 +239,7 @@ def _bench_on_model(path: str, name: str, rounds: int, block_s: float, with_stea
         # round ends with its own harvest and drain timed, so the next starts empty (nothing of a
         # measured block is drained untimed)
         acl.mdl.models()[mid].harvest(keep_running=True)
-        session.current().flusher.drain()
+        session.current().stream.flusher.drain()
         ortt.empty_trash()
         for i in range(rounds):
             for k, v in one_round(path, x, plain, mid, inp, out, n, os.path.join(d, f"o{i}")).items():
@@ -328,7 +328,7 @@ def steady_round(path: str, x: np.ndarray, mid: int, inp: int, out: int, n: int,
         model.harvest(keep_running=True)
         ortt.empty_trash()  # as the harvester does: the old session freed before the next is built
         runner.prepare_spare()
-        session.current().flusher.drain()
+        session.current().stream.flusher.drain()
         t5 = time.perf_counter_ns()
         settle()  # the next session's pool start is a harvest's cost: inside ours' CPU, not the next block's
         c3 = time.process_time()

@@ -41,7 +41,7 @@ import psutil
 from openmsprof import mstx
 from openmsprof.config.model import ProfileConfig
 from openmsprof.parse.importer import import_job
-from openmsprof.recorder import core, rawfile, session
+from openmsprof.recorder import core, rawfile, rawread, session
 from openmsprof.recorder.records import Kind
 from openmsprof.sources import markers
 
@@ -159,7 +159,7 @@ def per_call(n: int, rounds: int, tmp: Path, modes: list[bool]) -> dict[bool, tu
                     # each block's records drained inside its own timer (the native core's ring
                     # is written by its C flusher thread as it runs; what it holds at the end is
                     # written by stop(), as every session ends)
-                    tail = s.flusher.drain
+                    tail = s.stream.flusher.drain
                     add(f"{b} mark", timed_block(mark_body(mark), n, tail))
                     add(f"{b} push+pop", timed_block(pushpop_body(push, pop), n // 2, tail))
                     session.stop()
@@ -269,7 +269,7 @@ def sustained(backend: str, seconds: float, tmp: Path) -> dict[str, object]:
     p.wait()
     job = next(out.glob("PROF_*"))
     over = json.loads((job / "host" / "openmsprof_overhead.json").read_text())
-    recs = rawfile.read_all_records(job / "host" / "data")
+    recs = rawread.read_all_records(job / "host" / "data")
     marks = recs[recs["kind"] == Kind.MARK]
     exact = all(int(np.count_nonzero(marks["tid"] == tid))
                 + over["drops_by_thread_kind"].get(str(tid), {}).get("mark", 0) == k

@@ -8,7 +8,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from openmsprof.recorder.rawfile import TASKINFO_DTYPE, ReadReport, read_all_records, read_strings
+from openmsprof.recorder.rawfile import TASKINFO_DTYPE
+from openmsprof.recorder.rawread import ReadReport, read_all_records, read_strings
 from openmsprof.recorder.records import API_LEVEL_CODES
 
 ROOT = Path(__file__).resolve().parents[2]

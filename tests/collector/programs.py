@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from openmsprof.recorder.rawfile import ReadReport, read_all_records, read_strings
+from openmsprof.recorder.rawread import ReadReport, read_all_records, read_strings
 from openmsprof.recorder.records import Kind
 
 #: Prints to stdout and stderr, marks, runs long enough for host samples, exits with argv[1].

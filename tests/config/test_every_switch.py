@@ -33,7 +33,7 @@ from openmsprof.config.model import ProfileConfig
 from openmsprof.export.msprof.summary_export import export_summary
 from openmsprof.export.msprof.timeline import export_timeline
 from openmsprof.parse.importer import import_job
-from openmsprof.recorder import rawfile
+from openmsprof.recorder import rawfile, rawread
 from openmsprof.recorder.records import Kind
 from openmsprof.sources import emit
 
@@ -65,7 +65,7 @@ STORAGE_MARKS = 60_000  # 32-byte records: ~1.9 MB, over a 1 MB limit
 
 
 def _records(job: Path) -> np.ndarray:
-    return rawfile.read_all_records(job / "host" / "data")
+    return rawread.read_all_records(job / "host" / "data")
 
 
 def _kinds(job: Path) -> set[int]:

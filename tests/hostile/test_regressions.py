@@ -18,7 +18,7 @@ from openmsprof import acl, mstx
 from openmsprof.config.acl_json import load_acl_json
 from openmsprof.config.errors import ConfigError
 from openmsprof.parse.importer import import_job
-from openmsprof.recorder import rawfile
+from openmsprof.recorder import rawread
 from openmsprof.recorder.records import HEADER
 
 pytestmark = pytest.mark.timeout(120)
@@ -138,7 +138,7 @@ def test_cli_values_get_one_line_errors(argv: list[str], needle: str) -> None:
 def test_exports_never_see_impossible_rows(job: Path) -> None:
     # every record made impossible in a different way: nothing reaches the database
     slice0 = next((job / "host" / "data").glob("Mstx.records.*.slice_0"))
-    arr = rawfile.read_all_records(job / "host" / "data").copy()
+    arr = rawread.read_all_records(job / "host" / "data").copy()
     arr = arr[arr["kind"] == 1]
     arr["t0"] = np.int64(-5)
     slice0.write_bytes(HEADER.pack(b"OMSPREC\0", 1, 32, 0) + arr.tobytes())
@@ -165,7 +165,7 @@ def test_toctou_job_dir_swapped_for_a_symlink_is_refused(out_dir: Path, tmp_path
     assert not (moved / "host" / "end_info").exists()
     log = (moved / "host" / "collection.log").read_text()
     assert "was replaced after the start" in log and "end records refused" in log
-    marks = rawfile.read_all_records(moved / "host" / "data")
+    marks = rawread.read_all_records(moved / "host" / "data")
     assert int(np.count_nonzero(marks["kind"] == 1)) == 2000  # the writes kept to the real dir
 
 

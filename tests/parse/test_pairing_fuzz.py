@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from openmsprof.parse.importer import import_job
 from openmsprof.parse.pairing import PushPopPairer, RangePairer
-from openmsprof.recorder.rawfile import GENERIC_DTYPE, ReadReport, iter_record_chunks, read_strings
+from openmsprof.recorder.rawfile import GENERIC_DTYPE
+from openmsprof.recorder.rawread import ReadReport, iter_record_chunks, read_strings
 from openmsprof.recorder.records import HEADER, RECORDS_MAGIC
 
 events = st.lists(st.tuples(st.integers(1, 3), st.booleans()), max_size=200)

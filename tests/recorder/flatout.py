@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from openmsprof.recorder import rawfile
+from openmsprof.recorder import rawread
 from openmsprof.recorder.records import Kind
 
 __all__ = ["KILL_CHILD", "kill_once"]
@@ -41,7 +41,7 @@ def _marks_on_disk(out: Path) -> int:
     if not jobs:
         return 0
     try:
-        recs = rawfile.read_all_records(jobs[0] / "host" / "data")
+        recs = rawread.read_all_records(jobs[0] / "host" / "data")
     except (OSError, ValueError):
         return 0
     return int((recs["kind"] == Kind.MARK).sum())
@@ -72,6 +72,6 @@ def kill_once(out: Path, backend: str, delay: float, after_first_flush: bool = F
             p.stdout.close()
     jobs = sorted(out.glob("PROF_*"))
     assert len(jobs) == 1, jobs
-    recs = rawfile.read_all_records(jobs[0] / "host" / "data")
+    recs = rawread.read_all_records(jobs[0] / "host" / "data")
     marks = recs[recs["kind"] == Kind.MARK]
     return (t_kill - int(marks["t0"].max())) / 1e9 if len(marks) else float("inf")

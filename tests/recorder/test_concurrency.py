@@ -15,7 +15,7 @@ import pytest
 
 import openmsprof
 from openmsprof import mstx
-from openmsprof.recorder import core, rawfile
+from openmsprof.recorder import core, rawread
 from openmsprof.recorder.records import Kind
 
 #: Under AddressSanitizer (LD_PRELOAD=libasan, the sanitizer CI build) everything runs several
@@ -41,7 +41,7 @@ def test_threads_born_and_dead_inside_a_session(out_dir: Path, backend: str) -> 
             for t in batch:
                 t.join()
     assert prof.job is not None
-    recs = rawfile.read_all_records(prof.job / "host" / "data")
+    recs = rawread.read_all_records(prof.job / "host" / "data")
     marks = recs[recs["kind"] == Kind.MARK]
     assert len(marks) == 200 * 50
     per_tid = {int(t): int(n) for t, n in zip(*np.unique(marks["tid"], return_counts=True), strict=True)}
@@ -97,7 +97,7 @@ def test_signal_handler_raising_inside_marks(tmp_path: Path, backend: str) -> No
     res = json.loads(r.stdout.splitlines()[-1])
     assert res["raised"] > 0, "the handler never raised: the test did not test anything"
     job = next(tmp_path.glob("PROF_*"))
-    recs = rawfile.read_all_records(job / "host" / "data")
+    recs = rawread.read_all_records(job / "host" / "data")
     marks = int(np.count_nonzero(recs["kind"] == Kind.MARK))
     # every completed mark is on disk or counted as dropped; a mark the handler cut short is on
     # disk, counted, or gone whole, never an impossible record; the producer's lock is never

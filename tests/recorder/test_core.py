@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from openmsprof.parse.importer import import_job
-from openmsprof.recorder import core, rawfile
+from openmsprof.recorder import core, rawread
 from openmsprof.recorder.records import Kind
 from tests.margins import SIGKILL_LOSS_S
 from tests.recorder.flatout import kill_once
@@ -81,7 +81,7 @@ def test_emitted_equals_recorded_plus_dropped_per_thread(tmp_path: Path, backend
         assert set(over["drop_reasons"]) == {"ring_full" if backend == "native" else "python_buffers_full"}
         log = (job / "host" / "collection.log").read_text()
         assert "ring full: the flusher fell behind" in log if backend == "native" else "Python buffers full" in log
-    recs = rawfile.read_all_records(job / "host" / "data")
+    recs = rawread.read_all_records(job / "host" / "data")
     marks = recs[recs["kind"] == Kind.MARK]
     total_dropped = 0
     for tid, k in emitted.items():
@@ -152,7 +152,7 @@ def test_other_record_kinds_are_bounded_and_counted_too(tmp_path: Path, backend:
     r = subprocess.run([sys.executable, "-c", API_FLOOD, str(tmp_path)], capture_output=True, text=True,
                        timeout=120, env=_env(backend, OPENMSPROF_RING_RECORDS="16384"))
     over = json.loads(r.stdout.splitlines()[-1])
-    recs = rawfile.read_all_records(_job(tmp_path) / "host" / "data")
+    recs = rawread.read_all_records(_job(tmp_path) / "host" / "data")
     apis = int(np.count_nonzero(recs["kind"] == Kind.API))
     dropped = sum(k.get("api", 0) for k in over["drops_by_thread_kind"].values())
     # python: 2048-tuple lists overflow; native: the records go through the rings, whose
@@ -201,7 +201,7 @@ def test_sixty_four_threads_share_one_memory_budget(tmp_path: Path, backend: str
     out = json.loads(r.stdout.splitlines()[-1])
     assert out["budget"] == 8 << 20 and 0 < out["peak"] <= out["budget"], out
     over = json.loads((_job(tmp_path) / "host" / "openmsprof_overhead.json").read_text())
-    recs = rawfile.read_all_records(_job(tmp_path) / "host" / "data")
+    recs = rawread.read_all_records(_job(tmp_path) / "host" / "data")
     marks = recs[recs["kind"] == Kind.MARK]
     assert over["records_dropped"] > 0
     for tid, k in out["emitted"].items():
@@ -221,8 +221,8 @@ def test_api_spans_and_step_ranges_are_the_same_records_on_both_backends(tmp_pat
     emit.record_step_range(300, 400, 5)
     openmsprof.stop()
     data = s.root / "host" / "data"
-    recs = rawfile.read_all_records(data)
-    names = rawfile.read_strings(data)
+    recs = rawread.read_all_records(data)
+    names = rawread.read_strings(data)
     api = recs[(recs["kind"] == Kind.API) & (recs["t0"] == 100)]
     assert len(api) == 1
     assert (int(api["aux"][0]), int(api["t1"][0]), names[int(api["a"][0])], int(api["b"][0])) == \
@@ -248,5 +248,5 @@ def test_a_thread_that_first_records_an_api_span_then_marks_loses_no_mark(tmp_pa
     t.start()
     t.join()
     openmsprof.stop()
-    recs = rawfile.read_all_records(s.root / "host" / "data")
+    recs = rawread.read_all_records(s.root / "host" / "data")
     assert int(np.count_nonzero(recs["kind"] == Kind.MARK)) == 10 and s.overhead["records_dropped"] == 0

@@ -12,13 +12,13 @@ import numpy as np
 
 import openmsprof
 from openmsprof import mstx
-from openmsprof.recorder import rawfile
+from openmsprof.recorder import rawread
 from openmsprof.recorder.records import Kind
 
 
 def _recorded(job: Path) -> tuple[np.ndarray, dict[int, str]]:
     data = job / "host" / "data"
-    return rawfile.read_all_records(data), rawfile.read_strings(data)
+    return rawread.read_all_records(data), rawread.read_strings(data)
 
 
 def _markers(out: Path, **switches: object) -> tuple[list[tuple[int, str, str]], int]:

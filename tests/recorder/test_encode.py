@@ -11,7 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from openmsprof.recorder import buffers, core, pymarkers, rawfile, session, slots
+from openmsprof.recorder import (
+    buffers,
+    core,
+    markcodes,
+    pymarkers,
+    rawfile,
+    rawread,
+    session,
+    slots,
+)
 from openmsprof.recorder.datadir import DataDir
 from openmsprof.recorder.encode import Encoder
 from openmsprof.recorder.records import Kind
@@ -116,7 +125,7 @@ def test_a_new_epoch_leaves_records_of_old_slots_exact(table: DataDir, monkeypat
     base0 = slots.base
     time.sleep(0.001)
     pymarkers.refresh()
-    assert slots.base > base0 and not pymarkers._MARK
+    assert slots.base > base0 and not markcodes.MARK
     new_c = slots.take(_code(1, 1, 0))
     assert old_c is not None and new_c is not None and new_c >> 48 != old_c >> 48
     t = time.perf_counter_ns()
@@ -132,9 +141,9 @@ def python_core(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _mine(s: session.Session, kinds: tuple[int, ...] = (Kind.MARK,)) -> tuple[np.ndarray, dict[int, str]]:
-    recs = rawfile.read_all_records(s.job.host_data)
+    recs = rawread.read_all_records(s.job.host_data)
     return recs[(recs["tid"] == threading.get_native_id()) & np.isin(recs["kind"], kinds)], \
-        rawfile.read_strings(s.job.host_data)
+        rawread.read_strings(s.job.host_data)
 
 
 def test_a_full_table_records_every_marker_in_the_negative_form(out_dir: Path, python_core: None) -> None:
@@ -165,7 +174,7 @@ def test_lists_moved_to_runs_are_written_once_in_order(out_dir: Path, python_cor
     s = session.start(output=out_dir)
     n = 0
     try:
-        with s.flusher._lock:  # the flusher thread stays out while this test drains by hand
+        with s.stream.flusher._lock:  # the flusher thread stays out while this test drains by hand
             for batch in (3 * buffers.RUN + 17, buffers.RUN, 10, 5 * buffers.RUN - 1):
                 for _ in range(batch):
                     pymarkers.mark(f"m{n % 5}")
@@ -173,9 +182,9 @@ def test_lists_moved_to_runs_are_written_once_in_order(out_dir: Path, python_cor
                 buf = buffers.TLS.buf
                 if batch == buffers.RUN:  # the current list in the runs too (a handler's rotation)
                     buf.runs.append(buf.marks)
-                s.flusher._drain(wait=True)
+                s.stream.flusher._drain(wait=True)
                 assert buffers.held_marks(buf) == 0
-            assert len(s.flusher._spare) >= 1, "written arrays are kept for reuse"
+            assert len(s.stream.flusher._spare) >= 1, "written arrays are kept for reuse"
     finally:
         session.stop()
     mine, strings = _mine(s)
@@ -189,10 +198,10 @@ def test_a_drain_with_no_valid_record_counts_them_and_collection_goes_on(out_dir
     s = session.start(output=out_dir)
     try:
         marks = buffers.allot_marks()
-        with s.flusher._lock:
+        with s.stream.flusher._lock:
             for _ in range(300):
                 marks.append(60000 << slots.SLOT_SHIFT | 5)
-            s.flusher._drain(wait=True)
+            s.stream.flusher._drain(wait=True)
             assert len(marks) == 0
         pymarkers.mark("after")
     finally:

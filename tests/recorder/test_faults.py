@@ -16,7 +16,7 @@ import pytest
 
 import openmsprof
 from openmsprof import mstx
-from openmsprof.recorder import rawfile
+from openmsprof.recorder import rawfile, rawread
 from openmsprof.recorder.records import HEADER, RECORDS_MAGIC, Kind, Series
 from tests.margins import SIGKILL_LOSS_S
 from tests.tmpfs import mount_tmpfs
@@ -49,8 +49,8 @@ def test_sigkill_loses_at_most_the_flush_bound(out_dir: Path) -> None:
     p.wait(timeout=30)
     job = _job(out_dir)
     assert not (job / "host" / "end_info").exists()
-    report = rawfile.ReadReport()
-    recs = rawfile.read_all_records(job / "host" / "data", report)
+    report = rawread.ReadReport()
+    recs = rawread.read_all_records(job / "host" / "data", report)
     marks = recs[recs["kind"] == Kind.MARK]
     assert len(marks) > 1000
     lost_ns = kill_ns - int(marks["t0"].max())
@@ -74,7 +74,7 @@ print('bye')
     assert "Traceback" not in r.stderr
     job = _job(out_dir)
     assert (job / "host" / "end_info").is_file(), "atexit must close the job"
-    recs = rawfile.read_all_records(job / "host" / "data")
+    recs = rawread.read_all_records(job / "host" / "data")
     assert int(np.sum(recs["kind"] == Kind.MARK)) > 100
 
 
@@ -117,7 +117,7 @@ def test_disk_full_stops_collection_with_warning(small_fs: Path, backend: str) -
     openmsprof.stop()
     assert not s.collecting
     assert "20 MB free" in s.stop_reason or "disk full" in s.stop_reason
-    recs = rawfile.read_all_records(s.root / "host" / "data")
+    recs = rawread.read_all_records(s.root / "host" / "data")
     assert int(np.sum(recs["kind"] == Kind.MARK)) > 0
     assert shutil.disk_usage(tiny_fs).free >= 20 * 1024 * 1024, "the 20 MB floor was crossed"
     assert (s.root / "host" / "end_info").is_file()
@@ -140,8 +140,8 @@ def test_reader_drops_torn_tail_and_counts_it(out_dir: Path, backend: str) -> No
     slice_path = next(data.glob("Mstx.records.host.slice_0"))
     with open(slice_path, "ab") as f:
         f.write(b"\x01\x02\x03\x04\x05")
-    report = rawfile.ReadReport()
-    recs = rawfile.read_all_records(data, report)
+    report = rawread.ReadReport()
+    recs = rawread.read_all_records(data, report)
     assert int(np.sum(recs["kind"] == Kind.MARK)) == 100
     assert report.dropped_bytes == 5
     assert any("torn tail" in w for w in report.warnings)
@@ -152,8 +152,8 @@ def test_reader_skips_unknown_version_and_foreign_files(tmp_path: Path) -> None:
     d.mkdir()
     (d / "Mstx.records.host.slice_0").write_bytes(HEADER.pack(RECORDS_MAGIC, 99, 32, 0) + b"\0" * 64)
     (d / "Api.records.host.slice_0").write_bytes(os.urandom(200))
-    report = rawfile.ReadReport()
-    recs = rawfile.read_all_records(d, report)
+    report = rawread.ReadReport()
+    recs = rawread.read_all_records(d, report)
     assert len(recs) == 0
     assert report.skipped_files == 2
     assert any("unknown record version 99" in w for w in report.warnings)
@@ -176,7 +176,7 @@ def test_host_sampler_writes_cpu_and_memory(out_dir: Path) -> None:
         while time.monotonic() < t_end:  # loaded machine's sidecar start-up; keep the GIL busy
             sum(range(1000))
     assert prof.job is not None
-    recs = rawfile.read_all_records(prof.job / "host" / "data").view(rawfile.COUNTER_DTYPE)
+    recs = rawread.read_all_records(prof.job / "host" / "data").view(rawfile.COUNTER_DTYPE)
     counters = recs[recs["kind"] == Kind.COUNTER]
     series = set(counters["a"].tolist())
     assert {Series.SYS_CPU_PERCENT, Series.PROC_CPU_PERCENT, Series.SYS_MEM_USED_KB, Series.PROC_RSS_KB} <= series
@@ -218,7 +218,7 @@ def test_short_session_still_gets_a_host_sample(out_dir: Path) -> None:
     with openmsprof.profile(output=out_dir, host_sys_usage=["cpu", "mem"]) as prof:
         time.sleep(0.3)  # shorter than the sampler's start-up plus two periods under load
     assert prof.job is not None
-    recs = rawfile.read_all_records(prof.job / "host" / "data").view(rawfile.COUNTER_DTYPE)
+    recs = rawread.read_all_records(prof.job / "host" / "data").view(rawfile.COUNTER_DTYPE)
     series = set(recs[recs["kind"] == Kind.COUNTER]["a"].tolist())
     assert {Series.SYS_CPU_PERCENT, Series.SYS_MEM_USED_KB} <= series, "the stop sample covers the session"
 
@@ -237,7 +237,7 @@ def test_host_sampler_skips_a_zombie_child(out_dir: Path) -> None:
         with openmsprof.profile(output=out_dir, host_sys_usage=["cpu", "mem"], host_sys_usage_freq=20) as prof:
             time.sleep(1.0)
         assert prof.job is not None
-        recs = rawfile.read_all_records(prof.job / "host" / "data").view(rawfile.COUNTER_DTYPE)
+        recs = rawread.read_all_records(prof.job / "host" / "data").view(rawfile.COUNTER_DTYPE)
         rss = recs[(recs["kind"] == Kind.COUNTER) & (recs["a"] == Series.PROC_RSS_KB)]
         assert len(rss) >= 2 and os.getpid() in set(rss["b"].tolist())
         assert pid not in set(rss["b"].tolist()), "a zombie child was sampled"

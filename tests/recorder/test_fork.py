@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from openmsprof.parse.importer import import_job
-from openmsprof.recorder import core, rawfile
+from openmsprof.recorder import core, rawread
 
 BACKENDS = [pytest.param("native", marks=pytest.mark.skipif(core.ring is None, reason="native core not built")),
             "python"]
@@ -106,7 +106,7 @@ def test_twenty_forks_under_producer_load_follow_each_child(tmp_path: Path, back
         assert (kid, "after") not in counts and (kid, "before") not in counts and (kid, "bg") not in counts
     assert {p for p, _m in counts} == {parent, *kids}
     data = job / "host" / "data"
-    assert rawfile.child_pids(data) == sorted(kids)
+    assert rawread.child_pids(data) == sorted(kids)
     # the children's counts sit beside the parent's; the job's end is the parent's alone
     for kid in kids:
         assert (job / "host" / f"openmsprof_overhead.pid{kid}.json").is_file()
@@ -127,7 +127,7 @@ def test_follow_fork_off_records_nothing_in_children(tmp_path: Path, backend: st
     kids = [int(x) for x in r.stdout.split()]
     job = _job(tmp_path)
     counts = _counts(job)
-    assert rawfile.child_pids(job / "host" / "data") == []
+    assert rawread.child_pids(job / "host" / "data") == []
     assert not any(p in kids for p, _m in counts)
     assert sum(n for (_p, m), n in counts.items() if m == "after") == 1000
     assert not list((job / "host").glob("openmsprof_overhead.pid*"))
@@ -221,7 +221,7 @@ def test_dataloader_workers_are_their_own_processes(tmp_path: Path, backend: str
     assert len(parent) == 1 and counts[(parent.pop(), "step")] == 8
     loads = {p: n for (p, m), n in counts.items() if m == "load"}
     assert len(loads) == 2 and sum(loads.values()) == 64, loads  # two workers, every item once
-    assert set(loads) == set(rawfile.child_pids(job / "host" / "data"))
+    assert set(loads) == set(rawread.child_pids(job / "host" / "data"))
 
 
 # A pre-fork server: the parent listens, forks 3 workers that accept and mark each request; the

@@ -21,12 +21,12 @@ from openmsprof.config.errors import (
     PathError,
     SessionError,
 )
-from openmsprof.recorder import rawfile, session
+from openmsprof.recorder import rawread, session
 from openmsprof.recorder.records import Kind
 
 
 def _records(job: Path) -> np.ndarray:
-    return rawfile.read_all_records(job / "host" / "data")
+    return rawread.read_all_records(job / "host" / "data")
 
 
 def test_four_threads_every_marker_with_thread_ids_and_order(out_dir: Path, backend: str) -> None:
@@ -48,7 +48,7 @@ def test_four_threads_every_marker_with_thread_ids_and_order(out_dir: Path, back
             t.join()
     assert prof.job is not None
     recs = _records(prof.job)
-    strings = rawfile.read_strings(prof.job / "host" / "data")
+    strings = rawread.read_strings(prof.job / "host" / "data")
     ids = {v: k for k, v in strings.items()}
     for i in range(4):
         mine = recs[(recs["kind"] == Kind.MARK) & (recs["a"] == ids[f"t{i}"])]
@@ -80,6 +80,22 @@ def test_layout_and_private_modes_whatever_the_umask(out_dir: Path, backend: str
     for p in [job, *job.rglob("*")]:
         mode = stat.S_IMODE(p.stat().st_mode)
         assert mode == (0o750 if p.is_dir() else 0o640), (p, oct(mode))
+
+
+def test_a_device_dir_gets_its_config_files_and_the_jobs_end_info(out_dir: Path) -> None:
+    """``device_dir(dev)`` creates ``device_{dev}/`` with its config files; stop writes its
+    ``end_info.{dev}`` (the host's end time) through the job dir's fd."""
+    s = session.start(output=out_dir)
+    try:
+        s.device_dir(3)
+    finally:
+        session.stop()
+    dev = s.root / "device_3"
+    for name in ("info.json.3", "sample.json.3", "start_info.3", "dev_start.log.3", "end_info.3"):
+        assert (dev / name).is_file(), name
+    assert json.loads((dev / "info.json.3").read_text())["devices"] == "3"
+    end = json.loads((dev / "end_info.3").read_text())
+    assert end["collectionTimeEnd"] == json.loads((s.root / "host" / "end_info").read_text())["collectionTimeEnd"]
 
 
 def test_start_twice_and_stop_without_start(out_dir: Path) -> None:

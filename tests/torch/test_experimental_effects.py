@@ -15,7 +15,7 @@ import pytest
 
 import openmsprof.torch.profiler as tp
 from openmsprof.parse.importer import import_job
-from openmsprof.recorder import rawfile
+from openmsprof.recorder import rawfile, rawread
 from openmsprof.recorder.records import Kind
 from tests.torch.conftest import Trainer, rank_dirs
 
@@ -69,6 +69,6 @@ def test_host_sys_cpu_mem_sample_the_host(trainer: Trainer, tmp_path: Path) -> N
         prof.step()
     (rd,) = rank_dirs(root)
     (job,) = sorted(rd.glob("PROF_*"))
-    recs = rawfile.read_all_records(job / "host" / "data").view(rawfile.COUNTER_DTYPE)
+    recs = rawread.read_all_records(job / "host" / "data").view(rawfile.COUNTER_DTYPE)
     series = set(recs[recs["kind"] == Kind.COUNTER]["a"].tolist())
     assert series, "no host counters"

@@ -11,7 +11,7 @@ import pytest
 import openmsprof.torch.profiler as tp
 import torch
 from openmsprof.export.classify import core_name, op_type
-from openmsprof.recorder import rawfile
+from openmsprof.recorder import rawread
 from tests.torch.conftest import DIR_RE, Trainer, modes_ok, rank_dirs, read_csv, trace
 
 OUT = "ASCEND_PROFILER_OUTPUT"
@@ -140,7 +140,7 @@ def test_mstx_markers_land_in_trace_and_job(trainer: Trainer, tmp_path: Path) ->
     names = {e["name"] for e in trace(rd / OUT) if e.get("cat") == "cpu_op"}
     assert {"forward_start", "train_step"} <= names
     (data,) = rd.glob("PROF_*/host/data")
-    strings = set(rawfile.read_strings(data).values())
+    strings = set(rawread.read_strings(data).values())
     assert {"forward_start", "train_step"} <= strings
 
 

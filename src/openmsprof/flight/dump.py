@@ -162,7 +162,7 @@ def write_into_session(s: Session, snap: dict[str, list[Any]], flight: dict[str,
     """``then_capture``: the history goes into the running session's job (``Flight*`` sources,
     the session's string table); returns the start pair :func:`finish_capture` writes."""
     start, _end = _pairs(snap, trigger_ns, keep_ns)
-    recs = _records(snap, s.host_dir.strings.intern, main_tid, names)
+    recs = _records(snap, s.stream.host_dir.strings.intern, main_tid, names)
     _write_records(s.job.host_data, recs, "Flight")
     fs.write_file_atomic(s.job.host / FLIGHT_FILE,
                          _flight_doc(snap, flight, start.offset_ns, keep_ns, main_tid, names, rank))

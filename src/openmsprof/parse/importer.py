@@ -27,7 +27,7 @@ from openmsprof.parse.convert import DirConverter, JobCounters
 from openmsprof.parse.db_builder import DB_NAME, DbWriter, ImportLock
 from openmsprof.parse.jobinfo import DataDirInfo, JobInfo, device_names, find_jobs, is_job, read_job
 from openmsprof.parse.strings import LocalMap, StringIds
-from openmsprof.recorder.rawfile import (
+from openmsprof.recorder.rawread import (
     ReadReport,
     child_pids,
     iter_record_chunks,

@@ -31,63 +31,17 @@ thread gives its allotment back.
 from __future__ import annotations
 
 import itertools
-import os
-import select
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from openmsprof.recorder.wake import Wake
+
 __all__ = ["FULL", "LIST_CAP", "MARK_CAP", "RUN", "TLS", "WAKE", "ThreadBuffer", "after_fork_child", "allot_marks",
-           "append", "configure", "drop_rows", "held_marks", "length", "memory_bytes", "register_current_thread", "set_open",
+           "append", "configure", "drop_rows", "held_marks", "memory_bytes", "register_current_thread", "set_open",
            "snapshot"]
 
 TLS = threading.local()
-
-
-class Wake:
-    """The flusher's wake-up, set by a producer whose list is full: a flag and a byte in a
-    non-blocking pipe, with no lock.  (A ``threading.Event`` takes a lock in ``set()``: a signal
-    handler that raises there leaves it held, and the flusher and ``stop()`` wait forever.)"""
-
-    def __init__(self) -> None:
-        self._r, self._w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self._flag = False
-
-    def is_set(self) -> bool:
-        return self._flag
-
-    def set(self) -> None:
-        if not self._flag:
-            self._flag = True
-            try:
-                os.write(self._w, b"w")
-            except OSError:  # full: a wake is pending anyway
-                pass
-
-    def clear(self) -> None:
-        self._flag = False
-        try:
-            while os.read(self._r, 4096):
-                pass
-        except OSError:
-            pass
-
-    def wait(self, timeout: float) -> bool:
-        """Until set or ``timeout`` seconds; returns whether it was set."""
-        if not self._flag:
-            try:
-                select.select([self._r], [], [], max(timeout, 0.0))
-            except (OSError, ValueError):
-                pass
-        return self._flag
-
-    def close(self) -> None:
-        for fd in (self._r, self._w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
 
 #: Set by a producer whose list is full: the flusher wakes now instead of at its interval.
 WAKE = Wake()
@@ -242,14 +196,6 @@ def append(record: tuple[Any, ...]) -> None:
     buf.drops[min(record[0], len(buf.drops) - 1)] += 1
     if buf.cap:
         WAKE.set()
-
-
-def length() -> int:
-    """Records the calling thread has buffered and the flusher not yet taken."""
-    try:
-        return len(TLS.items) + held_marks(TLS.buf)
-    except AttributeError:
-        return 0
 
 
 def snapshot() -> list[ThreadBuffer]:

@@ -2,12 +2,11 @@
 
 ``mark``/``push``/``pop`` append one int a record to the calling thread's ``marks`` list
 (:mod:`~openmsprof.recorder.buffers`): ``c + perf_counter_ns()``, where ``c`` is cached per
-(kind, message, domain) and packs a slot of :mod:`~openmsprof.recorder.slots` with its base
-time: the int is the record, ``slot << 48 | (ts - base)``, so the hot path pays one add and one
-append, and the encoder converts one int a record.  A miss interns the strings (under the
-string table's lock) and takes a slot; a record that gets no slot (the table is full, or the
-message cannot be a dict key) is appended as one negative int, ``-1 - (ts << 64 | code)`` (the
-encoder's slow path).  The list holds at most ``buffers.RUN`` ints, then moves to the thread's
+(kind, message, domain) by :mod:`~openmsprof.recorder.markcodes` and packs a slot of
+:mod:`~openmsprof.recorder.slots` with its base time: the int is the record,
+``slot << 48 | (ts - base)``, so the hot path pays one add and one append, and the encoder
+converts one int a record (a miss, or a record with no slot, is markcodes' slow path).
+The list holds at most ``buffers.RUN`` ints, then moves to the thread's
 runs (:func:`_rotate`).  A list at its cap is drained on the producer's own thread (it holds the GIL the
 flusher thread would wait for), or, when a drain is under way, the record is dropped and counted
 for the thread and kind; a thread over the session budget drops and counts everything.
@@ -19,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from openmsprof.recorder import buffers, slots
+from openmsprof.recorder import buffers, markcodes, slots
 from openmsprof.recorder.buffers import TLS, next_range_id
 
 __all__ = ["after_fork_child", "begin", "end", "mark", "pop", "push", "range_end", "range_start", "refresh",
@@ -33,11 +32,10 @@ _wake = buffers.WAKE
 #: runs a thread holds before its marks are full (MARK_CAP records in all).
 _RUN = buffers.RUN
 _RUNS = buffers.MARK_CAP // buffers.RUN - 1
-#: message -> c, per kind (domain None); (kind, message, domain) -> c otherwise.  Bounded by
-#: the table: once it is full, misses are appended as negative ints and not cached.
-_MARK: dict[Any, int] = {}
-_PUSH: dict[Any, int] = {}
-_DOM: dict[Any, int] = {}
+#: The code caches of :mod:`~openmsprof.recorder.markcodes`, under the hot path's own names
+#: (never rebound: cleared in place at each epoch).
+_MARK = markcodes.MARK
+_PUSH = markcodes.PUSH
 _POPC: int | None = None  # c of a pop (code 3) in this epoch
 _ids: Any = None  # the host string table's interning dict (StringTable.ids)
 #: Domain filter (the session's mstx_domain_include / _exclude): 0 none, 1 include, 2 exclude.
@@ -57,13 +55,9 @@ _PUSHCAP = buffers.RUN  # the same for push (every push's filter state is stacke
 
 
 def _new_epoch() -> None:
-    """Codes are cached afresh, in slots of a new epoch (an old slot stays valid for the
-    records that still carry it)."""
+    """Codes are cached afresh, in slots of a new epoch (:func:`markcodes.new_epoch`)."""
     global _POPC
-    slots.new_epoch()
-    for d in (_MARK, _PUSH, _DOM):
-        d.clear()
-    _POPC = slots.take(3)
+    _POPC = markcodes.new_epoch()
 
 
 def refresh() -> None:
@@ -128,8 +122,7 @@ def after_fork_child() -> None:
     _ids = None
     _wake = buffers.WAKE
     _POPC = None
-    for d in (_MARK, _PUSH, _DOM):
-        d.clear()
+    markcodes.forget()
 
 
 def end() -> None:
@@ -141,51 +134,6 @@ def end() -> None:
 def set_enabled(on: bool) -> None:
     global _on
     _on = bool(on) and _ids is not None
-
-
-def _code(kind: int, message: Any, domain: Any) -> int:
-    """The code of (kind, message, domain), interning its strings; -1 when it cannot be made."""
-    ids = _ids
-    if ids is None:
-        return -1
-    try:
-        a = ids[message]
-    except TypeError:  # unhashable: its text
-        a = ids[str(message)]
-    try:
-        b = ids[domain]
-    except TypeError:
-        b = ids[str(domain)]
-    if a > 0xFFFFFFFF or b >= 1 << 23:  # beyond the code's fields: drop, counted
-        return -1
-    return kind | a << 8 | b << 40
-
-
-def _append(marks: list[int], kind: int, message: Any, domain: Any) -> None:
-    """Append the record of a miss (or of a domain, or a pop whose epoch got no slot): its
-    cached ``c``, else a new slot's, else the negative form."""
-    if kind == 3:
-        c, key, cache = _POPC, None, _MARK
-    else:
-        cache = _DOM if domain is not None else _MARK if kind == 1 else _PUSH
-        key = (kind, message, domain) if domain is not None else message
-        try:
-            c = cache.get(key)
-        except TypeError:  # unhashable: never cached
-            c, key = None, None
-    if c is None:
-        code = _code(kind, message, domain) if kind != 3 else 3
-        if code < 0:
-            _tls.drops[kind] += 1
-            return None
-        if key is not None and _ids is not None:
-            c = slots.take(code)
-        if c is None:  # no slot: the record whole in one negative int
-            marks.append(-1 - (_now() << 64 | code))
-            return None
-        cache[key] = c
-    marks.append(c + _now())
-    return None
 
 
 def _slow(kind: int, message: Any, domain: Any, helped: bool = False) -> None:
@@ -214,7 +162,7 @@ def _slow(kind: int, message: Any, domain: Any, helped: bool = False) -> None:
         marks = _rotate(marks)
         if marks is None:  # full, or FULL (over budget: _full tries for memory again)
             return _full(kind, message, domain) if not helped else _count(kind)
-    return _append(marks, kind, message, domain)
+    return markcodes.append(marks, kind, message, domain, _ids, _POPC)
 
 
 def _rotate(marks: list[int]) -> list[int] | None:
