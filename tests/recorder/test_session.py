@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 import subprocess
 import sys
@@ -96,6 +97,36 @@ def test_a_device_dir_gets_its_config_files_and_the_jobs_end_info(out_dir: Path)
     assert json.loads((dev / "info.json.3").read_text())["devices"] == "3"
     end = json.loads((dev / "end_info.3").read_text())
     assert end["collectionTimeEnd"] == json.loads((s.root / "host" / "end_info").read_text())["collectionTimeEnd"]
+
+
+def test_a_note_after_stop_never_reaches_a_file_that_reused_the_logs_fd(out_dir: Path, tmp_path: Path,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """After ``stop()`` collection.log's fd number is free: a late ``note`` goes to the logger
+    alone, never into whatever the application opened on that number; the job's dir fds are
+    refused the same way."""
+    s = session.start(output=out_dir)
+    numbers = (s.files.log_fd, s.files.host_fd, s.files.root_fd)
+    session.stop()
+    log_before = (s.root / "host" / "collection.log").read_bytes()
+    victims = []
+    for n in numbers:  # the application's files land on the very numbers the session used
+        fd = os.open(tmp_path / f"app{n}.txt", os.O_WRONLY | os.O_CREAT, 0o600)
+        if fd != n:
+            os.dup2(fd, n)
+            os.close(fd)
+        victims.append(n)
+    try:
+        with caplog.at_level("INFO", logger="openmsprof"):
+            s.note("a late note")
+        with pytest.raises(PathError):
+            s.files.write_host_file("late.json", b"{}")
+        assert "a late note" in caplog.text
+    finally:
+        for n in victims:
+            os.close(n)
+    assert all((tmp_path / f"app{n}.txt").read_bytes() == b"" for n in numbers)
+    assert (s.root / "host" / "collection.log").read_bytes() == log_before
+    assert not (s.root / "host" / "late.json").exists()
 
 
 def test_start_twice_and_stop_without_start(out_dir: Path) -> None:

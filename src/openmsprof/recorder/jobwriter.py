@@ -64,7 +64,10 @@ class JobWriter:
         fs.write_file_at(self.host_fd, name, data)
 
     def log(self, message: str) -> None:
-        """Append a stamped line to collection.log (a failed write is let go)."""
+        """Append a stamped line to collection.log (a failed write is let go; after ``close_log``
+        the line goes to the logger alone, never to whatever file has reused the fd's number)."""
+        if self.log_fd < 0:
+            return
         try:
             stamp = time.strftime("%Y-%m-%d %H:%M:%S")
             os.write(self.log_fd, f"[{stamp}] {message}\n".encode())
@@ -118,15 +121,22 @@ class JobWriter:
         fs.write_file_at(self.host_fd, f"openmsprof_overhead.pid{pid}.json", jobdir.dump(overhead))
 
     def close_dirs(self) -> None:
-        os.close(self.host_fd)
-        os.close(self.root_fd)
+        """Close the dir fds (marked closed: a later write through them is refused, never sent to
+        a file that reused the number)."""
+        host, root, self.host_fd, self.root_fd = self.host_fd, self.root_fd, -1, -1
+        os.close(host)
+        os.close(root)
 
     def close_log(self) -> None:
-        os.close(self.log_fd)
+        fd, self.log_fd = self.log_fd, -1
+        os.close(fd)
 
     def close_quietly(self) -> None:
         """A forked child's copies of the fds (already closed ones are let go)."""
-        for fd in (self.host_fd, self.root_fd, self.log_fd):
+        fds, self.host_fd, self.root_fd, self.log_fd = (self.host_fd, self.root_fd, self.log_fd), -1, -1, -1
+        for fd in fds:
+            if fd < 0:
+                continue
             try:
                 os.close(fd)
             except OSError:
