@@ -193,7 +193,7 @@ def ours_steady(mid: int, inp: int, out: int, periods: int = 2) -> float:
 
 
 def bench_on(paths: dict[str, Path], rounds: int, block_s: float, steady: bool) -> None:
-    from openmsprof.acl import _model
+    from openmsprof.acl import _harvester
 
     print("2. profiling on (API + task time) vs ONNX Runtime's own profiling, µs per execute")
     print(f"   rounds of ~{block_s:g} s of executes (bare, ORT and ours interleaved in 8 sub-blocks), min of each")
@@ -203,17 +203,17 @@ def bench_on(paths: dict[str, Path], rounds: int, block_s: float, steady: bool) 
     print("   application thread (periodic harvests paused: no credit for overlap with the executes).")
     print("   overhead ratio = (ours - bare) / (ORT - bare).  steady state: executes between background")
     print("   harvests (1 s period), which run on the harvester thread meanwhile")
-    period = _model.HARVESTER.period
-    _model.HARVESTER.period = 1e9
+    period = _harvester.HARVESTER.period
+    _harvester.HARVESTER.period = 1e9
     try:
         for name in ("tiny_mlp", "resnet_mish"):
             _bench_on_model(str(paths[name]), name, rounds, block_s, steady)
     finally:
-        _model.HARVESTER.period = period
+        _harvester.HARVESTER.period = period
 
 
 def _bench_on_model(path: str, name: str, rounds: int, block_s: float, with_steady: bool) -> None:
-    from openmsprof.acl import _model
+    from openmsprof.acl import _harvester
 
     mid, inp, out, x = load(path)
     plain = ort.InferenceSession(path, providers=PROVIDERS)
@@ -232,9 +232,9 @@ def _bench_on_model(path: str, name: str, rounds: int, block_s: float, with_stea
             acl.mdl.execute(mid, inp, out)
         steady = 0.0
         if with_steady and hasattr(acl.mdl.models()[mid].runner, "harvests"):
-            _model.HARVESTER.period = 1.0
+            _harvester.HARVESTER.period = 1.0
             steady = min(ours_steady(mid, inp, out, 1) for _ in range(3))
-            _model.HARVESTER.period = 1e9
+            _harvester.HARVESTER.period = 1e9
         # the warm-up's and the steady figure's executes are no round's: harvested here, once; each
         # round ends with its own harvest and drain timed, so the next starts empty (nothing of a
         # measured block is drained untimed)

@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 
 from openmsprof import acl
-from openmsprof.acl import _model
+from openmsprof.acl import _harvester
 from openmsprof.recorder import threads
 from tests.acl.test_profiled_execute import _dataset
 
 
 def test_harvest_policy_size_idle_age(models, out_dir, monkeypatch):
-    monkeypatch.setattr(_model.HARVESTER, "period", 1e9)  # the shared thread leaves this model alone
-    monkeypatch.setattr(_model.HARVESTER, "MIN_AGE_S", 1e9)
+    monkeypatch.setattr(_harvester.HARVESTER, "period", 1e9)  # the shared thread leaves this model alone
+    monkeypatch.setattr(_harvester.HARVESTER, "MIN_AGE_S", 1e9)
     assert acl.init() == 0
     mid, ret = acl.mdl.load_from_file(str(models["tiny_mlp"]))
     assert ret == 0
@@ -31,7 +31,7 @@ def test_harvest_policy_size_idle_age(models, out_dir, monkeypatch):
     assert acl.prof.init(str(out_dir)) == 0
     cfg = acl.prof.create_config([0], acl.ACL_AICORE_NONE, 0, acl.ACL_PROF_TASK_TIME)
     assert acl.prof.start(cfg) == 0
-    h = _model.Harvester(period=5.0)  # a private policy object (the shared thread keeps its own)
+    h = _harvester.Harvester(period=5.0)  # a private policy object (the shared thread keeps its own)
     model = acl.mdl.models()[mid]
     r = model.runner
     for _ in range(20):
@@ -48,7 +48,7 @@ def test_harvest_policy_size_idle_age(models, out_dir, monkeypatch):
     assert not h.due(r)  # busy, young, small: keep collecting
     h.EVENT_BUDGET = 10 * r.events_per_run
     assert h.due(r)  # size threshold, whatever the age
-    h.EVENT_BUDGET = _model.Harvester.EVENT_BUDGET
+    h.EVENT_BUDGET = _harvester.Harvester.EVENT_BUDGET
     time.sleep(h.MIN_AGE_S + 0.05)
     assert r.idle_ns() >= h.IDLE_S * 1e9
     assert h.due(r)  # an idle gap, old enough
@@ -100,8 +100,8 @@ def test_a_sessions_fixed_cost_counts_its_thread_pool(models, out_dir, monkeypat
     """The next session's thread pool starts while it is built and its workers spin for work on
     their own threads: the harvest's fixed cost includes their CPU, not only the building thread's
     (that alone undercounted it ~30x: harvests came ~30x too often)."""
-    monkeypatch.setattr(_model.HARVESTER, "period", 1e9)  # the shared thread leaves this model alone
-    monkeypatch.setattr(_model.HARVESTER, "MIN_AGE_S", 1e9)
+    monkeypatch.setattr(_harvester.HARVESTER, "period", 1e9)  # the shared thread leaves this model alone
+    monkeypatch.setattr(_harvester.HARVESTER, "MIN_AGE_S", 1e9)
     assert acl.init() == 0
     mid, ret = acl.mdl.load_from_file(str(models["resnet_mish"]))
     assert ret == 0

@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any
 
-from openmsprof.acl import _model
+from openmsprof.acl import _harvester, _model
 from openmsprof.acl._codes import ACL_SUCCESS
 from openmsprof.acl._state import STATE, fail
 from openmsprof.config.acl_json import load_acl_json
@@ -185,14 +185,14 @@ def _at_exit() -> None:
     Runtime profiles of a run that never called finalize before the session stops.  The
     harvester thread is stopped first: a daemon thread still inside ONNX Runtime once the
     interpreter finalizes is ended by pthread_exit inside C++ frames, which aborts the process."""
-    if not _model.HARVESTER.stop():
+    if not _harvester.HARVESTER.stop():
         _model.log.warning("openmsprof.acl: the harvester thread did not stop within 10 s at exit")
     try:
         if STATE.profiling_session() is not None:
             _refresh(stopping=True)
     except Exception as exc:  # pragma: no cover - exit path
         _model.log.warning("openmsprof.acl: exit harvest failed: %s", exc)
-    _model.cleanup()
+    _harvester.cleanup()
 
 
 atexit.register(_at_exit)

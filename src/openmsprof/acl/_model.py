@@ -1,9 +1,9 @@
-"""A loaded model: its plain ONNX Runtime session, its profiling sessions, and the harvester.
+"""A loaded model: its plain ONNX Runtime session and its profiling sessions (harvested by ``_harvester``).
 
 Profiling off ⇒ executes run on the plain session through a cached IOBinding bound to the
 user's buffers (no per-operator cost).  Task profiling or a subscription ⇒ executes run on a
 :class:`~openmsprof.sources.onnxruntime_tasks.ProfiledRunner` (IOBindings to the same buffers on
-each profiling session); a background harvester thread turns its events into task records when
+each profiling session); a background harvester thread (``_harvester``) turns its events into task records when
 that is cheapest (once the executes carry a harvest's fixed cost: then idle gaps or a period; a
 size threshold; at stop), builds the next profiling session ahead of time
 and frees ended ones, while a subscribed model is harvested right after each execute so its op
@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import threading
-import time
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,9 +24,8 @@ import onnxruntime as ort
 from openmsprof.acl import _profdir
 from openmsprof.acl._codes import ORT_TYPES
 from openmsprof.acl._state import STATE, log
-from openmsprof.recorder import threads
-from openmsprof.sources import emit, subscription
 from openmsprof.sources import onnxruntime_tasks as ortt
+from openmsprof.sources import subscription
 
 OPT_LEVELS = {
     "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
@@ -160,8 +156,6 @@ class Model:
                 "providers": self.providers}
         self.every = s.config.interval if s is not None else 0
         self.mode = mode
-        if mode != PLAIN:
-            HARVESTER.ensure()
 
     def _io_binding(self, sess: ort.InferenceSession, feeds: dict[str, Any]) -> Any:
         """An IOBinding of ``sess`` to the user's buffers behind ``feeds`` (None when an output
@@ -224,110 +218,5 @@ class Model:
         self.bindings.clear()
 
 
-class Harvester:
-    """Background thread: harvests task-profiled models when it is cheapest and builds the
-    next profiling session of each runner ahead of time.
-
-    A harvest (ORT's end_profiling, the parse, the task records, freeing the old session) costs
-    about the same per event whenever it runs, but competes with the executes when they run;
-    it also builds the next session, a fixed cost.  So harvests scale with the executes, not
-    with the clock: one is due only once the executes it would harvest took ``1 / FIXED_SHARE``
-    times that fixed cost (``FIXED_FACTOR`` × the last build's CPU, the start of the session's
-    thread pool included: its workers spin for work when they start, ~35 ms of CPU each against
-    ~1 ms for the build; execute time = executes ×
-    their mean CPU time on the calling thread, sampled, learnt at each harvest: CPU, so a loaded
-    machine, which stretches the wall time of executes, does not make harvests more frequent), then in an idle gap of the application (no
-    execute for ``IDLE_S``, at least ``MIN_AGE_S`` after the last harvest) or after ``period``;
-    and at once when the generation holds ``EVENT_BUDGET`` events (ORT stops recording a session
-    at 1 M), after ``MAX_PERIOD_S`` in any case, and at stop.  The first harvest of a runner
-    comes after ``period`` (nothing is learnt yet).  A SIGKILL loses the events ORT still holds:
-    at most ``MAX_PERIOD_S`` of them."""
-
-    EVENT_BUDGET = 250_000
-    IDLE_S = 0.1
-    MIN_AGE_S = 0.25
-    FIXED_SHARE = 0.02
-    FIXED_FACTOR = 2.0  # the build, plus end_profiling and freeing the old session
-    MAX_PERIOD_S = 30.0
-
-    def __init__(self, period: float = 1.0) -> None:
-        self.period = period
-        self.models: weakref.WeakValueDictionary[int, Model] = weakref.WeakValueDictionary()
-        self.wake = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._stopping = False
-
-    def ensure(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
-            self._stopping = False
-            self._thread = threading.Thread(target=self._run, name="openmsprof-ort-harvester", daemon=True)
-            self._thread.start()
-
-    def stop(self, timeout: float = 10.0) -> bool:
-        """Stop the thread between two passes and wait for it (at exit: a daemon thread still
-        inside ONNX Runtime, building or freeing a session, when the process exits makes the
-        C++ runtime abort with "terminate called without an active exception").  Returns
-        whether it stopped."""
-        t = self._thread
-        if t is None or t is threading.current_thread():
-            return True
-        self._stopping = True
-        self.wake.set()
-        t.join(timeout)
-        return not t.is_alive()
-
-    def due(self, r: ortt.ProfiledRunner) -> bool:
-        """Whether ``r``'s running generation should be harvested now."""
-        if not r.pending():
-            return False
-        age = time.monotonic() - r.last_harvest
-        if age >= self.MAX_PERIOD_S or r.pending_events() >= self.EVENT_BUDGET:
-            return True
-        if r.harvests and r.pending_run_s() * self.FIXED_SHARE < r.build_cpu_s * self.FIXED_FACTOR:
-            return False  # the executes so far would not carry the harvest's fixed cost
-        return age >= self.period or (age >= self.MIN_AGE_S and r.idle_ns() >= self.IDLE_S * 1e9)
-
-    def _run(self) -> None:
-        threads.background_policy()  # its wakes (20 a second) do not preempt the executing thread
-        while True:
-            self.wake.wait(0.05)
-            self.wake.clear()
-            if self._stopping:
-                return
-            for m in list(self.models.values()):
-                try:
-                    r = m.runner
-                    if r is None or m.mode == PLAIN:
-                        continue
-                    r.prepare_spare()
-                    if m.mode == TASKS and self.due(r):
-                        m.harvest(keep_running=True, background=True)
-                        ortt.empty_trash()  # the old pool stops spinning before the new one starts
-                        r.prepare_spare()
-                except Exception as exc:
-                    log.warning("openmsprof.acl: background harvest failed: %s", exc)
-            ortt.empty_trash()
-
-
-HARVESTER = Harvester()
-
-
 def _yield_gil() -> None:
     os.sched_yield()
-
-
-def cleanup() -> None:
-    """At exit: stop the harvester thread, end what is still profiling, free it (on this
-    thread, before the interpreter finalizes), remove the profile directory."""
-    HARVESTER.stop()
-    for m in list(HARVESTER.models.values()):
-        r = m.runner
-        if r is not None:
-            r.close()
-    ortt.empty_trash()
-    _profdir.remove()
-
-
-def refresh(m: Model) -> None:
-    """Plain or profiled execution for ``m`` from the current profiling state."""
-    m.refresh_mode(STATE.profiling_session() is not None and emit.task_on())

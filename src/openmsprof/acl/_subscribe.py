@@ -22,7 +22,8 @@ from openmsprof.acl._codes import (
     ACL_SUCCESS,
 )
 from openmsprof.acl._data import MODELS
-from openmsprof.acl._model import Model, refresh
+from openmsprof.acl._harvester import refresh
+from openmsprof.acl._model import Model
 from openmsprof.acl._state import STATE, fail, new_handle, traced
 from openmsprof.sources import subscription
 from openmsprof.sources.subscription import OP_DESC_SIZE, OP_TABLE

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from openmsprof.acl import _data, _memory, _model, _subscribe, rt
+from openmsprof.acl import _data, _harvester, _memory, _model, _subscribe, rt
 from openmsprof.acl._codes import (
     ACL_ERROR_INVALID_FILE,
     ACL_ERROR_INVALID_MODEL_ID,
@@ -47,7 +47,8 @@ from openmsprof.acl._data import (  # noqa: F401  (re-exported: pyACL keeps thes
     get_output_size_by_index,
 )
 from openmsprof.acl._guard import guard_module
-from openmsprof.acl._model import PLAIN, SUBSCRIBED, Model, refresh
+from openmsprof.acl._harvester import refresh
+from openmsprof.acl._model import PLAIN, SUBSCRIBED, Model
 from openmsprof.acl._state import STATE, fail, traced
 from openmsprof.config.validate import show
 from openmsprof.recorder.records import ApiLevel
@@ -119,7 +120,7 @@ def _load(path: str, model_id: int, what: str) -> tuple[int, int]:
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return 0, fail(ACL_ERROR_PARSE_MODEL, f"{what}: {path!r} is not a valid ONNX model: {text}")
     _models[model_id] = m
-    _model.HARVESTER.models[model_id] = m
+    _harvester.HARVESTER.models[model_id] = m
     refresh(m)
     return model_id, ACL_SUCCESS
 
@@ -205,7 +206,7 @@ def _run(m: Model, in_ds: Any, out_ds: Any, what: str, name: str = "aclmdlExecut
             ret = _copy_out(b, res, what) if res else ACL_SUCCESS
             if mode == SUBSCRIBED:
                 m.harvest(keep_running=True)
-                _model.HARVESTER.wake.set()
+                _harvester.HARVESTER.wake.set()
         elif b.io is not None:
             m.plain.run_with_iobinding(b.io)
             ret = ACL_SUCCESS
