@@ -1,5 +1,5 @@
-"""``acl.prof``: profiling control (init/start/stop/finalize, configs), the stamp API (msproftx on
-the collection core's markers), step info, and the subscription calls (``_subscribe``).
+"""``acl.prof``: profiling control (init/start/stop/finalize, configs), step info, the stamp API
+(msproftx on the collection core's markers, ``_stamps``) and the subscription calls (``_subscribe``).
 
 State rules (docs/formats.md §7.1 error codes): prof calls before ``acl.init`` or start/stop/finalize
 before ``acl.prof.init`` → ACL_ERROR_UNINITIALIZE; a second start → PROF_ALREADY_RUN; stop
@@ -31,6 +31,16 @@ from openmsprof.acl._codes import (
     ACL_SUCCESS,
 )
 from openmsprof.acl._guard import guard_module
+from openmsprof.acl._stamps import (  # noqa: F401  (re-exported)
+    create_stamp,
+    destroy_stamp,
+    mark,
+    pop,
+    push,
+    range_start,
+    range_stop,
+    set_stamp_trace_message,
+)
 from openmsprof.acl._state import STATE, fail, new_handle, traced
 from openmsprof.acl._subscribe import (  # noqa: F401  (re-exported)
     create_subscribe_config,
@@ -55,12 +65,10 @@ from openmsprof.acl.rt import DEVICE_COUNT
 from openmsprof.config.acl_mask import from_mask
 from openmsprof.config.errors import ProfilingError
 from openmsprof.config.paths import resolve_output
-from openmsprof.recorder import session
 from openmsprof.recorder.records import StepTag
-from openmsprof.sources import emit, markers
+from openmsprof.sources import emit
 
 _configs: dict[int, Any] = {}
-_stamps: dict[int, str] = {}
 _steps: dict[int, list[int]] = {}  # info → [step index, tags seen bitmask]
 _step_index = [0]
 _MAX_PATH = 4096
@@ -184,88 +192,6 @@ def set_config(config_type: int, value: str) -> int:
             return fail(exc.code, str(exc))
     STATE.set_configs[config_type] = value
     return ACL_SUCCESS
-
-
-# -- stamps (msproftx) ----------------------------------------------------------------------
-def create_stamp() -> int:
-    h = new_handle()
-    _stamps[h] = ""
-    return h
-
-
-def set_stamp_trace_message(stamp: int, msg: str, msg_len: int) -> int:
-    if stamp not in _stamps or not isinstance(msg, str) or not isinstance(msg_len, int) \
-            or not 0 <= msg_len <= 128:
-        return fail(ACL_ERROR_INVALID_PARAM, f"acl.prof.set_stamp_trace_message: bad stamp {stamp!r}, "
-                    f"message or length {msg_len!r} (0..128)")
-    _stamps[stamp] = msg[:msg_len][:127]
-    return ACL_SUCCESS
-
-
-def _tx(stamp: int, what: str) -> tuple[str | None, int]:
-    msg = _stamps.get(stamp) if isinstance(stamp, int) else None
-    if msg is None:
-        return None, fail(ACL_ERROR_INVALID_PARAM, f"acl.prof.{what}: unknown stamp {stamp!r}")
-    cur = session.current()
-    if cur is None:
-        return None, fail(ACL_ERROR_PROF_NOT_RUN, f"acl.prof.{what}: only between acl.prof.start and stop")
-    if not markers.is_on():
-        _note_tx_off(cur, what)
-    return msg, ACL_SUCCESS
-
-
-_tx_off_noted: set[int] = set()
-
-
-def _note_tx_off(cur: session.Session, what: str) -> None:
-    """CANN ignores stamps while ACL_PROF_MSPROFTX is off; so do we, but the job log says so
-    (once per session)."""
-    if id(cur) in _tx_off_noted:
-        return
-    _tx_off_noted.add(id(cur))
-    cur.note(f"acl.prof.{what}: stamps are ignored because ACL_PROF_MSPROFTX (msproftx) is off "
-             "in this session's config; add it to acl.prof.create_config's data types to record them",
-             warn=True)
-
-
-def mark(stamp: int) -> int:
-    msg, ret = _tx(stamp, "mark")
-    if msg is not None:
-        markers.mark(msg)
-    return ret
-
-
-def push(stamp: int) -> int:
-    msg, ret = _tx(stamp, "push")
-    if msg is not None:
-        markers.push(msg)
-    return ret
-
-
-def pop() -> int:
-    cur = session.current()
-    if cur is None:
-        return fail(ACL_ERROR_PROF_NOT_RUN, "acl.prof.pop: only between acl.prof.start and stop")
-    if not markers.is_on():
-        _note_tx_off(cur, "pop")
-    markers.pop()
-    return ACL_SUCCESS
-
-
-def range_start(stamp: int) -> tuple[int, int]:
-    msg, ret = _tx(stamp, "range_start")
-    return (markers.range_start(msg), ret) if msg is not None else (0, ret)
-
-
-def range_stop(range_id: int) -> int:
-    if not isinstance(range_id, int) or range_id < 0:
-        return fail(ACL_ERROR_INVALID_PARAM, f"acl.prof.range_stop: bad range id {range_id!r}")
-    markers.range_end(range_id)
-    return ACL_SUCCESS
-
-
-def destroy_stamp(stamp: int) -> None:
-    _stamps.pop(stamp, None)
 
 
 # -- step info ------------------------------------------------------------------------------
