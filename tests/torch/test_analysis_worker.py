@@ -24,14 +24,14 @@ _TRAIN = textwrap.dedent("""
     import os, sys, signal, time
     import psutil, torch
     import openmsprof.torch.profiler as tp
-    from openmsprof.torch.profiler import _analysis_worker
+    from openmsprof.torch.profiler import _analysis_worker, _worker_takeover
 
     root, mode = sys.argv[1], sys.argv[2]
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
     handler = tp.tensorboard_trace_handler(root, async_mode=(mode not in ("sync", "stalled")))
     pid = _analysis_worker.start()
     if mode == "sync":  # this run follows the worker: stop() never takes its windows over (test_stop_bound)
-        _analysis_worker.MIN_SHARE = 0.0
+        _worker_takeover.MIN_SHARE = 0.0
     if mode in ("killed", "stalled"):
         os.kill(pid, signal.SIGSTOP)  # the worker cannot analyse anything meanwhile
     children = set()

@@ -1,5 +1,5 @@
 """A sync ``profile.stop()`` never waits on a starved or stopped analysis worker: the waiting thread
-analyses the windows itself (``_analysis_worker._take_over``), so stop() costs the analysis CPU it
+analyses the windows itself (``_worker_takeover.take_over``), so stop() costs the analysis CPU it
 waits for plus ``STALL_S`` of waiting, not the worker's time to get a core (issues 23 and 26)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import orjson
 import psutil
 import pytest
 
-from openmsprof.torch.profiler import _analysis_claim, _analysis_worker, _worker_pipe
+from openmsprof.torch.profiler import _analysis_claim, _worker_pipe, _worker_takeover
 from tests.torch.conftest import rank_dirs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,7 +90,7 @@ def test_a_stopped_worker_costs_stop_a_bounded_wait(tmp_path: Path) -> None:
     """SIGSTOPped for good: stop() ends it after ``STALL_S`` and analyses the windows itself
     (before: it waited up to 1,800 s)."""
     out, dirs, wall, _cpu = _run(tmp_path, "stopped")
-    assert f"got under 25% of a core for {_analysis_worker.STALL_S} s" in out
+    assert f"got under 25% of a core for {_worker_takeover.STALL_S} s" in out
     assert "worker gone" in out  # ended, not left stopped with the windows
     assert {_where(d).split(" (")[0] for d in dirs} == {"training process, on the thread that waited"}
     assert wall < 60  # STALL_S plus three small analyses and the exporter's import, on a loaded machine

@@ -12,7 +12,7 @@ handlers share it; ``wait()`` (``profile.stop()`` of a sync handler) waits for i
 worker makes progress, ``wait_saved()`` (an async handler's ``stop()``, interpreter exit) for the
 saves only.  A SCHED_IDLE worker gets no CPU while every core is busy: a worker that got under
 ``MIN_SHARE`` of a core for ``STALL_S`` (0.05) seconds (starved, SIGSTOPped, wedged) is not waited for:
-the waiting thread analyses the windows itself, at the caller's priority (``_take_over``; the
+the waiting thread analyses the windows itself, at the caller's priority (``_worker_takeover``; the
 worker analyses a staged copy holding no claim, ``_analysis_stage``, and discards the windows done
 here, ``_analysis_claim``; it is ended only if it holds a window's claim ``HELD_WAIT_S`` or is stopped).  So a sync
 ``stop()`` costs the analysis CPU it waits for plus at most ``STALL_S`` of waiting.
@@ -39,26 +39,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from openmsprof.torch.profiler import _analysis_claim, _analysis_stage, _writer
+from openmsprof.torch.profiler import _analysis_claim, _worker_takeover, _writer
 from openmsprof.torch.profiler._worker_pipe import Client, Job
 
 log = logging.getLogger("openmsprof")
 SAVE_WAIT_S = 5.0  # then the training process saves what the worker has not confirmed
-#: ``profile.stop()`` (sync) and exit wait for a worker only while it makes progress: one that got
-#: less than ``MIN_SHARE`` of a core over the last ``STALL_S`` seconds (starved by busy cores,
-#: SIGSTOPped, blocked) or has run ``STOP_WAIT_S`` seconds in all has its windows analysed on the
-#: waiting thread, at the caller's priority (a SCHED_IDLE child on busy cores gets ~0 % and one on
-#: a free core ~100 %: a short window tells them apart; a wrong verdict costs one window analysed
-#: twice, never a wrong result).  ``export_chrome_trace`` ends a worker that holds the window it
-#: wants after ``END_STALL_S`` of such stalling.
-STALL_S = 0.05
-END_STALL_S = 0.5
-MIN_SHARE = 0.25
-STOP_WAIT_S = 300.0
-#: a window's claim held by the worker (saving or publishing it: a few ms at normal priority) is
-#: waited for this long before the worker is taken for wedged and ended
-HELD_WAIT_S = 10.0
-_POLL_S = 0.05
 
 
 _client: Client | None = None
@@ -168,26 +153,10 @@ def wait_saved(timeout: float = SAVE_WAIT_S) -> None:
 def _analyse_here(path: Path) -> None:
     log.warning("openmsprof: no analysis worker process; analysing %s on the writer thread", path)
     try:
-        _analyse_claimed(path, "writer thread of the training process (no worker)", wait_s=STOP_WAIT_S)
+        _worker_takeover.analyse_claimed(path, "writer thread of the training process (no worker)",
+                                         wait_s=_worker_takeover.STOP_WAIT_S)
     except Exception as exc:
         log.warning("openmsprof: analysing %s failed: %s", path, exc)
-
-
-def _analyse_claimed(path: Path, where: str, job: Job | None = None, wait_s: float = 0.0) -> bool:
-    """Save (``job``'s window, if the worker has not) and analyse ``path`` here under its claim
-    unless it is done; a claim another process holds is waited for up to ``wait_s``.  False when
-    that process still holds it."""
-    from openmsprof.torch.profiler.analysis import analyse_dir_info
-
-    t0, c0 = time.perf_counter(), time.thread_time()
-    with _analysis_claim.claim(path, wait_s) as mine:
-        if mine:
-            if job is not None and not job.saved and job.save is not None:
-                job.saved = True
-                job.save()  # (idempotent: the trace in place already stops it)
-            read = analyse_dir_info(path, parallel=False)
-            _analysis_claim.record_overhead(path, time.thread_time() - c0, time.perf_counter() - t0, where, read)
-        return mine is not None
 
 
 def _reroute(left: dict[str, Job]) -> None:
@@ -200,69 +169,7 @@ def _reroute(left: dict[str, Job]) -> None:
             _writer.submit(functools.partial(submit, Path(path), job.sync))
 
 
-def _stalled(c: Client, marks: list[tuple[float, float, bool]], started: float, stall_s: float = STALL_S,
-             analysis_only: bool | None = None) -> bool:
-    """Whether the worker made too little progress over the last ``stall_s`` (``marks``: (wall,
-    cpu, measure) samples; the first call only takes one).  Progress is its analysing child's CPU alone
-    (``analysis_only``; None: when every window it holds is saved, so only the child can finish
-    them and the worker's own CPU must not hide a starved child), else the whole tree's."""
-    if analysis_only is None:
-        with c.cond:
-            c.pump()
-            analysis_only = all(j.saved for j in c.pending.values())
-    if marks and marks[-1][2] != analysis_only:  # (the measure changed: its samples start again)
-        marks.clear()
-    now, cpu = time.monotonic(), c.cpu_s(analysis_only)
-    if cpu is None:
-        return False  # gone: the reader re-routes its windows
-    marks.append((now, cpu, analysis_only))
-    while len(marks) > 2 and marks[1][0] <= now - stall_s:
-        marks.pop(0)
-    t0, c0, _ = marks[0]
-    return (now - t0 >= stall_s and cpu - c0 < MIN_SHARE * (now - t0)) or now - started >= STOP_WAIT_S
-
-
-def _take_over(c: Client, why: str, sync_only: bool) -> None:
-    """Analyse the windows still pending (the sync ones if ``sync_only``) on this waiting thread;
-    the worker is ended only if it holds one's claim ``HELD_WAIT_S`` (a few ms at normal priority
-    while saving or publishing; the whole analysis where it cannot stage).  Windows it has not
-    saved are saved here first."""
-    with c.cond:  # taken out first: ending the worker re-routes only what is left
-        c.pump()  # (the answers that arrived: a window analysed meanwhile is not taken)
-        mine = [(p, j) for p, j in c.pending.items() if j.analyse and (j.sync or not sync_only)]
-        for p, _ in mine:
-            del c.pending[p]
-    log.warning("openmsprof: the analysis worker (pid %d) %s; analysing %d window(s) here", c.proc.pid, why,
-                len(mine))
-    where = f"training process, on the thread that waited (the worker {why})"
-    if c.stopped():
-        _end(c, mine)  # it would hold the windows handed to it next, and its pipes, for good
-    for path, job in mine:
-        try:  # the worker holds a window's claim only a few ms at normal priority (saving, publishing)
-            held = HELD_WAIT_S if _analysis_stage.supported() else 0.0
-            if not _analyse_claimed(Path(path), where, job, wait_s=held):
-                _end(c, mine)  # wedged while holding it: ending it frees the claim
-                if not _analyse_claimed(Path(path), where, job, wait_s=5.0):
-                    log.warning("openmsprof: %s is still held by another process; left for offline analyse", path)
-        except Exception as exc:
-            log.warning("openmsprof: analysing %s failed: %s", path, exc)
-            with c.cond:
-                c.failed.append(path)
-        if job.out is not None and Path(path) not in job.out:
-            job.out.append(Path(path))
-    with c.cond:
-        c.cond.notify_all()
-
-
-def _end(c: Client, windows: list[tuple[str, Job]]) -> None:
-    """End the worker and remove the stage dirs it left beside ``windows``."""
-    c.end()
-    for root in {Path(p).parent for p, _ in windows}:
-        _analysis_stage.sweep(root, c.proc.pid)
-        _analysis_claim.tidy(root)
-
-
-def wait(timeout: float = STOP_WAIT_S, sync_only: bool = False) -> bool:
+def wait(timeout: float = _worker_takeover.STOP_WAIT_S, sync_only: bool = False) -> bool:
     """Wait until every dir submitted so far is analysed (by the worker, by the writer thread when
     a worker died, or, for sync windows of a stalled worker, here); False on timeout."""
     deadline = time.monotonic() + timeout
@@ -273,28 +180,9 @@ def wait(timeout: float = STOP_WAIT_S, sync_only: bool = False) -> bool:
             if c is None or c.alive():
                 return True
             continue  # it died: its dirs went back to the writer thread
-        if not _wait_progress(c, deadline, sync_only):
+        if not _worker_takeover.wait_progress(c, deadline, sync_only):
             log.warning("openmsprof: background analysis still running after %.0f s", timeout)
             return False
-    return True
-
-
-def _wait_progress(c: Client, deadline: float, sync_only: bool) -> bool:
-    """Wait for the worker's queue (its sync windows if ``sync_only``) while it makes progress;
-    sync windows of a stalled worker are taken over here."""
-    marks: list[tuple[float, float, bool]] = []
-    started = time.monotonic()
-    _stalled(c, marks, started)  # (the first sample: a verdict after ``STALL_S``, not one poll more)
-    while not c.wait(min(_POLL_S, max(0.0, deadline - time.monotonic())), sync_only):
-        if not c.alive():
-            return True  # the reader re-routed what it left
-        if time.monotonic() >= deadline:
-            return False
-        if _stalled(c, marks, started):
-            late = time.monotonic() - started >= STOP_WAIT_S
-            _take_over(c, f"is still busy after {STOP_WAIT_S:.0f} s" if late
-                       else f"got under {MIN_SHARE:.0%} of a core for {STALL_S} s", sync_only)
-            return True
     return True
 
 
@@ -304,13 +192,15 @@ def analyse_now(path: Path) -> Path:
     where = "training process (export_chrome_trace)"
     marks: list[tuple[float, float, bool]] = []
     started = time.monotonic()
-    while not _analyse_claimed(path, where):
-        if time.monotonic() - started >= STOP_WAIT_S:
-            raise TimeoutError(f"{path} is still being analysed by another process after {STOP_WAIT_S:.0f} s")
+    while not _worker_takeover.analyse_claimed(path, where):
+        if time.monotonic() - started >= _worker_takeover.STOP_WAIT_S:
+            raise TimeoutError(f"{path} is still being analysed by another process after "
+                               f"{_worker_takeover.STOP_WAIT_S:.0f} s")
         c = _client
-        if c is not None and c.alive() and _stalled(c, marks, started, END_STALL_S, analysis_only=False):
-            _end(c, [(os.fspath(path), Job(False, False, None, None))])
-        time.sleep(_POLL_S)
+        if c is not None and c.alive() and _worker_takeover.stalled(c, marks, started, _worker_takeover.END_STALL_S,
+                                                                     analysis_only=False):
+            _worker_takeover.end(c, [(os.fspath(path), Job(False, False, None, None))])
+        time.sleep(_worker_takeover.POLL_S)
     return path / "ASCEND_PROFILER_OUTPUT"
 
 
@@ -325,7 +215,7 @@ def failed() -> list[str]:
 def _at_exit() -> None:
     _writer.flush()
     if _client is not None:
-        wait(STOP_WAIT_S, sync_only=True)
+        wait(_worker_takeover.STOP_WAIT_S, sync_only=True)
         wait_saved()  # the windows' files are on disk before the training process leaves
         _writer.flush()  # (those a dead worker left went to the writer thread)
         _client.close()  # the worker finishes what is queued (async windows), then leaves
