@@ -10,8 +10,8 @@ worker itself runs at normal priority and does only short file work: it saves ea
 line arrives (``saved|unsaved <dir>`` answered at once) and, under the dir's claim, stages a
 hard-linked copy of it (``_analysis_stage``: right after the save when the child is idle, else
 when the child takes the window, so a window the training process took over meanwhile is never
-copied; the stage dir itself stays until the worker leaves); the analysis runs in its forked child, under
-SCHED_IDLE and nice 19, on that copy, holding no claim; the worker then publishes the analysed
+copied; the stage dir itself stays until the worker leaves); the analysis runs in its forked child
+(``_analysis_child``), under SCHED_IDLE and nice 19, on that copy, holding no claim; the worker then publishes the analysed
 copy (``ok|fail <dir>``; ``taken <dir>`` for one the training process analysed meanwhile, see
 ``_analysis_claim``: the copy is discarded).  So every claim the worker holds is held a few
 milliseconds at normal priority: ``profile.stop()`` never ends a worker for holding a window.
@@ -25,19 +25,15 @@ import os
 import signal
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
-from openmsprof.recorder import threads
-from openmsprof.torch.profiler import _analysis_claim, _analysis_stage, analysis
+from openmsprof.torch.profiler import _analysis_child, _analysis_claim, _analysis_stage
 
-NICE = 19
 #: the static file parts kept (the training side's ``_worker_pipe.MAX_STATICS``, with room)
 MAX_STATICS = 256
-PRIORITY = f"nice {NICE}"  # what the analysing child set (``_lower_priority``)
 #: the umask the worker was started with (its analysing child runs under it again; the worker
 #: itself runs under ``_window_files.EXACT_UMASK``: a window's dirs need no chmod)
 _umask: int | None = None
@@ -77,7 +73,7 @@ class _Analyser:
                     os.close(fd)
                 if _umask is not None:
                     os.umask(_umask)
-                _child(jobs_r, res_w, worker)
+                _analysis_child.run(jobs_r, res_w, worker)
                 code = 0
             finally:
                 os._exit(code)
@@ -261,47 +257,6 @@ def _publish_results(analyser: _Analyser, answer: _Answers) -> None:
         os._exit(1)
 
 
-def _analyse(path: Path, staged: Path | None, where: str) -> str:
-    """Child: analyse the staged copy (None: ``path`` in place, under its claim); the status."""
-    t0, c0 = time.perf_counter(), time.process_time()
-    try:
-        if staged is None:
-            with _analysis_claim.claim(path) as mine:
-                if mine:
-                    read = analysis.analyse_dir_info(path, parallel=True)
-                    _analysis_claim.record_overhead(path, time.process_time() - c0, time.perf_counter() - t0, where,
-                                                    read)
-            return "ok" if mine else "taken"
-        if _analysis_claim.done(path):
-            return "taken"  # analysed meanwhile by the training process: no work here
-        read = analysis.analyse_dir_info(staged, parallel=True)  # a large trace forks its second half
-        _analysis_claim.record_overhead(staged, time.process_time() - c0, time.perf_counter() - t0, where, read)
-        return "ok"
-    except Exception as exc:
-        if _analysis_claim.done(path) or not path.is_dir():  # analysed meanwhile, or removed by its owner
-            return "taken"
-        print(f"openmsprof: analysing {path} failed: {exc}", file=sys.stderr, flush=True)
-        return "fail"
-
-
-def _child(jobs_fd: int, res_fd: int, worker: int) -> None:
-    """The analysing child: one job line in, one result line out, until the worker closes."""
-    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    _lower_priority()
-    analysis.preload()  # imported once, before the first window
-    where = f"background worker process (pid {worker}, {PRIORITY})"
-    out = os.fdopen(res_fd, "wb", buffering=0)
-    with os.fdopen(jobs_fd, "rb") as jobs:
-        for raw in jobs:
-            job = orjson.loads(raw)
-            staged = job["stage"]
-            status = _analyse(Path(job["dir"]), Path(staged) if staged else None, where)
-            try:
-                out.write(orjson.dumps({"dir": job["dir"], "stage": staged, "status": status}) + b"\n")
-            except OSError:
-                return  # the worker is gone
-
-
 def _serve(lines: IO[bytes], answers: IO[bytes]) -> None:
     answer = _Answers(answers)
     analyser = _Analyser(answer, close=[answers.fileno()])
@@ -316,24 +271,6 @@ def _serve(lines: IO[bytes], answers: IO[bytes]) -> None:
         _analysis_claim.tidy_all()  # (the claims files of the output roots, where no claim is held)
         for root in _roots:  # (one not empty, a copy the dying child left, ``sweep`` removes later)
             _analysis_stage.release(root)
-
-
-def _lower_priority() -> str:
-    """SCHED_IDLE where the OS has it, and nice 19 in any case; returns what was set.  At nice 19
-    alone, a worker that got a core keeps it for its time slice (~1-3 ms under EEVDF) while a
-    training thread that woke up waits; a SCHED_IDLE task is preempted at once by any normal one.
-    Threads and children started afterwards inherit both."""
-    global PRIORITY
-    done = []
-    if threads.idle_policy():
-        done.append("SCHED_IDLE")
-    try:
-        os.nice(NICE)
-        done.append(f"nice {NICE}")
-    except OSError:
-        pass
-    PRIORITY = ", ".join(done) or "normal priority"
-    return PRIORITY
 
 
 def main() -> int:
