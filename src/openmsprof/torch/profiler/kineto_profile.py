@@ -4,7 +4,7 @@ Lifecycle (mirrors torch_npu): ``_init`` (prepare Kineto, create the dir) → ``
 records; an openmsprof session under ``PROF_…/`` takes mstx markers and host usage) → ``_stop`` →
 ``_finalize`` (FRAMEWORK/ raw trace, profiler_info_{rank}.json, profiler_metadata.json written at
 once, so a later crash still leaves analysable data).  Only Kineto itself runs on the training
-thread; the rank dir's creation and the window's file writes go to the ``_writer`` thread (public
+thread; the rank dir's creation and the window's file writes (``_window_dir``) go to the ``_writer`` thread (public
 ``stop()``, ``on_trace_ready`` and the exports wait for it).  The PROF_ job exists only when something
 feeds it (msprof_tx markers, host_sys cpu/mem usage).  Failures are logged, never raised.
 What profiler_info says of a window is built in ``_window_info``; the torch-style exports of a
@@ -36,6 +36,7 @@ from openmsprof.torch.profiler import (
     prof_dir,
 )
 from openmsprof.torch.profiler import npu_mstx as _mstx
+from openmsprof.torch.profiler._window_dir import WindowDir
 from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
 
 log = logging.getLogger("openmsprof")
@@ -87,7 +88,7 @@ class _KinetoProfile:
         self._start_mono = 0
         self._stop_t0 = 0.0
         self.prof_path: Path | None = None
-        self._window: _Window | None = None
+        self._window: WindowDir | None = None
         self._handed_off = False  # the last window's files went to another process
         self._static_files: dict[str, Any] | None = None
         self._gc: _gc_watch.GcWatch | None = None
@@ -151,12 +152,12 @@ class _KinetoProfile:
                                     with_flops=self.with_flops, with_modules=self.with_modules)
         self._kineto.prepare_trace()
         root = self._root if self._root is not None else prof_dir.default_root()
-        win = self._window = _Window(root, prof_dir.new_path(root, self._worker))
+        win = self._window = WindowDir(root, prof_dir.new_path(root, self._worker))
         self.prof_path = win.path
         if not prof_dir.root_ready(root):  # the first window: make (and check) the root now
             _writer.submit(win.create)
 
-    def _ready_window(self) -> _Window | None:
+    def _ready_window(self) -> WindowDir | None:
         """The current window once its dir exists (waits for the writer only if it has not yet
         created it); None, and no prof_path, if it could not be created."""
         win = self._window
@@ -275,39 +276,3 @@ class _KinetoProfile:
     @staticmethod
     def _end_info() -> dict[str, Any]:
         return _window_info.end_info()
-
-
-class _Window:
-    """One window's rank dir; its methods run on the writer thread."""
-
-    __slots__ = ("ok", "path", "root")
-
-    def __init__(self, root: Path, path: Path) -> None:
-        self.root, self.path = root, path
-        self.ok: bool | None = None  # None until the writer has tried to create the dir
-
-    def create(self) -> None:
-        if self.ok is not None:
-            return
-        try:
-            prof_dir.create_at(self.root, self.path)
-            self.ok = True
-        except Exception as exc:
-            self.ok = False
-            log.warning("openmsprof: cannot create the profiling dir under %s (%s); the data of this "
-                        "window will not be saved, training goes on", self.root, exc)
-
-    def save(self, tmp: Path, files: dict[str, Any], saved: list[Path]) -> None:
-        """Make the dir if not yet made, move the raw Kineto trace into place, then write
-        profiler_info (with this window's ``openmsprof_overhead`` of the training process) and
-        the metadata (``_window_files.save``; a window the worker saved meanwhile is left as is)."""
-        if self.ok is False:
-            Path(tmp).unlink(missing_ok=True)
-            return
-        try:
-            _window_files.save(self.path, tmp, files, "writer_thread", made=bool(self.ok))
-            self.ok = True
-            saved.append(self.path)
-        except Exception as exc:
-            log.warning("openmsprof: saving %s failed: %s; the data of this window are not saved, training "
-                        "goes on", self.path, exc)
