@@ -56,7 +56,7 @@ def analyse_claimed(path: Path, where: str, job: Job | None = None, wait_s: floa
 
 
 def stalled(c: Client, marks: list[tuple[float, float, bool]], started: float, stall_s: float = STALL_S,
-             analysis_only: bool | None = None) -> bool:
+            analysis_only: bool | None = None) -> bool:
     """Whether the worker made too little progress over the last ``stall_s`` (``marks``: (wall,
     cpu, measure) samples; the first call only takes one).  Progress is its analysing child's CPU alone
     (``analysis_only``; None: when every window it holds is saved, so only the child can finish
@@ -131,6 +131,6 @@ def wait_progress(c: Client, deadline: float, sync_only: bool) -> bool:
         if stalled(c, marks, started):
             late = time.monotonic() - started >= STOP_WAIT_S
             take_over(c, f"is still busy after {STOP_WAIT_S:.0f} s" if late
-                       else f"got under {MIN_SHARE:.0%} of a core for {STALL_S} s", sync_only)
+                      else f"got under {MIN_SHARE:.0%} of a core for {STALL_S} s", sync_only)
             return True
     return True
