@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import queue
-import socket
 import sys
 import threading
 import time
@@ -17,15 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from openmsprof.config.errors import PathError, RawDataError
 from openmsprof.fileio import fs
 from openmsprof.fileio.read_guard import escape
 from openmsprof.parse import api_groups, op_state, schema
 from openmsprof.parse.convert import DirConverter, JobCounters
 from openmsprof.parse.db_builder import DB_NAME, DbWriter, ImportLock
-from openmsprof.parse.jobinfo import DataDirInfo, JobInfo, device_names, find_jobs, is_job, read_job
+from openmsprof.parse.job_tables import write_job_tables
+from openmsprof.parse.jobinfo import DataDirInfo, JobInfo, find_jobs, is_job, read_job
 from openmsprof.parse.strings import LocalMap, StringIds
 from openmsprof.recorder.rawread import (
     ReadReport,
@@ -74,44 +72,6 @@ def _progress(enabled: bool | None, total: int) -> tuple[object | None, object |
                    TimeRemainingColumn(), transient=True, console=Console(stderr=True))
     bar.start()
     return bar, bar.add_task("importing", total=total)
-
-
-def _meta_rows(job: JobInfo, unsupported: list[str]) -> list[tuple[str, str]]:
-    major, minor, micro = schema.SCHEMA_VERSION.split(".")
-    base = (job.start_wall_ns // 10**9) * 10**9 if job.start_wall_ns is not None else 0
-    return [
-        ("SCHEMA_VERSION", schema.SCHEMA_VERSION), ("SCHEMA_VERSION_MAJOR", major),
-        ("SCHEMA_VERSION_MINOR", minor), ("SCHEMA_VERSION_MICRO", micro),
-        ("OPENMSPROF_SCHEMA", str(schema.OPENMSPROF_SCHEMA)), ("JOB_NAME", job.root.name),
-        ("PID", str(job.pid)), ("HOSTNAME", str(job.info.get("hostname") or socket.gethostname())),
-        ("BASE_NS", str(base)), ("CLOCK_OFFSET_NS", str(job.offset_ns)),
-        ("UNSUPPORTED", orjson.dumps(unsupported).decode()),
-        ("DROPPED_RECORDS", orjson.dumps({"total": job.dropped, "by_thread_kind": job.drops}).decode()),
-    ]
-
-
-def _unsupported(job: JobInfo) -> list[str]:
-    cfg = (job.info.get("openmsprof") or {}).get("config") or {}
-    items = cfg.get("unsupported") if isinstance(cfg, dict) else None
-    return [str(x) for x in items] if isinstance(items, list) else []
-
-
-def _write_info(w: DbWriter, job: JobInfo, strings: StringIds) -> None:
-    info = job.info
-    rank = info.get("rank_id", -1)
-    rank = rank if isinstance(rank, int) else -1
-    devices = device_names(job)
-    w.write([
-        (schema.insert("META_DATA", ["?", "?"]), iter(_meta_rows(job, _unsupported(job)))),
-        (schema.insert("SESSION_TIME_INFO", ["?", "?"]), iter([(job.start_wall_ns, job.end_wall_ns)])),
-        (schema.insert("ENUM_API_TYPE", ["?", "?"]), iter(schema.ENUM_API_TYPE)),
-        (schema.insert("ENUM_MSTX_EVENT_TYPE", ["?", "?"]), iter(schema.ENUM_MSTX_EVENT_TYPE)),
-        (schema.insert("HOST_INFO", ["?", "?"]),
-         iter([(str(info.get("hostUid", "")), str(info.get("hostname", "")))])),
-        (schema.insert("NPU_INFO", ["?", "?"]), iter(sorted(devices.items()))),
-        (schema.insert("RANK_DEVICE_MAP", ["?", "?"]), iter([(rank, d) for d in sorted(devices)])),
-        (schema.insert("STRING_IDS", ["?", "?"]), iter(strings.rows())),
-    ])
 
 
 def _summarise(counts: dict[str, int], report: ReadReport) -> list[str]:
@@ -225,7 +185,7 @@ def _import_locked(job_dir: Path, sqlite_dir: Path, progress: bool | None, t_sta
             writer.write_prepared(item)
         worker.join()
         writer.run(lambda con: op_state.set_op_states(con, strings))
-        _write_info(writer, job, strings)
+        write_job_tables(writer, job, strings)
         db = writer.commit()
         if "CANN_API" not in writer.duplicates:  # else SQL's groups lack the dropped rows
             api_groups.remember(db, groups)
