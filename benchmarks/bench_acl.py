@@ -42,7 +42,7 @@ from corunner import CoRunner, corunner_modes, summary
 
 from openmsprof import acl
 from openmsprof.recorder import session
-from openmsprof.sources import onnxruntime_tasks as ortt
+from openmsprof.sources import ort_trash
 
 PROVIDERS = ["CPUExecutionProvider"]
 WARM = 10
@@ -141,7 +141,7 @@ def one_round(path: str, x: np.ndarray, plain: ort.InferenceSession, mid: int, i
     for _ in range(WARM):
         sess_io.run_with_iobinding(io)
     model = acl.mdl.models()[mid]
-    free = getattr(ortt, "empty_trash", lambda: None)  # (absent before sessions were freed in the background)
+    free = ort_trash.empty_trash
     t = dict.fromkeys(("bare", "run", "run_io", "exec"), 0)
     for k in range(parts):
         m = n // parts + (k < n % parts)
@@ -240,7 +240,7 @@ def _bench_on_model(path: str, name: str, rounds: int, block_s: float, with_stea
         # measured block is drained untimed)
         acl.mdl.models()[mid].harvest(keep_running=True)
         session.current().stream.flusher.drain()
-        ortt.empty_trash()
+        ort_trash.empty_trash()
         for i in range(rounds):
             for k, v in one_round(path, x, plain, mid, inp, out, n, os.path.join(d, f"o{i}")).items():
                 res[k].append(v)
@@ -326,7 +326,7 @@ def steady_round(path: str, x: np.ndarray, mid: int, inp: int, out: int, n: int,
             acl.mdl.execute(mid, inp, out)
         t4 = time.perf_counter_ns()
         model.harvest(keep_running=True)
-        ortt.empty_trash()  # as the harvester does: the old session freed before the next is built
+        ort_trash.empty_trash()  # as the harvester does: the old session freed before the next is built
         runner.prepare_spare()
         session.current().stream.flusher.drain()
         t5 = time.perf_counter_ns()

@@ -135,6 +135,7 @@ def test_a_background_harvest_frees_the_ended_session_at_once(models, tmp_path):
     import onnxruntime as ort
 
     from openmsprof.sources import onnxruntime_tasks as ortt
+    from openmsprof.sources import ort_trash
 
     gens = itertools.count()
 
@@ -153,8 +154,8 @@ def test_a_background_harvest_frees_the_ended_session_at_once(models, tmp_path):
             profile, launches = r.harvest(keep_running=True, pause=(lambda: None) if background else None)
             assert len(launches) == 1 and profile is not None and len(profile.node_ts) > 0
             assert (ended() is None) is background
-            ortt.empty_trash()
+            ort_trash.empty_trash()
             assert ended() is None
     finally:
         r.close()
-        ortt.empty_trash()
+        ort_trash.empty_trash()

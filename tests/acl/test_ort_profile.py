@@ -14,9 +14,9 @@ import pytest
 from onnx import TensorProto, helper
 
 from openmsprof.recorder import session
-from openmsprof.sources import emit, ort_profile, subscription
-from openmsprof.sources import onnxruntime_tasks as ortt
-from openmsprof.sources.ort_profile import NodeTable, Profile
+from openmsprof.sources import emit, ort_profile, ort_task_records, subscription
+from openmsprof.sources.ort_columns import Profile
+from openmsprof.sources.ort_profile import NodeTable
 from tests.acl.helpers import read_job
 
 
@@ -149,7 +149,7 @@ def test_task_batch_records_read_back(out_dir, models, tmp_path):
 
     s = session.start(ProfileConfig(task_time="l1"), output=out_dir)
     launches = [(int(p.run_ts[i] - s.start_pair.offset_ns), 0, 700 + i) for i in range(p.runs)]
-    n = ortt.emit_tasks(p, launches, t.metas, 7, 0)
+    n = ort_task_records.emit_tasks(p, launches, t.metas, 7, 0)
     session.stop()
     assert n == len(p.node_ts) > 0
     job = read_job(s.root)
@@ -163,7 +163,7 @@ def test_task_batch_records_read_back(out_dir, models, tmp_path):
     for task in job.tasks:
         meta = by_name[task.name]
         assert (task.op_type, task.in_shapes, task.in_dtypes) == (meta.op_type, meta.in_shapes, meta.in_dtypes)
-    assert not emit.task_on() and ortt.emit_tasks(p, launches, t.metas, 7, 0) == 0  # no session: nothing
+    assert not emit.task_on() and ort_task_records.emit_tasks(p, launches, t.metas, 7, 0) == 0  # no session: nothing
 
 
 def test_subscription_column_encoding_matches_struct_encoding():

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from openmsprof import acl
-from openmsprof.sources.onnxruntime_tasks import KEEP_ENV
+from openmsprof.sources.ort_trash import KEEP_ENV
 from tests.acl.helpers import jobs_under, read_job
 
 ALL = (acl.ACL_PROF_ACL_API | acl.ACL_PROF_TASK_TIME | acl.ACL_PROF_AICPU_TRACE

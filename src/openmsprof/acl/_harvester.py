@@ -16,7 +16,7 @@ from openmsprof.acl import _profdir
 from openmsprof.acl._model import PLAIN, TASKS, Model
 from openmsprof.acl._state import STATE, log
 from openmsprof.recorder import threads
-from openmsprof.sources import emit
+from openmsprof.sources import emit, ort_trash
 from openmsprof.sources import onnxruntime_tasks as ortt
 
 
@@ -98,11 +98,11 @@ class Harvester:
                     r.prepare_spare()
                     if m.mode == TASKS and self.due(r):
                         m.harvest(keep_running=True, background=True)
-                        ortt.empty_trash()  # the old pool stops spinning before the new one starts
+                        ort_trash.empty_trash()  # the old pool stops spinning before the new one starts
                         r.prepare_spare()
                 except Exception as exc:
                     log.warning("openmsprof.acl: background harvest failed: %s", exc)
-            ortt.empty_trash()
+            ort_trash.empty_trash()
 
 
 HARVESTER = Harvester()
@@ -116,7 +116,7 @@ def cleanup() -> None:
         r = m.runner
         if r is not None:
             r.close()
-    ortt.empty_trash()
+    ort_trash.empty_trash()
     _profdir.remove()
 
 

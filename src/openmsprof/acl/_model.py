@@ -25,7 +25,7 @@ from openmsprof.acl import _profdir
 from openmsprof.acl._codes import ORT_TYPES
 from openmsprof.acl._state import STATE, log
 from openmsprof.sources import onnxruntime_tasks as ortt
-from openmsprof.sources import subscription
+from openmsprof.sources import ort_columns, ort_task_records, subscription
 
 OPT_LEVELS = {
     "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
@@ -183,14 +183,14 @@ class Model:
             profile, launches = runner.harvest(keep_running, _yield_gil if background else None)
             if profile is None or not len(profile.node_ts):
                 return
-            ortt.emit_tasks(profile, launches, runner.nodes.metas, self.id, self.device_id)
+            ort_task_records.emit_tasks(profile, launches, runner.nodes.metas, self.id, self.device_id)
             writer = self.writer
             if writer is not None:
                 self.publish(writer, profile, runner.nodes.metas)
         except Exception as exc:  # profiling never breaks the application
             log.warning("openmsprof.acl: harvesting ONNX Runtime profile of model %d failed: %s", self.id, exc)
 
-    def publish(self, writer: subscription.PipeWriter, profile: ortt.Profile, metas: list[ortt.NodeMeta]) -> None:
+    def publish(self, writer: subscription.PipeWriter, profile: ort_columns.Profile, metas: list[ort_columns.NodeMeta]) -> None:
         """Subscription records of every node of ``profile`` (in start order) to the pipe."""
         for meta in metas:
             if meta.op_index < 0:
@@ -199,7 +199,7 @@ class Model:
         op_index = np.array([m.op_index for m in metas], np.int64)[profile.node_meta[order]]
         start = profile.node_ts[order]
         data = subscription.encode_columns(self.id, self.device_id, op_index,
-                                           ortt.stream_indexes(profile.node_tid[order]),
+                                           ort_task_records.stream_indexes(profile.node_tid[order]),
                                            start // 1000, (start + profile.node_dur[order]) // 1000)
         before = writer.dropped
         writer.write(data)

@@ -9,9 +9,9 @@ are harvested — after every execute of a subscribed model; otherwise once the 
 harvest's fixed cost (a session build, its thread pool's start included), then in idle gaps of
 the application or after a period, when a generation holds about ``EVENT_BUDGET`` events (ORT
 stops recording a session at 1 M), and at stop (see ``acl._model.Harvester``).  Harvesting
-parses ORT's JSON into columns (:mod:`ort_profile`), aligns ORT's epoch µs
-to our monotonic clock and emits the tasks as one batch.  Models that are not profiled never
-touch this module.
+parses ORT's JSON into columns (:mod:`ort_profile`); :mod:`ort_task_records` aligns ORT's epoch
+µs to our monotonic clock and emits the tasks as one batch, and :mod:`ort_trash` disposes of the
+ended sessions and their files.  Models that are not profiled never touch this module.
 """
 
 from __future__ import annotations
@@ -19,19 +19,16 @@ from __future__ import annotations
 import functools
 import mmap
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
+from openmsprof.sources import emit, ort_trash
+from openmsprof.sources.ort_columns import Profile
+from openmsprof.sources.ort_profile import NodeTable
 
-from openmsprof.sources import emit
-from openmsprof.sources.ort_profile import NodeMeta, NodeTable, Profile, executor_of
-
-__all__ = ["KEEP_ENV", "NodeMeta", "Profile", "ProfiledRunner", "emit_tasks", "empty_trash", "executor_of",
-           "stream_index"]
+__all__ = ["ProfiledRunner"]
 
 #: IOBindings cached per generation (one per input/output dataset pair in use).
 MAX_BINDINGS = 64
@@ -39,60 +36,7 @@ MAX_BINDINGS = 64
 CPU_SAMPLE = 16
 #: Profiles from this size on are parsed from an mmap of the file instead of a copy.
 MMAP_FROM = 1 << 20
-_streams: dict[int, int] = {}
-_stream_lock = threading.Lock()
-_task_lock = threading.Lock()
 _now = emit.now_ns
-_next_task = 1
-
-
-def stream_index(tid: int) -> int:
-    """Index of an executing thread within this process (FORMATS decision 9)."""
-    idx = _streams.get(tid)
-    if idx is None:
-        with _stream_lock:
-            idx = _streams.setdefault(tid, len(_streams))
-    return idx
-
-
-def stream_indexes(tids: np.ndarray) -> np.ndarray:
-    """:func:`stream_index` of every thread id (vectorised over the few distinct ones)."""
-    if not len(tids) or (tids == tids[0]).all():
-        return np.full(len(tids), stream_index(int(tids[0])) if len(tids) else 0, np.int64)
-    uniq, inv = np.unique(tids, return_inverse=True)
-    return np.array([stream_index(int(t)) for t in uniq], np.int64)[inv]
-
-
-def reserve_task_ids(n: int) -> int:
-    """First of ``n`` consecutive process-unique task ids."""
-    global _next_task
-    with _task_lock:
-        first, _next_task = _next_task, _next_task + n
-    return first
-
-
-def run_connections(profile: Profile, launches: list[tuple[int, int, int]]) -> np.ndarray:
-    """Connection id of each node: its run's execute, runs and executes paired in start order."""
-    conns = np.zeros(profile.runs + 1, np.int64)  # last slot: nodes in no run
-    k = min(profile.runs, len(launches))
-    if k:
-        conns[:k] = [c for _, _, c in sorted(launches)[:k]]
-    return conns[profile.node_run]
-
-
-def emit_tasks(profile: Profile, launches: list[tuple[int, int, int]], metas: list[NodeMeta],
-               model_id: int, device_id: int) -> int:
-    """Record every node of ``profile`` as a task, linked to the execute that ran it
-    (``launches`` = (t0, t1, connection id) of the executes).  Returns the number of tasks."""
-    n = len(profile.node_ts)
-    if not n or not emit.task_on():
-        return 0
-    t0 = emit.epoch_to_mono(0) + profile.node_ts
-    first = reserve_task_ids(n)
-    emit.record_tasks(device_id, model_id, [m.strings() for m in metas], [m.executor for m in metas],
-                      profile.node_meta, stream_indexes(profile.node_tid), t0, t0 + profile.node_dur,
-                      np.arange(first, first + n, dtype=np.int64), run_connections(profile, launches))
-    return n
 
 
 class _Gen:
@@ -251,8 +195,8 @@ class ProfiledRunner:
                     self._measure_build(spare)
                 self._gen = spare if spare is not None else _Gen(self.factory())
             elif spare is not None:
-                _remove(spare.sess.end_profiling())
-                _graveyard.append(spare)
+                ort_trash.discard_profile(spare.sess.end_profiling())
+                ort_trash.graveyard.append(spare)
             deadline = time.monotonic() + 5.0
             while old.active and time.monotonic() < deadline:
                 time.sleep(0.0002)
@@ -263,11 +207,11 @@ class ProfiledRunner:
             start_ns = old.sess.get_profiling_start_time_ns()
             path = old.sess.end_profiling()
             if pause is None:
-                _graveyard.append(old)  # freeing a session with many events takes ms: not here
+                ort_trash.graveyard.append(old)  # freeing a session with many events takes ms: not here
             else:  # a background harvest frees it now: its pool's workers, spinning for work
                 old.sess, old.io = None, {}  # that will not come, stop before the parse and the next build
             if not old.launches or not path:
-                _remove(path)
+                ort_trash.discard_profile(path)
                 return None, old.launches
             try:
                 with open(path, "rb") as f:
@@ -277,7 +221,7 @@ class ProfiledRunner:
                     with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
                         return self._learn(self.nodes.parse(data, start_ns, pause)), old.launches
             finally:
-                _remove(path)
+                ort_trash.discard_profile(path)
 
     def _learn(self, profile: Profile) -> Profile:
         """Remember the events per execute (ORT writes one event per kernel and two session
@@ -286,7 +230,6 @@ class ProfiledRunner:
             self.events_per_run = (len(profile.node_ts) + 2 * profile.runs) / profile.runs
         return profile
 
-
     def close(self) -> None:
         """End the profiling of every session left (at exit: ORT would write their profiles while
         the interpreter tears down, after the profile directory is gone)."""
@@ -294,10 +237,10 @@ class ProfiledRunner:
             for g in (self._gen, self._spare):
                 if g is not None and g.sess is not None:
                     try:
-                        _remove(g.sess.end_profiling())
+                        ort_trash.discard_profile(g.sess.end_profiling())
                     except Exception:
                         pass
-                    _graveyard.append(g)
+                    ort_trash.graveyard.append(g)
             self._spare = None
 
 
@@ -322,41 +265,3 @@ def _threads_cpu_s(tids: list[str]) -> float:
         except (OSError, ValueError, IndexError):
             pass
     return total / 1e9
-
-
-#: Keep ONNX Runtime's own profile files in this directory instead of deleting them
-#: (to compare against them, e.g. in tests).
-KEEP_ENV = "OPENMSPROF_ORT_PROFILE_KEEP"
-
-
-_trash: list[str] = []
-_graveyard: list[_Gen] = []
-
-
-def _remove(path: str) -> None:
-    """Delete (later, see :func:`empty_trash`) or keep (:data:`KEEP_ENV`) an ORT profile."""
-    if not path:
-        return
-    keep = os.environ.get(KEEP_ENV)
-    if keep and os.path.isdir(keep):
-        try:
-            shutil.move(path, os.path.join(keep, os.path.basename(path)))
-        except OSError:
-            pass
-    else:
-        _trash.append(path)
-
-
-def empty_trash() -> None:
-    """Free the ended sessions and delete the profiles read so far (off the execute path: the
-    harvester thread calls it)."""
-    while _graveyard:
-        try:
-            _graveyard.pop()
-        except IndexError:
-            break
-    while _trash:
-        try:
-            os.unlink(_trash.pop())
-        except (OSError, IndexError):
-            pass

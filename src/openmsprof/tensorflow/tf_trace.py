@@ -27,7 +27,7 @@ from openmsprof.fileio import fs
 from openmsprof.recorder.records import NO_MODEL, ApiLevel, Executor
 from openmsprof.recorder.session import Session
 from openmsprof.sources import emit
-from openmsprof.sources.onnxruntime_tasks import reserve_task_ids, stream_index
+from openmsprof.sources.ort_task_records import reserve_task_ids, stream_index
 from openmsprof.tensorflow.tf_graph_collect import (
     SessionGraphs,
     collected_function_graphs,
