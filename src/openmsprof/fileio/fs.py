@@ -1,19 +1,21 @@
 """File-system primitives: private modes whatever the umask, no symlink following, atomic writes.
 
 Directories are 0750 and files 0640 (docs/formats.md §8).  New files are opened with
-``O_CREAT | O_EXCL | O_NOFOLLOW`` so a planted symlink is never written through.
+``O_CREAT | O_EXCL | O_NOFOLLOW`` so a planted symlink is never written through.  The free-space
+helpers of :mod:`disk_space` and the guarded reads of :mod:`read_guard` named in ``__all__`` stay
+importable here, as part of this module's API.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import shutil
 import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from openmsprof.config.errors import PathError, StorageError
+from openmsprof.fileio.disk_space import FREE_SPACE_FLOOR, disk_full_message, free_bytes
 from openmsprof.fileio.read_guard import escape, open_regular, read_regular
 
 __all__ = ["DIR_MODE", "FILE_MODE", "FREE_SPACE_FLOOR", "Reserve", "cache_root", "check_writable", "copy_fd",
@@ -28,12 +30,6 @@ MAX_TABLE_BYTES = 256 * 1024 * 1024
 
 DIR_MODE = 0o750
 FILE_MODE = 0o640
-#: Below this many free bytes nothing is written (docs/formats.md §7.2: 20 MB).
-FREE_SPACE_FLOOR = 20 * 1024 * 1024
-#: Collection halts this far above the floor (checked at least every SPACE_CHECK_BYTES written),
-#: so a burst between two checks cannot cross the floor.
-SPACE_MARGIN = 4 * 1024 * 1024
-SPACE_CHECK_BYTES = 2 * 1024 * 1024
 #: Space held back during a session for its end records (end_info, overhead, .done markers).
 RESERVE_BYTES = 1024 * 1024
 #: ``write_stream_atomic`` gathers parts up to this many bytes per write.
@@ -286,31 +282,6 @@ class Reserve:
             except OSError:
                 pass
             self.path = None
-
-
-def mount_point(path: Path) -> Path:
-    """The mount point of the file system holding ``path`` (its nearest existing ancestor)."""
-    p = Path(os.path.abspath(path))
-    while not p.exists() and p.parent != p:
-        p = p.parent
-    while not os.path.ismount(p) and p.parent != p:
-        p = p.parent
-    return p
-
-
-def disk_full_message(path: Path, what: str = "writing") -> str:
-    """One line naming the full disk: its mount point, free bytes and the file being written."""
-    mnt = mount_point(path)
-    return (f"disk full while {what} {escape(path)!r}: the file system at {escape(mnt)!r} has "
-            f"{free_bytes(mnt) // 1024} KiB free; nothing was left behind")
-
-
-def free_bytes(path: Path) -> int:
-    """Free bytes for an unprivileged writer on the file system holding ``path``."""
-    try:
-        return shutil.disk_usage(path).free
-    except OSError:
-        return 1 << 62
 
 
 def check_writable(path: Path) -> None:

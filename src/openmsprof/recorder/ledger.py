@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from openmsprof.config.model import ProfileConfig
-from openmsprof.fileio import fs
+from openmsprof.fileio import disk_space
 from openmsprof.recorder import buffers, core
 from openmsprof.recorder.flusher import Flusher
 
@@ -39,10 +39,10 @@ class Ledger:
             return f"storage_limit {limit}MB reached; collection stopped, the application goes on"
         now = time.monotonic()
         # every second, and every 4 MB: the floor is checked before a burst can cross it
-        if now - self._last_space_check >= 1.0 or self.bytes_written - self._space_checked_at >= fs.SPACE_CHECK_BYTES:
+        if now - self._last_space_check >= 1.0 or self.bytes_written - self._space_checked_at >= disk_space.SPACE_CHECK_BYTES:
             self._last_space_check = now
             self._space_checked_at = self.bytes_written
-            if fs.free_bytes(self.root) < fs.FREE_SPACE_FLOOR + fs.SPACE_MARGIN:
+            if disk_space.free_bytes(self.root) < disk_space.FREE_SPACE_FLOOR + disk_space.SPACE_MARGIN:
                 return "less than 20 MB free on disk; collection stopped, the application goes on"
         return ""
 

@@ -29,7 +29,7 @@ from openmsprof.config.errors import (
 )
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.paths import resolve_output
-from openmsprof.fileio import fs
+from openmsprof.fileio import disk_space, fs
 from openmsprof.recorder import buffers, core, forking, jobdir
 from openmsprof.recorder.clock import ClockPair, read_pair
 from openmsprof.recorder.datadir import DataDir
@@ -78,7 +78,7 @@ class Session:
         self.parent_pid: int | None = None
         fs.make_dir(output)
         fs.check_writable(output)
-        if fs.free_bytes(output) < fs.FREE_SPACE_FLOOR:
+        if disk_space.free_bytes(output) < disk_space.FREE_SPACE_FLOOR:
             raise StorageError(f"less than 20 MB free under {str(output)!r}; nothing will be written")
         if exclusive_output:
             self.lock = jobdir.OutputLock(output)

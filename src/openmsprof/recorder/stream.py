@@ -16,7 +16,7 @@ import os
 from typing import Any, Protocol
 
 from openmsprof.config.model import ProfileConfig
-from openmsprof.fileio import fs
+from openmsprof.fileio import disk_space, fs
 from openmsprof.recorder import buffers, core, jobdir, pymarkers, rawfile
 from openmsprof.recorder.datadir import DataDir
 from openmsprof.recorder.flusher import Flusher
@@ -79,7 +79,7 @@ class Stream:
             fd = fs.open_dir_fd(self.job.host_data)
             try:
                 core.ring.start(fd, rawfile.stream_name("host", self.pid),
-                                int(self.flusher.interval * 1e9), fs.FREE_SPACE_FLOOR + fs.SPACE_MARGIN,
+                                int(self.flusher.interval * 1e9), disk_space.FREE_SPACE_FLOOR + disk_space.SPACE_MARGIN,
                                 0 if limit is None else limit * 1024 * 1024)
             finally:
                 os.close(fd)
