@@ -8,7 +8,7 @@ swapped for a fresh one (built and bound ahead of time in the background) whenev
 are harvested — after every execute of a subscribed model; otherwise once the executes carry a
 harvest's fixed cost (a session build, its thread pool's start included), then in idle gaps of
 the application or after a period, when a generation holds about ``EVENT_BUDGET`` events (ORT
-stops recording a session at 1 M), and at stop (see ``acl._model.Harvester``).  Harvesting
+stops recording a session at 1 M), and at stop (see ``acl._harvester.Harvester``).  Harvesting
 parses ORT's JSON into columns (:mod:`ort_profile`); :mod:`ort_task_records` aligns ORT's epoch
 µs to our monotonic clock and emits the tasks as one batch, and :mod:`ort_trash` disposes of the
 ended sessions and their files.  Models that are not profiled never touch this module.
