@@ -268,12 +268,3 @@ def _gpu_kernels(cols: Columns, offset: int) -> Kernels:
                                       for e in gpu], np.int64),
                    core=np.asarray(kind, np.int64).reshape(-1), op=op, comm=comm,
                    event=np.full(len(gpu), -1, np.int64), executor="CUDA")
-
-
-def shapes_text(args: dict[str, Any]) -> tuple[str, str]:
-    """(``"8,16;16,32"``, ``"float;float"``) from Kineto's Input Dims / Input type."""
-    dims = args.get("Input Dims")
-    types = args.get("Input type")
-    s = ";".join(",".join(str(x) for x in d) if isinstance(d, list) else "" for d in dims) if dims else ""
-    t = ";".join(str(x) for x in types) if types else ""
-    return s, t
