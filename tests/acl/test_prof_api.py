@@ -160,3 +160,32 @@ def test_stamps_and_steps(models, loaded, out_dir, mask):
     assert len(j.steps) == 6
     assert Counter(k for k, _ in j.marks) == {2: 3, 1: 1, 4: 1}
     assert all(msg == "infer" for _, msg in j.marks)
+
+
+def test_task_ids_stay_unique_across_harvests(models, loaded, out_dir):
+    """Three harvests of one model (two in the run, one at stop) number their tasks from one
+    process-wide counter: no task id repeats across them, and every execute keeps its two tasks."""
+    assert acl.init() == 0
+    m = loaded(models["tiny_mlp"])
+    m.feed(np.ones(m.in_shape, np.float32))
+    assert acl.prof.init(str(out_dir)) == 0
+    cfg = acl.prof.create_config([0], acl.ACL_AICORE_NONE, 0, acl.ACL_PROF_ACL_API | acl.ACL_PROF_TASK_TIME)
+    assert acl.prof.start(cfg) == 0
+    model = acl.mdl.models()[m.model_id]
+    runner = model.runner
+    for _ in range(2):
+        for _ in range(6):
+            assert m.execute() == 0
+        model.harvest(keep_running=True)
+    for _ in range(6):
+        assert m.execute() == 0
+    assert acl.prof.stop(cfg) == 0
+    assert runner.harvests >= 3
+    assert acl.prof.destroy_config(cfg) == 0
+    assert acl.prof.finalize() == 0
+    assert acl.mdl.unload(m.model_id) == 0
+    assert acl.finalize() == 0
+    j = read_job(jobs_under(out_dir)[0])
+    assert len(j.tasks) == 18 * 2  # tiny_mlp optimised: two kernels an execute
+    assert len({t.task_id for t in j.tasks}) == len(j.tasks)
+    assert Counter(Counter(t.conn for t in j.tasks).values()) == {2: 18}
