@@ -98,8 +98,3 @@ def op_type(name: str) -> str:
     if "bmm" in low or "batch" in low:
         return "BatchMatMul" + bwd
     return "MatMul" + bwd
-
-
-def kinds(names: list[str]) -> list[int]:
-    """``classify`` over a vocabulary (codes as ints)."""
-    return [int(classify(n)) for n in names]

@@ -235,7 +235,7 @@ def _fact(n: str) -> tuple[int, bool, int, int]:
 def _name_facts(names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                                  tuple[int, ...]]:
     """Per name code: 2 communication / 1 launch / 0 other (prefix), trivial (``TRIVIAL``), kind
-    (``classify.kinds``), a ``ProfilerStep#N`` name; and each one's N (-1)."""
+    (``classify.classify``), a ``ProfilerStep#N`` name; and each one's N (-1)."""
     get = _facts.get
     facts = [get(n) or _fact(n) for n in names] or [(0, False, 0, -1)]
     prefix, trivial, kind, step = zip(*facts, strict=True)

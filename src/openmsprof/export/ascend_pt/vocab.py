@@ -52,11 +52,6 @@ class Vocab(Generic[T]):
     def __len__(self) -> int:
         return len(self.items)
 
-    def copy(self) -> Vocab[T]:
-        out: Vocab[T] = Vocab()
-        out.index, out.items = dict(self.index), list(self.items)
-        return out
-
 
 def _shapes(args: dict[str, Any]) -> tuple[str, str]:
     dims = args.get("Input Dims")
