@@ -78,27 +78,32 @@ _PLAIN_KEY = re.compile(rb"(\x01[^\x01\x02]*|\x02)(\x01[^\x01\x02]*|\x02)(?:\x01
 _SEQ, _FWD = b'"Sequence number":', b'"Fwd thread id":'
 
 
+def _closed(head: bytes, seq: bytes | None, fwd: bytes | None) -> bytes:
+    """The args object: ``head`` (``{`` and the shape members) with the Sequence number and Fwd
+    thread id texts that are there."""
+    if seq is not None:
+        head += (_SEQ if len(head) == 1 else b"," + _SEQ) + seq
+    if fwd is not None:
+        head += (_FWD if len(head) == 1 else b"," + _FWD) + fwd
+    return head + b"}"
+
+
 def _key_texts(key: bytes) -> tuple[tuple[str, str], bytes]:
     """(``_shapes`` texts, serialised kept args) of one scan key (see ``ArgCodes._raw_codes``): its
     shape part kept from window to window (``_shape_part``), its Sequence number and Fwd thread
-    id (new in every window) spliced in as written where they are plain integers."""
+    id (new in every window) spliced in as written where they are plain integers, else as orjson
+    writes them."""
     m = _PLAIN_KEY.fullmatch(key)
     if m is not None:
         dims, types, seq, fwd = m.groups()
         shapes, head = _shape_part(dims, types)
-        if seq is not None:
-            head += (_SEQ if len(head) == 1 else b"," + _SEQ) + seq
-        if fwd is not None:
-            head += (_FWD if len(head) == 1 else b"," + _FWD) + fwd
-        return shapes, head + b"}"
+        return shapes, _closed(head, seq, fwd)
     parts = _PARTS.findall(key)
     if len(parts) != len(ARG_KEYS):
         raise ValueError(f"a scan key has {len(parts)} parts, not {len(ARG_KEYS)}")
     shapes, head = _shape_part(parts[0][0] + parts[0][1], parts[1][0] + parts[1][1])
-    for name, (mark, raw) in zip((_SEQ, _FWD), parts[2:], strict=True):
-        if mark == b"\x01":
-            head += (name if len(head) == 1 else b"," + name) + orjson.dumps(orjson.loads(raw))
-    return shapes, head + b"}"
+    seq, fwd = (orjson.dumps(orjson.loads(raw)) if mark == b"\x01" else None for mark, raw in parts[2:])
+    return shapes, _closed(head, seq, fwd)
 
 
 class ArgCodes:
