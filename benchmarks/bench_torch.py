@@ -33,6 +33,13 @@ import torch
 from openmsprof.torch.profiler import _analysis_worker
 
 
+def mlp() -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+    """The MLP every torch benchmark trains (steps of 1-2 ms at one thread), seeded, and its optimiser."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256))
+    return model, torch.optim.SGD(model.parameters(), lr=0.01)
+
+
 def _train_step(model: torch.nn.Module, opt: torch.optim.Optimizer) -> None:
     x = torch.randn(64, 256)
     loss = model(x).square().mean()
@@ -84,9 +91,7 @@ def per_step(steps: int, rounds: int, tmp: Path, conditions: list[bool]) -> None
     starved, by stop()'s thread); CPU is the whole process tree's (the analysis worker included,
     ``corunner.tree_cpu_s``), so nothing is drained untimed: ours' stop() returns with its windows
     analysed.  Rounds interleave the sides (rotating) and the conditions (co-runner off / on)."""
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    model, opt = mlp()
     for _ in range(20):
         _train_step(model, opt)
     sched = {"wait": 2, "warmup": 1, "active": 3, "repeat": 0}

@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python benchmarks/bench_torch_windows.py [--windows 100] [--rounds 3]
 [--corunner {off,on,both}] [--inputs DIR]``.
 
-A training loop (the MLP of ``bench_torch.py``, 1 torch thread, schedule(wait=2, warmup=1,
+A training loop (``bench_torch.mlp`` and its step, 1 torch thread, schedule(wait=2, warmup=1,
 active=3)) is profiled by ``openmsprof.torch.profiler`` with ``analyse_flag=False``: ``--windows``
 saved, unanalysed windows of one job (``--inputs DIR`` keeps them and reuses them next time).
 Then each side, in a fresh process, analyses copies of them one after the other as the analysis
@@ -38,20 +38,22 @@ from pathlib import Path
 
 from corunner import CoRunner, add_corunner_arg, corunner_modes, loadavg, summary
 
-ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 SKIP = 5
 
 _MAKE = """
-import sys, logging, torch, openmsprof.torch.profiler as tp
+import logging, sys, torch, openmsprof.torch.profiler as tp
+sys.path.insert(0, sys.argv[3])
+from bench_torch import _train_step, mlp
 logging.disable(logging.WARNING)
-torch.set_num_threads(1); torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256))
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
+torch.set_num_threads(1)
+model, opt = mlp()
 p = tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=2, warmup=1, active=3, repeat=0),
                on_trace_ready=tp.tensorboard_trace_handler(sys.argv[1], analyse_flag=False))
 p.start()
 for _ in range(int(sys.argv[2]) * 6):
-    x = torch.randn(64, 256); loss = model(x).square().mean(); loss.backward(); opt.step(); opt.zero_grad()
+    _train_step(model, opt)
     p.step()
 p.stop()
 """
@@ -86,10 +88,14 @@ print(json.dumps({"median_ms": statistics.median(per[int(sys.argv[4]):]) * 1e3})
 SIDES = {"distinct windows": "distinct", "distinct, 12 ms apart": "apart", "one window repeated": "one"}
 
 
+def _env() -> dict[str, str]:
+    """The environment of a side's process: this tree's ``src`` first on the path."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
+
+
 def make_windows(out: Path, n: int) -> None:
     """``n`` saved, unanalysed windows of one training job in ``out``."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
-    subprocess.run([sys.executable, "-c", _MAKE, str(out), str(n)], check=True, env=env,
+    subprocess.run([sys.executable, "-c", _MAKE, str(out), str(n), str(HERE)], check=True, env=_env(),
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     got = [p for p in out.iterdir() if p.name.endswith("_ascend_pt")]
     if len(got) < n:
@@ -100,9 +106,7 @@ def run_side(src: Path, mode: str) -> float:
     """One side in a fresh process: its median CPU per window, ms."""
     work = Path(tempfile.mkdtemp(prefix="omsp-bench-win-"))
     try:
-        env = {**os.environ,
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
-        out = subprocess.run([sys.executable, "-c", _SIDE, str(src), str(work), mode, str(SKIP)], check=True, env=env,
+        out = subprocess.run([sys.executable, "-c", _SIDE, str(src), str(work), mode, str(SKIP)], check=True, env=_env(),
                              capture_output=True, text=True).stdout
         return float(json.loads(out.strip().splitlines()[-1])["median_ms"])
     finally:
