@@ -7,6 +7,7 @@ import functools
 import logging
 import os
 import socket
+import stat
 import string
 import time
 from pathlib import Path
@@ -100,8 +101,18 @@ def new_path(root: Path, worker_name: str | None) -> Path:
 
 def root_ready(root: Path) -> bool:
     """Whether ``root`` was made and found writable by an earlier window (then a window's dir is
-    made later, on the writer thread, together with moving its trace in)."""
-    return root in _ready_roots
+    made later, on the writer thread, together with moving its trace in) and is still a
+    directory: one removed meanwhile (a user's cleanup between runs or windows) is forgotten, and
+    made and checked again by the next window, as torch's own handler makes its dir each time."""
+    if root not in _ready_roots:
+        return False
+    try:
+        if stat.S_ISDIR(os.lstat(root).st_mode):
+            return True
+    except OSError:
+        pass
+    _ready_roots.discard(root)
+    return False
 
 
 def create_at(root: Path, path: Path) -> None:
