@@ -16,12 +16,28 @@ from openmsprof.acl._codes import (
     ACL_ERROR_MODEL_OUTPUT_NOT_MATCH,
     ACL_SUCCESS,
 )
+from openmsprof.acl._guard import guard_module
 from openmsprof.acl._state import fail, new_handle
 
+
+class _Handles(dict[Any, Any]):
+    """A handle table: a handle that is not an int (a list, a dict: unhashable) is simply not
+    there, as an unknown handle is, so every call answers it with its usual code."""
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return dict.get(self, key, default) if type(key) is int else default
+
+    def pop(self, key: Any, default: Any = None) -> Any:
+        return dict.pop(self, key, default) if type(key) is int else default
+
+    def __contains__(self, key: object) -> bool:
+        return type(key) is int and dict.__contains__(self, key)
+
+
 MODELS: dict[int, Any] = {}  # model id → _model.Model (filled by acl.mdl)
-_descs: dict[int, Any] = {}  # desc → Model or None (not yet filled)
-_datasets: dict[int, list[int]] = {}
-_buffers: dict[int, list[int]] = {}  # data buffer → [ptr, size]
+_descs: dict[int, Any] = _Handles()  # desc → Model or None (not yet filled)
+_datasets: dict[int, list[int]] = _Handles()
+_buffers: dict[int, list[int]] = _Handles()  # data buffer → [ptr, size]
 
 
 def _bump() -> None:
@@ -224,3 +240,6 @@ def get_input_data_type(model_desc: int, index: int) -> int:
 def get_output_data_type(model_desc: int, index: int) -> int:
     s = _spec(model_desc, index, False)
     return s.acl_type if s is not None else ACL_DT_UNDEFINED
+
+
+guard_module(globals())  # every entry point answers bad arguments with a code (acl/_guard.py)

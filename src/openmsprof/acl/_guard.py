@@ -3,7 +3,10 @@
 :func:`guard_module` wraps every public function a pyACL module defines: an exception other
 than a :class:`~openmsprof.config.errors.ProfilingError` (which the functions already turn into
 codes) becomes ``ACL_ERROR_INVALID_PARAM`` with a one-line recent error, in the function's
-return shape: ``ret`` for ``-> int``, ``(None, ret)`` for ``-> tuple[..., int]``.
+return shape: ``ret`` for ``-> int``, ``(None, ret)`` for ``-> tuple[..., int]``, None for ``-> None``,
+"" for ``-> str`` (as for an unknown handle).
+Calls that answer with data and no code (``acl.util.ptr_to_bytes``) raise ``ValueError`` naming
+themselves instead.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ from openmsprof.config.errors import ACL_ERROR_INVALID_PARAM, ProfilingError
 
 __all__ = ["guard_module"]
 
+#: what a call with no code in its return shape answers a bad argument with (as for an unknown handle)
+_EMPTY: dict[str, Any] = {"None": None, "str": ""}
+
 
 def _failure(fn: Callable[..., Any]) -> Callable[[int, str], Any] | None:
     ret = str(getattr(fn, "__annotations__", {}).get("return", ""))
@@ -25,6 +31,14 @@ def _failure(fn: Callable[..., Any]) -> Callable[[int, str], Any] | None:
         return fail
     if ret.startswith("tuple[") and ret.endswith(", int]"):
         return lambda code, msg: (None, fail(code, msg))
+    if ret in _EMPTY:  # (a destroy call, a name getter: the failure is the recent error)
+        empty = _EMPTY[ret]
+
+        def answer(code: int, msg: str) -> Any:
+            fail(code, msg)
+            return empty
+
+        return answer
     return None
 
 

@@ -22,6 +22,7 @@ from openmsprof.acl._codes import (
     ACL_SUCCESS,
 )
 from openmsprof.acl._data import MODELS
+from openmsprof.acl._guard import guard_module
 from openmsprof.acl._harvester import refresh
 from openmsprof.acl._model import Model
 from openmsprof.acl._state import STATE, fail, new_handle, traced
@@ -220,3 +221,6 @@ def get_model_id(data: Any, data_len: int, index: int) -> int:
 
 def get_op_thread_id(data: Any, data_len: int, index: int) -> int:
     return _field("get_op_thread_id", data, data_len, index, 3)
+
+
+guard_module(globals())  # every entry point answers bad arguments with a code (acl/_guard.py)

@@ -26,7 +26,7 @@ from openmsprof.acl._codes import (
     ACL_ERROR_UNINITIALIZE,
     ACL_SUCCESS,
 )
-from openmsprof.acl._data import (  # noqa: F401  (re-exported: pyACL keeps these in acl.mdl)
+from openmsprof.acl._data import (
     add_dataset_buffer,
     create_dataset,
     create_desc,
@@ -53,6 +53,14 @@ from openmsprof.acl._state import STATE, fail, traced
 from openmsprof.config.validate import show
 from openmsprof.recorder.records import ApiLevel
 from openmsprof.sources import emit
+
+__all__ = [  # the pyACL acl.mdl calls (seed 001) and the model table the facade keeps
+    "add_dataset_buffer", "create_dataset", "create_desc", "destroy_dataset", "destroy_desc", "execute",
+    "execute_async", "get_dataset_buffer", "get_dataset_num_buffers", "get_desc", "get_input_data_type",
+    "get_input_dims", "get_input_name_by_index", "get_input_size_by_index", "get_num_inputs", "get_num_outputs",
+    "get_output_data_type", "get_output_dims", "get_output_name_by_index", "get_output_size_by_index",
+    "load_from_file", "load_from_mem", "models", "set_graph_optimization_level", "unload",
+]
 
 MODEL = ApiLevel.MODEL
 _models: dict[int, Model] = _data.MODELS

@@ -31,7 +31,7 @@ from openmsprof.acl._codes import (
     ACL_SUCCESS,
 )
 from openmsprof.acl._guard import guard_module
-from openmsprof.acl._stamps import (  # noqa: F401  (re-exported)
+from openmsprof.acl._stamps import (
     create_stamp,
     destroy_stamp,
     mark,
@@ -42,7 +42,7 @@ from openmsprof.acl._stamps import (  # noqa: F401  (re-exported)
     set_stamp_trace_message,
 )
 from openmsprof.acl._state import STATE, fail, new_handle, traced
-from openmsprof.acl._subscribe import (  # noqa: F401  (re-exported)
+from openmsprof.acl._subscribe import (
     create_subscribe_config,
     destroy_subscribe_config,
     dropped_records,
@@ -67,6 +67,16 @@ from openmsprof.config.errors import ProfilingError
 from openmsprof.config.paths import resolve_output
 from openmsprof.recorder.records import StepTag
 from openmsprof.sources import emit
+
+__all__ = [  # the pyACL acl.prof calls (seeds 001/002)
+    "Create_Step_Info", "Destroy_Step_Info", "create_config", "create_stamp", "create_step_info",
+    "create_subscribe_config", "destroy_config", "destroy_stamp", "destroy_step_info", "destroy_subscribe_config",
+    "dropped_records", "finalize", "get_model_id", "get_op_desc_size", "get_op_duration", "get_op_end",
+    "get_op_name", "get_op_name_len", "get_op_num", "get_op_start", "get_op_thread_id", "get_op_type",
+    "get_op_type_len", "get_step_timestamp", "init", "mark", "model_subscribe", "model_un_subscribe",
+    "model_unsubscribe", "pop", "push", "range_start", "range_stop", "set_config", "set_stamp_trace_message",
+    "start", "stop",
+]
 
 _configs: dict[int, Any] = {}
 _steps: dict[int, list[int]] = {}  # info → [step index, tags seen bitmask]

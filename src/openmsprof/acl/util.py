@@ -42,10 +42,14 @@ def ptr_to_bytes(ptr: int, size: int) -> bytes:
 
 def ptr_to_numpy(ptr: int, shape: Sequence[int] | int, npy_type: int | str | np.dtype[Any]) -> np.ndarray:
     """A numpy array viewing known memory at ``ptr`` (``npy_type``: NPY_TYPES number or dtype)."""
-    spec: Any = NPY_TYPES[npy_type] if isinstance(npy_type, int) and npy_type in NPY_TYPES else npy_type
-    dtype = np.dtype(spec)
-    dims = (shape,) if isinstance(shape, int) else tuple(int(d) for d in shape)
-    size = int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
+    try:
+        spec: Any = NPY_TYPES[npy_type] if isinstance(npy_type, int) and npy_type in NPY_TYPES else npy_type
+        dtype = np.dtype(spec)
+        dims = (shape,) if isinstance(shape, int) else tuple(int(d) for d in shape)
+        size = int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"acl.util.ptr_to_numpy: shape {shape!r} / type {npy_type!r} not understood "
+                         f"({type(exc).__name__})") from None
     if not _memory.check(ptr, size):
         raise ValueError(f"acl.util.ptr_to_numpy: {ptr!r} (+{size} bytes) is not known memory")
     return _memory.view(ptr, size).view(dtype).reshape(dims)
