@@ -115,3 +115,27 @@ def test_analyse_bad_path_errors_name_the_path(tmp_path: Path) -> None:
 
     with pytest.raises(PathError, match="no \\*_ascend_pt"):
         tp.analyse(tmp_path)
+
+
+@pytest.mark.parametrize("bad", [5, 2.5, object(), ["a"]])
+def test_a_handler_dir_name_that_is_not_a_path_is_one_warning_and_the_default(
+        bad: object, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="openmsprof"):
+        handler = tp.tensorboard_trace_handler(bad)  # type: ignore[arg-type]
+    assert handler.root == Path.cwd()  # torch_npu's default: the working directory
+    lines = [r.getMessage() for r in caplog.records if "dir_name=" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].endswith(f"is not a path; using {Path.cwd()}") and "\n" not in lines[0]
+
+
+@pytest.mark.parametrize(("name", "default"), [("analyse_flag", True), ("async_mode", False)])
+def test_a_handler_switch_that_is_not_a_bool_is_reported(name: str, default: bool,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """``analyse_flag="False"`` (a string) was taken silently as True."""
+    with caplog.at_level(logging.WARNING, logger="openmsprof"):
+        handler = tp.tensorboard_trace_handler("out", **{name: "False"})  # type: ignore[arg-type]
+    assert getattr(handler, name) is default
+    assert f"tensorboard_trace_handler {name}='False' is not a bool; using {default}" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="openmsprof"):
+        assert getattr(tp.tensorboard_trace_handler("out", **{name: not default}), name) is (not default)
+    assert caplog.text == ""

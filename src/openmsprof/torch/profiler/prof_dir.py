@@ -52,7 +52,13 @@ def default_root() -> Path:
 
 def check_root(dir_name: str | os.PathLike[str] | None) -> Path:
     """The output root: ``dir_name`` (str or Path) if usable, else the default, with a warning."""
-    if dir_name is None or os.fspath(dir_name) == "":
+    if dir_name is None:
+        return default_root()
+    if not isinstance(dir_name, (str, os.PathLike)):
+        log.warning("openmsprof: tensorboard_trace_handler dir_name=%.80r is not a path; using %s", dir_name,
+                    default_root())
+        return default_root()
+    if os.fspath(dir_name) == "":
         return default_root()
     try:
         return resolve_output(os.fspath(dir_name), "profiler output dir")

@@ -23,6 +23,14 @@ _WARMUP = ProfilerAction.WARMUP
 _RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 
 
+def _flag(name: str, value: Any, default: bool) -> bool:
+    """A handler switch: a bool as given; anything else is reported and the default used."""
+    if isinstance(value, bool):
+        return value
+    log.warning("openmsprof: tensorboard_trace_handler %s=%.80r is not a bool; using %s", name, value, default)
+    return default
+
+
 class _TraceHandler:
     """What ``tensorboard_trace_handler`` returns: where to write, and analysis on trace ready.
 
@@ -34,8 +42,8 @@ class _TraceHandler:
     def __init__(self, dir_name: Any, worker_name: Any, analyse_flag: Any, async_mode: Any) -> None:
         self.root = prof_dir.check_root(dir_name)
         self.worker = prof_dir.check_worker(worker_name)
-        self.analyse_flag = analyse_flag if isinstance(analyse_flag, bool) else True
-        self.async_mode = async_mode if isinstance(async_mode, bool) else False
+        self.analyse_flag = _flag("analyse_flag", analyse_flag, True)
+        self.async_mode = _flag("async_mode", async_mode, False)
         _writer.submit(_analysis_worker.prestart)  # it imports while the first window records
 
     def __call__(self, prof: _KinetoProfile) -> None:
