@@ -19,7 +19,7 @@ import shutil
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -29,6 +29,7 @@ from openmsprof.recorder.clock import read_pair
 from openmsprof.sources import emit, host_sampler, markers  # noqa: F401  (register listeners)
 from openmsprof.sources import gc_watch as _gc_watch
 from openmsprof.torch.profiler import (
+    _held_signals,
     _window_exports,
     _window_files,
     _window_info,
@@ -84,6 +85,10 @@ class _KinetoProfile:
         self._schedule_info: dict[str, int] | None = None
         self._metadata: dict[str, Any] = {}
         self._kineto: Any = None
+        #: the window started Kineto (set before start_trace), was handed on, its temp trace: an
+        #: exception (Ctrl-C) mid-transition never makes stop() stop no session (torch's export of
+        #: that crashes: SIGSEGV), export twice (torch refuses) or lose a window (``_held_signals``)
+        self._tracing, self._finalized, self._tmp = False, False, cast("Path | None", None)
         self._session: session.Session | None = None
         self._start_mono = 0
         self._stop_t0 = 0.0
@@ -98,12 +103,14 @@ class _KinetoProfile:
 
     # -- torch_npu public methods ----------------------------------------------------------
     def start(self) -> None:
-        self._init()
-        self._start()
+        with _held_signals.held():
+            self._init()
+            self._start()
 
     def stop(self) -> None:
-        self._stop()
-        self._finalize()
+        with _held_signals.held():
+            self._stop()
+            self._finalize()
         _writer.flush()
 
     def __enter__(self) -> _KinetoProfile:
@@ -147,6 +154,7 @@ class _KinetoProfile:
     def _init(self) -> None:
         from torch.profiler.profiler import _KinetoProfile as _TorchKineto
 
+        self._tracing, self._finalized, self._tmp = False, False, None
         self._kineto = _TorchKineto(activities=self._torch_acts, record_shapes=self.record_shapes,
                                     profile_memory=self.profile_memory, with_stack=self.with_stack,
                                     with_flops=self.with_flops, with_modules=self.with_modules)
@@ -175,6 +183,7 @@ class _KinetoProfile:
         if self._kineto is None:
             self._init()
         self._start_mono = time.perf_counter_ns()
+        self._tracing = True
         self._kineto.start_trace()
         exp = self.experimental_config
         domains = exp.to_dict()
@@ -212,41 +221,62 @@ class _KinetoProfile:
             except Exception as exc:
                 log.warning("openmsprof: stopping the PROF_ session failed: %s", exc)
             self._session = None
-        if self._kineto is not None:
-            self._kineto.stop_trace()
+        if self._kineto is not None and self._tracing:
+            from torch.autograd import _profiler_enabled
+
+            if _profiler_enabled():  # (else an exception came before its start_trace, or after its stop)
+                self._kineto.stop_trace()
+            self._tracing = False
 
     def _finalize(self) -> None:
         """Save FRAMEWORK raw data + info files now (before any analysis)."""
-        if self._kineto is None or self.prof_path is None:
+        if self._kineto is None or self.prof_path is None or self._finalized:
+            return  # (done: an exception inside the step that ended it, after this, reaches stop())
+        if not self._results():  # an exception (Ctrl-C) came between its start and its stop: no trace
+            self._finalized = True
+            log.warning("openmsprof: the window %s was interrupted before its trace ended; dropped", self.prof_path)
+            self._delete()
             return
         win = self._window
-        if win is None:
-            return
-        if win.ok is None and not prof_dir.root_ready(win.root):
+        if win is not None and win.ok is None and not prof_dir.root_ready(win.root):
             win = self._ready_window()  # the first window under a root: its dir is made first
-            if win is None:
-                return
-        end = self._end_info()
+        if win is None:
+            self._finalized = True
+            return
+        end = _window_info.end_info()
         # Into the rank dir when it exists, else beside it in the root: whoever saves the window
         # makes the dir and moves the trace in, in one job
-        tmp = (win.path / "FRAMEWORK" if win.ok else win.root) / _window_files.temp_trace_name(win.path.name, os.getpid())
+        tmp = self._tmp = self._tmp or ((win.path / "FRAMEWORK" if win.ok else win.root)
+                                        / _window_files.temp_trace_name(win.path.name, os.getpid()))
         try:
-            self._kineto.export_chrome_trace(os.fspath(tmp))
+            if not os.path.exists(tmp):  # (else exported by a try that an exception ended)
+                self._kineto.export_chrome_trace(os.fspath(tmp))
         except Exception as exc:
+            self._finalized = True
             log.warning("openmsprof: saving %s failed: %s", win.path, exc)
             return
         spent = time.perf_counter() - self._stop_t0 if self._stop_t0 else 0.0
         if self._static_files is None:  # what every window of this profiler shares, built once
-            self._static_files = {"config": self._config_dict(), "backend": self._backend(),
+            cuda = any(a.name == "CUDA" for a in self._torch_acts)
+            self._static_files = {"config": self._config_dict(), "backend": _window_info.backend(cuda),
                                   "notes": list(self._notes), "torch_version": prof_dir.torch_version_text()}
-        files = {**self._static_files, "start": self._start_info(), "end": end, "rank": prof_dir.get_rank(),
-                 "meta": prof_dir.metadata(self._metadata), "window_end_s": round(spent, 6)}
+        files = {**self._static_files, "start": _window_info.start_info(self._start_mono), "end": end,
+                 "rank": prof_dir.get_rank(), "meta": prof_dir.metadata(self._metadata),
+                 "window_end_s": round(spent, 6)}
         if self._gc_doc is not None:
             files["gc_events"], self._gc_doc = self._gc_doc, None
         fallback = partial(win.save, tmp, files, self.saved)
+        self._finalized = True  # (an exception until here: stop() does it again)
         self._handed_off = self._hand_off(win.path, tmp, files, fallback)
         if not self._handed_off:
             _writer.submit(fallback)
+
+    def _results(self) -> bool:
+        """Kineto's stop_trace of this window returned (its results are there to export)."""
+        prof = getattr(self._kineto, "profiler", None)
+        if prof is None or not hasattr(prof, "kineto_results"):  # (a torch without it: whether it was stopped)
+            return prof is not None and not self._tracing
+        return prof.kineto_results is not None
 
     def _hand_off(self, path: Path, tmp: Path, files: dict[str, Any], fallback: Any) -> bool:
         """Give the window's file work to another process; False: the writer thread does it
@@ -261,18 +291,8 @@ class _KinetoProfile:
             self.prof_path = None
 
     # -- info ------------------------------------------------------------------------------
-    def _backend(self) -> str:
-        return _window_info.backend(any(a.name == "CUDA" for a in self._torch_acts))
-
     def _config_dict(self) -> dict[str, Any]:
         flags = {"record_shapes": self.record_shapes, "profile_memory": self.profile_memory,
                  "with_stack": self.with_stack, "with_flops": self.with_flops, "with_modules": self.with_modules}
         return _window_info.config_dict(self.activity_names, self._schedule_info, flags,
                                         self.experimental_config.to_dict())
-
-    def _start_info(self) -> dict[str, Any]:
-        return _window_info.start_info(self._start_mono)
-
-    @staticmethod
-    def _end_info() -> dict[str, Any]:
-        return _window_info.end_info()

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from openmsprof.sources import markers, step_hooks
-from openmsprof.torch.profiler import _analysis_worker, _writer, prof_dir
+from openmsprof.torch.profiler import _analysis_worker, _held_signals, _writer, prof_dir
 from openmsprof.torch.profiler._enums import ProfilerAction
 from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
 from openmsprof.torch.profiler.kineto_profile import _KinetoProfile
@@ -108,19 +108,20 @@ class profile(_KinetoProfile):
         self._enter_step()
 
     def stop(self) -> None:
-        self._exit_step()
-        act = self.current_action
-        try:
-            if act is _WARMUP:
-                self._stop()
-                self._delete()
-            elif act in _RECORDING:
-                self._stop()
-                self._finalize()
-                self._trace_ready()
-        except Exception as exc:
-            log.warning("openmsprof: profiler stop failed: %s", exc)
-        self.current_action = _NONE
+        with _held_signals.held():  # (a Ctrl-C meanwhile is raised once the window is handed on)
+            self._exit_step()
+            act = self.current_action
+            try:
+                if act is _WARMUP:
+                    self._stop()
+                    self._delete()
+                elif act in _RECORDING:
+                    self._stop()
+                    self._finalize()
+                    self._trace_ready()
+            except Exception as exc:
+                log.warning("openmsprof: profiler stop failed: %s", exc)
+            self.current_action = _NONE
         _writer.flush()
         if isinstance(self.on_trace_ready, _TraceHandler):
             self.on_trace_ready.wait()
@@ -182,8 +183,11 @@ class profile(_KinetoProfile):
                 log.warning("openmsprof: on_trace_ready failed: %s", exc)
 
     def _transit(self, prev: ProfilerAction, cur: ProfilerAction) -> None:
+        if prev is cur and cur is not ProfilerAction.RECORD_AND_SAVE:
+            return  # (a step inside a window, or between windows: nothing changes)
         try:
-            self._do_transit(prev, cur)
+            with _held_signals.held():  # (a Ctrl-C meanwhile is raised once the change is whole)
+                self._do_transit(prev, cur)
         except Exception as exc:
             log.warning("openmsprof: profiler transition %s -> %s failed: %s", prev.name, cur.name, exc)
 

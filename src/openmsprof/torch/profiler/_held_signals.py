@@ -1,0 +1,57 @@
+"""Signals whose Python handlers raise (Ctrl-C's ``KeyboardInterrupt``, a user's timer) held back
+while a window changes state, then handled at once.
+
+A Python signal handler runs at the next bytecode boundary, which may be right after one of
+Kineto's calls returned and before torch stored what it returned: an exception raised after
+``_disable_profiler()`` inside ``stop_trace`` loses the window's results, and ``stop()`` then
+finds no session to stop (before the checks in ``kineto_profile``, exporting what that gave
+crashed the process with SIGSEGV).  ``held()`` swaps the callable handlers of ``SIGNALS`` for
+one that only notes the signal, and once the block is through restores them and calls the
+original handler of each noted signal, so its exception is raised there, the profiler's state
+whole.  Only the main thread runs Python signal handlers: elsewhere ``held()`` does nothing.
+Handlers that are not Python callables (SIG_DFL, SIG_IGN) are left alone: a default SIGTERM
+still ends the process at once.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+__all__ = ["SIGNALS", "held"]
+
+#: the signals a Python program commonly gives a raising handler (``SIGINT``'s default is one)
+SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGALRM", "SIGVTALRM",
+                                                   "SIGUSR1", "SIGUSR2") if hasattr(signal, name))
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """Run the block with ``SIGNALS``' Python handlers held back; call them afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted: list[tuple[int, FrameType | None]] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        noted.append((signum, frame))
+
+    saved: dict[int, Any] = {}
+    try:
+        for s in SIGNALS:
+            handler = signal.getsignal(s)
+            if callable(handler):
+                saved[s] = handler
+                signal.signal(s, note)
+        yield
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+        for signum, frame in noted:  # (a handler that raises ends the loop: as it would have)
+            handler = saved.get(signum)
+            if callable(handler):
+                handler(signum, frame)

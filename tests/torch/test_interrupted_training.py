@@ -1,0 +1,170 @@
+"""Training interrupted by signals, in real processes: Ctrl-C (a real SIGINT from outside) in the
+middle of a ``with profile(...)`` loop, and a timer whose handler raises while ``stop()`` waits
+for the analyses.  The user's exception reaches the user's code, the process leaves (no hang on
+the worker), and every window that ended before the interruption is on disk and analysed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.torch.conftest import rank_dirs
+
+REPO = Path(__file__).resolve().parents[2]
+
+_CTRL_C = textwrap.dedent("""
+    import sys, torch
+    import openmsprof.torch.profiler as tp
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    root = sys.argv[1]
+    try:
+        with tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=0, active=1),
+                        on_trace_ready=tp.tensorboard_trace_handler(root)) as prof:
+            for i in range(10**9):
+                model(torch.randn(16, 32)).sum().backward()
+                opt.step()
+                opt.zero_grad()
+                prof.step()
+                if i == 3:
+                    print("steps", flush=True)  # the parent sends SIGINT now
+    except KeyboardInterrupt:
+        print("interrupted at step", prof.step_num, flush=True)
+        raise
+""")
+
+_ALARM = textwrap.dedent("""
+    import signal, sys, torch
+    import openmsprof.torch.profiler as tp
+    from openmsprof.torch.profiler import _analysis_worker
+    class Tick(Exception):
+        pass
+    def on_alarm(signum, frame):
+        raise Tick()
+    torch.manual_seed(0)
+    model = torch.nn.Linear(32, 10)
+    root = sys.argv[1]
+    prof = tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=0, active=1),
+                      on_trace_ready=tp.tensorboard_trace_handler(root))
+    prof.start()
+    for _ in range(6):
+        model(torch.randn(16, 32)).sum().backward()
+        prof.step()
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, 0.001)  # fires inside stop(), while it waits for the worker
+    try:
+        prof.stop()
+        print("stop returned", flush=True)
+    except Tick:
+        print("tick reached the caller", flush=True)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    assert _analysis_worker.wait(120), "the windows were never analysed"
+    print("all analysed", flush=True)
+""")
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO / "src")}
+
+
+def _analysed(root: Path) -> list[Path]:
+    return [d for d in rank_dirs(root) if (d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file()]
+
+
+def test_ctrl_c_mid_training_leaves_every_ended_window_analysed(tmp_path: Path) -> None:
+    root = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-c", _CTRL_C, str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=_env(), start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "steps"
+        time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGINT)  # Ctrl-C goes to the training process (the worker ignores it)
+        out, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == -signal.SIGINT, err  # Python's own exit on an uncaught KeyboardInterrupt
+    assert "KeyboardInterrupt" in err and "interrupted at step" in out
+    stepped = int(out.split("interrupted at step")[1].split()[0])
+    done = _analysed(root)
+    assert len(done) >= stepped >= 4  # every ended window (and the one open at the interrupt, when it recorded)
+    assert len(done) == len(rank_dirs(root))  # none left half-done
+    assert [p for p in root.iterdir() if p.name.startswith(".")] in ([], [root / ".openmsprof.claims"])
+
+
+def test_a_signal_handler_raising_inside_stop_reaches_the_caller_and_loses_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-c", _ALARM, str(root)], capture_output=True, text=True, env=_env(),
+                          timeout=240, start_new_session=True)
+    assert proc.returncode == 0, proc.stderr
+    assert ("tick reached the caller" in proc.stdout) or ("stop returned" in proc.stdout)
+    assert "all analysed" in proc.stdout
+    assert len(_analysed(root)) == len(rank_dirs(root)) == 7  # six windows and the one open at stop()
+    assert "Traceback" not in proc.stderr
+
+
+_STATES = textwrap.dedent("""
+    import sys, torch
+    import openmsprof.torch.profiler as tp
+    from openmsprof.torch.profiler import _held_signals
+    model = torch.nn.Linear(32, 10)
+    case, root = sys.argv[1], sys.argv[2]
+    prof = tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=0, active=1),
+                      on_trace_ready=tp.tensorboard_trace_handler(root))
+    prof.start()
+    model(torch.randn(16, 32)).sum().backward()
+    kineto = prof._kineto
+    if case == "stopped_by_torch":  # the exception came after torch stopped the session (results kept)
+        kineto.stop_trace()
+    elif case == "exported":  # ... and after the window's trace was exported (torch refuses a second export)
+        prof._stop()
+        tmp = prof._tmp = prof.prof_path.parent / "early.kineto.tmp"
+        kineto.export_chrome_trace(str(tmp))
+    elif case == "results_lost":  # ... between torch's stop and its storing the results
+        kineto.stop_trace()
+        kineto.profiler.kineto_results = None
+    elif case == "never_started":  # ... before the next window's start_trace (a fresh window, no session)
+        prof._stop(); prof._finalize()
+        prof._init(); prof._tracing = True
+    prof.stop()
+    print("stopped", flush=True)
+""")
+
+
+@pytest.mark.parametrize(("case", "saved"), [("stopped_by_torch", 1), ("exported", 1), ("results_lost", 0),
+                                             ("never_started", 1)])
+def test_stop_after_an_exception_mid_transition_never_stops_no_session(case: str, saved: int, tmp_path: Path) -> None:
+    """Each state an exception inside a transition can leave: ``stop()`` saves the window whose
+    results torch kept (once), drops the one it lost with a warning, and never calls stop_trace
+    with no session running (whose export crashed the process with SIGSEGV)."""
+    root = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-c", _STATES, case, str(root)], capture_output=True, text=True,
+                          env=_env(), timeout=240)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "stopped" in proc.stdout
+    assert "disableProfiler called but no active profiling session" not in proc.stderr
+    assert len(_analysed(root)) == saved
+    assert len(rank_dirs(root)) == saved  # (a dropped window leaves no empty dir)
+    if case == "results_lost":
+        assert "was interrupted before its trace ended; dropped" in proc.stderr
+
+
+def test_held_signals_raise_once_the_block_is_through() -> None:
+    from openmsprof.torch.profiler import _held_signals
+
+    order = []
+    with pytest.raises(KeyboardInterrupt), _held_signals.held():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # (the handler would run here: it is held)
+        order.append("block through")
+    assert order == ["block through"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
