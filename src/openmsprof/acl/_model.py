@@ -23,7 +23,7 @@ import onnxruntime as ort
 
 from openmsprof.acl import _profdir
 from openmsprof.acl._codes import ORT_TYPES
-from openmsprof.acl._state import STATE, log
+from openmsprof.acl._state import STATE, log, own
 from openmsprof.sources import onnxruntime_tasks as ortt
 from openmsprof.sources import ort_columns, ort_task_records, subscription
 
@@ -124,14 +124,18 @@ class Model:
             try:
                 ort.InferenceSession(self.path, so, providers=self.providers)
                 self._opt_path = opt_path if os.path.isfile(opt_path) else ""
-            except Exception:
+            except Exception as exc:
+                if not own(exc):
+                    raise
                 self._opt_path = ""
         if self._opt_path:
             so = self._options(True)
             so.graph_optimization_level = OPT_LEVELS["disable"]
             try:
                 return ort.InferenceSession(self._opt_path, so, providers=self.providers)
-            except Exception:
+            except Exception as exc:
+                if not own(exc):
+                    raise
                 self._opt_path = ""
         return ort.InferenceSession(self.path, self._options(True), providers=self.providers)
 
@@ -188,6 +192,8 @@ class Model:
             if writer is not None:
                 self.publish(writer, profile, runner.nodes.metas)
         except Exception as exc:  # profiling never breaks the application
+            if not own(exc):  # (a user's signal handler's exception goes on to the caller)
+                raise
             log.warning("openmsprof.acl: harvesting ONNX Runtime profile of model %d failed: %s", self.id, exc)
 
     def publish(self, writer: subscription.PipeWriter, profile: ort_columns.Profile, metas: list[ort_columns.NodeMeta]) -> None:

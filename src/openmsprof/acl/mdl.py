@@ -49,7 +49,7 @@ from openmsprof.acl._data import (
 from openmsprof.acl._guard import guard_module
 from openmsprof.acl._harvester import refresh
 from openmsprof.acl._model import PLAIN, SUBSCRIBED, Model
-from openmsprof.acl._state import STATE, fail, traced
+from openmsprof.acl._state import STATE, fail, own, traced
 from openmsprof.config.validate import show
 from openmsprof.recorder.records import ApiLevel
 from openmsprof.sources import emit
@@ -125,6 +125,8 @@ def _load(path: str, model_id: int, what: str) -> tuple[int, int]:
     try:
         m = Model(model_id, path, _opt_level or _model.default_opt_level(), rt.get_device()[0])
     except Exception as exc:
+        if not own(exc):
+            raise
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return 0, fail(ACL_ERROR_PARSE_MODEL, f"{what}: {path!r} is not a valid ONNX model: {text}")
     _models[model_id] = m
@@ -221,11 +223,14 @@ def _run(m: Model, in_ds: Any, out_ds: Any, what: str, name: str = "aclmdlExecut
         else:
             ret = _copy_out(b, m.plain.run(m.out_names, b.feeds), what)
     except Exception as exc:
+        if not own(exc):  # (a user's signal handler's exception: the caller's, as after a C call)
+            raise
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         ret = fail(ACL_ERROR_MODEL_INPUT_NOT_MATCH if isinstance(exc, ort.capi.onnxruntime_pybind11_state.InvalidArgument)
                    else ACL_ERROR_INVALID_PARAM, f"{what}: model {m.id}: {text}")
-    if api:
-        emit.record_api(name, MODEL, t0, _now(), conn)
+    finally:
+        if api:  # (an execute a user's signal handler interrupted ran too: its span is kept)
+            emit.record_api(name, MODEL, t0, _now(), conn)
     return ret
 
 
@@ -247,8 +252,9 @@ def execute(model_id: int, input: Any, output: Any) -> int:
             try:
                 m.plain.run_with_iobinding(b.io)
                 return ACL_SUCCESS
-            except Exception:
-                pass  # the full path reports it
+            except Exception as exc:
+                if not own(exc):  # (a user's signal handler's: the model ran; never run it again)
+                    raise  # the full path reports the model's own failure
     return _run(m, input, output, "acl.mdl.execute")
 
 

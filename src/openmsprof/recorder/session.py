@@ -267,7 +267,7 @@ def _stop_at_exit() -> None:
         if _active is s:
             stop()
     except Exception as exc:  # pragma: no cover
-        log.warning("openmsprof: stop at exit failed: %s", exc)
+        log.warning("openmsprof: stop at exit failed: %s: %s", type(exc).__name__, exc)
     finally:
         _control.release()
 

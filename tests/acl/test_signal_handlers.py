@@ -1,0 +1,76 @@
+"""A user's signal handler that raises (a serving loop's alarm timeout) while pyACL executes: the
+exception reaches the user's code, as it does after a C pyACL call returns, and the model is not
+run again.  Before, ``acl.mdl.execute`` caught it and answered ACL_ERROR_INVALID_PARAM ("model 1:
+Tick"), and the fast path ran the model a second time.  ONNX Runtime's own errors still come back
+as codes."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from openmsprof import acl
+
+
+class Tick(Exception):
+    pass
+
+
+_armed = [False]
+
+
+def _on_alarm(signum, frame):
+    if _armed[0]:  # (only inside the loop's try: never while the test handles the last one)
+        _armed[0] = False
+        raise Tick()
+
+
+@pytest.mark.parametrize("profiled", [False, True], ids=["plain", "profiled"])
+def test_a_raising_signal_handler_reaches_the_caller_of_execute(models, loaded, out_dir, profiled: bool) -> None:
+    assert acl.init() == 0
+    m = loaded(models["resnet_mish"])
+    m.feed(np.random.default_rng(0).random(m.in_shape, dtype=np.float32))
+    if profiled:
+        assert acl.prof.init(str(out_dir)) == 0
+        cfg = acl.prof.create_config([0], acl.ACL_AICORE_NONE, 0, acl.ACL_PROF_ACL_API | acl.ACL_PROF_TASK_TIME)
+        assert acl.prof.start(cfg) == 0
+    ok = ticks = bad = 0
+    old = signal.signal(signal.SIGALRM, _on_alarm)
+    end, started = time.monotonic() + 1.0, False
+    while True:
+        try:  # (a tick may land on any line of the loop)
+            _armed[0] = True
+            if not started:
+                started = True
+                signal.setitimer(signal.ITIMER_REAL, 0.001, 0.0013)  # every ~1 ms: most executes take longer
+            if time.monotonic() >= end:
+                _armed[0] = False
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, old)
+                break
+            ret = m.execute()
+            _armed[0] = False  # (a tick after this, on the loop's own lines, does not raise)
+            if ret == 0:
+                ok += 1
+            else:
+                bad += 1
+        except Tick:
+            ticks += 1
+    assert bad == 0, acl.get_recent_err_msg()
+    assert ticks > 10 and ok > 10
+    if profiled:
+        assert acl.prof.stop(cfg) == 0
+        assert acl.prof.finalize() == 0
+    assert acl.mdl.execute(m.model_id, 777, m.output) == acl.ACL_ERROR_INVALID_PARAM  # its own failures: codes
+
+
+def test_own_tells_the_calls_failures_from_a_users_exception() -> None:
+    from onnxruntime.capi.onnxruntime_pybind11_state import InvalidArgument
+
+    from openmsprof.acl._state import own
+
+    assert own(InvalidArgument("bad input")) and own(ValueError("x")) and own(OSError(28, "full"))
+    assert not own(Tick()) and not own(TimeoutError()) and not own(InterruptedError())
