@@ -65,12 +65,3 @@ def test_a_raising_signal_handler_reaches_the_caller_of_execute(models, loaded, 
         assert acl.prof.stop(cfg) == 0
         assert acl.prof.finalize() == 0
     assert acl.mdl.execute(m.model_id, 777, m.output) == acl.ACL_ERROR_INVALID_PARAM  # its own failures: codes
-
-
-def test_own_tells_the_calls_failures_from_a_users_exception() -> None:
-    from onnxruntime.capi.onnxruntime_pybind11_state import InvalidArgument
-
-    from openmsprof.acl._state import own
-
-    assert own(InvalidArgument("bad input")) and own(ValueError("x")) and own(OSError(28, "full"))
-    assert not own(Tick()) and not own(TimeoutError()) and not own(InterruptedError())

@@ -100,3 +100,32 @@ def test_malformed_parameter_map_options_warn_once_and_run(tmp_path):
     (job,) = jobs(tmp_path)  # the defaults: output is the current directory
     export(job)
     assert len(rows(job / "summary" / "step_trace_host.csv")) == 3
+
+
+_GRAPH_FAULTS = """
+import runpy, sys
+from openmsprof.tensorflow import tf_graph_collect
+class Tick(Exception):
+    pass
+mode = sys.argv.pop(1)
+def add(self, run_metadata, pre_graph):  # the train op's graphs fail to read, or meet a user's signal
+    raise ValueError("unreadable partition graph") if mode == "value" else Tick()
+tf_graph_collect.SessionGraphs.add = add
+sys.argv = sys.argv[1:]  # (the example's own argv)
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except Tick:
+    print("tick reached the caller")
+"""
+
+
+def test_partition_graph_faults_are_reported_and_a_users_exception_passes(tmp_path):
+    """A partition graph that cannot be read is one warning (was dropped silently); an exception a
+    user's signal handler raised meanwhile reaches the user's code (was swallowed)."""
+    r = run_py(["-c", _GRAPH_FAULTS, "value", str(EXAMPLES / "tf_sess_run.py"), str(tmp_path / "a"), "3"])
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("partition graphs could not be read (ValueError: unreadable partition graph)") == 1
+    assert "done" in r.stdout
+    r = run_py(["-c", _GRAPH_FAULTS, "tick", str(EXAMPLES / "tf_sess_run.py"), str(tmp_path / "b"), "3"])
+    assert r.returncode == 0, r.stderr
+    assert "tick reached the caller" in r.stdout and "done" not in r.stdout

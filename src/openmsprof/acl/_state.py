@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from openmsprof.config.errors import own_failure
 from openmsprof.recorder import session
 from openmsprof.recorder.records import ApiLevel
 from openmsprof.sources import emit
@@ -80,20 +81,11 @@ def recent_error() -> str:
     return getattr(_tls, "msg", "")
 
 
-#: what a pyACL call's own work raises (ONNX Runtime's errors come from its module, see ``own``)
-_OWN = (ValueError, TypeError, RuntimeError, MemoryError, OverflowError, IndexError, KeyError, AttributeError,
-        UnicodeError, RecursionError, OSError)
-
-
 def own(exc: BaseException) -> bool:
     """Whether ``exc``, caught inside a pyACL call, is that call's own failure (ONNX Runtime's
-    errors, bad data, the file system), to be answered with a code.  Anything else (a timer's
-    ``TimeoutError``, a user's own exception class) was raised by the user's signal handler at a
-    bytecode boundary inside the call and goes on to the caller, as it would after a C pyACL
-    call returned."""
-    if isinstance(exc, (TimeoutError, InterruptedError)):
-        return False
-    return isinstance(exc, _OWN) or type(exc).__module__.startswith("onnxruntime")
+    errors, bad data, the file system), answered with a code; else it is a user's signal
+    handler's, which goes on to the caller (``config.errors.own_failure``)."""
+    return own_failure(exc, ("onnxruntime",))
 
 
 def traced(name: str, level: ApiLevel = ApiLevel.ACL) -> Callable[[F], F]:

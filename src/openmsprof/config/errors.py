@@ -75,3 +75,19 @@ class ConfigPathError(ConfigError, PathError):
     :class:`ConfigError` and a :class:`PathError`."""
 
     code = ACL_ERROR_INVALID_PROFILING_CONFIG
+
+
+#: what a profiling call's own work raises (bad data, the file system, the native library's
+#: errors by module, see ``own_failure``)
+_OWN_FAILURES = (ValueError, TypeError, RuntimeError, MemoryError, OverflowError, IndexError, KeyError,
+                 AttributeError, UnicodeError, RecursionError, OSError)
+
+
+def own_failure(exc: BaseException, libraries: tuple[str, ...] = ("onnxruntime", "tensorflow")) -> bool:
+    """Whether ``exc``, caught inside a facade call, is that call's own failure (to be answered
+    with a code or a warning).  Anything else (a timer's ``TimeoutError``, a user's own exception
+    class) was raised by the user's signal handler at a bytecode boundary inside the call and goes
+    on to the caller, as it would after a native call returned."""
+    if isinstance(exc, (TimeoutError, InterruptedError)):
+        return False
+    return isinstance(exc, _OWN_FAILURES) or type(exc).__module__.startswith(libraries)

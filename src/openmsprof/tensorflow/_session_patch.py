@@ -14,9 +14,11 @@ signature, nothing on later runs); a run of initializers only is marked as no it
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from typing import Any
 
+from openmsprof.config.errors import own_failure
 from openmsprof.tensorflow import _tf_window as _control
 from openmsprof.tensorflow.tf_setup_runs import is_setup_run
 
@@ -24,6 +26,17 @@ __all__ = ["NPU_OPTIMIZER", "install", "take_npu_optimizer"]
 
 NPU_OPTIMIZER = "NpuOptimizer"
 _installed: list[bool] = []
+
+log = logging.getLogger("openmsprof")
+#: session.run partition graphs that could not be read (their shapes are missing), reported once
+graph_skips = [0]
+
+
+def _skipped(exc: Exception) -> None:
+    graph_skips[0] += 1
+    if graph_skips[0] == 1:
+        log.warning("openmsprof: a session.run's partition graphs could not be read (%s: %s); their ops' shapes are "
+                    "missing (later ones counted, not reported)", type(exc).__name__, exc)
 
 
 def take_npu_optimizer(config: Any) -> tuple[Any, dict[str, Any] | None]:
@@ -105,8 +118,10 @@ def install() -> None:
         out = orig_run(self, fetches, feed_dict, opts, meta)
         try:
             graphs.add(meta, self.graph_def)
-        except Exception:  # the graphs only add shapes; the run's result is what matters
-            pass
+        except Exception as exc:  # the graphs only add shapes; the run's result is what matters
+            if not own_failure(exc):  # (a user's signal handler's exception: the caller's)
+                raise
+            _skipped(exc)
         return out
 
     cls.run = run  # type: ignore[method-assign]
