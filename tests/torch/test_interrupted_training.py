@@ -115,7 +115,6 @@ def test_a_signal_handler_raising_inside_stop_reaches_the_caller_and_loses_nothi
 _STATES = textwrap.dedent("""
     import sys, torch
     import openmsprof.torch.profiler as tp
-    from openmsprof.torch.profiler import _held_signals
     model = torch.nn.Linear(32, 10)
     case, root = sys.argv[1], sys.argv[2]
     prof = tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=0, active=1),
@@ -156,15 +155,3 @@ def test_stop_after_an_exception_mid_transition_never_stops_no_session(case: str
     assert len(rank_dirs(root)) == saved  # (a dropped window leaves no empty dir)
     if case == "results_lost":
         assert "was interrupted before its trace ended; dropped" in proc.stderr
-
-
-def test_held_signals_raise_once_the_block_is_through() -> None:
-    from openmsprof.torch.profiler import _held_signals
-
-    order = []
-    with pytest.raises(KeyboardInterrupt), _held_signals.held():
-        os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(0.05)  # (the handler would run here: it is held)
-        order.append("block through")
-    assert order == ["block through"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

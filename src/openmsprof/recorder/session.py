@@ -30,7 +30,7 @@ from openmsprof.config.errors import (
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.paths import resolve_output
 from openmsprof.fileio import disk_space, fs
-from openmsprof.recorder import buffers, core, forking, jobdir
+from openmsprof.recorder import buffers, core, forking, held_signals, jobdir
 from openmsprof.recorder.clock import ClockPair, read_pair
 from openmsprof.recorder.datadir import DataDir
 from openmsprof.recorder.jobwriter import JobWriter
@@ -231,7 +231,7 @@ def start(config: ProfileConfig | None = None, output: str | os.PathLike[str] | 
     config = capabilities.check(config or ProfileConfig())
     out = output if output is not None else (config.output or os.getcwd())
     path = resolve_output(out)
-    with _control:
+    with _control, held_signals.held():  # (a raising signal handler waits until the session is whole)
         if _active is not None:
             raise SessionError(
                 f"profiling is already running in this process (job {str(_active.root)!r})",
@@ -246,7 +246,7 @@ def start(config: ProfileConfig | None = None, output: str | os.PathLike[str] | 
 def stop() -> Session:
     """Stop the active session, flush everything, write end_info.  Returns it."""
     global _active
-    with _control:
+    with _control, held_signals.held():  # (a Ctrl-C meanwhile is raised once every record is written)
         s = _active
         if s is None:
             raise SessionError("profiling is not running (stop without start)", code=ACL_ERROR_PROF_NOT_RUN)

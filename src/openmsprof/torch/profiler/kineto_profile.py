@@ -24,12 +24,12 @@ from typing import Any, cast
 import orjson
 
 from openmsprof.config.model import ProfileConfig
+from openmsprof.recorder import held_signals as _held_signals
 from openmsprof.recorder import jobdir, session
 from openmsprof.recorder.clock import read_pair
 from openmsprof.sources import emit, host_sampler, markers  # noqa: F401  (register listeners)
 from openmsprof.sources import gc_watch as _gc_watch
 from openmsprof.torch.profiler import (
-    _held_signals,
     _window_exports,
     _window_files,
     _window_info,
@@ -87,7 +87,7 @@ class _KinetoProfile:
         self._kineto: Any = None
         #: the window started Kineto (set before start_trace), was handed on, its temp trace: an
         #: exception (Ctrl-C) mid-transition never makes stop() stop no session (torch's export of
-        #: that crashes: SIGSEGV), export twice (torch refuses) or lose a window (``_held_signals``)
+        #: that crashes: SIGSEGV), export twice (torch refuses) or lose a window (``recorder.held_signals``)
         self._tracing, self._finalized, self._tmp = False, False, cast("Path | None", None)
         self._session: session.Session | None = None
         self._start_mono = 0

@@ -10,8 +10,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from openmsprof.recorder import held_signals as _held_signals
 from openmsprof.sources import markers, step_hooks
-from openmsprof.torch.profiler import _analysis_worker, _held_signals, _writer, prof_dir
+from openmsprof.torch.profiler import _analysis_worker, _writer, prof_dir
 from openmsprof.torch.profiler._enums import ProfilerAction
 from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
 from openmsprof.torch.profiler.kineto_profile import _KinetoProfile

@@ -1,13 +1,14 @@
 """Signals whose Python handlers raise (Ctrl-C's ``KeyboardInterrupt``, a user's timer) held back
-while a window changes state, then handled at once.
+while profiling changes state, then handled at once.
 
-A Python signal handler runs at the next bytecode boundary, which may be right after one of
-Kineto's calls returned and before torch stored what it returned: an exception raised after
-``_disable_profiler()`` inside ``stop_trace`` loses the window's results, and ``stop()`` then
-finds no session to stop (before the checks in ``kineto_profile``, exporting what that gave
-crashed the process with SIGSEGV).  ``held()`` swaps the callable handlers of ``SIGNALS`` for
-one that only notes the signal, and once the block is through restores them and calls the
-original handler of each noted signal, so its exception is raised there, the profiler's state
+A Python signal handler runs at the next bytecode boundary, wherever that is.  Inside
+``session.stop()`` its exception left the session half-stopped: records not yet flushed were lost
+and the job had no end_info.  Inside a torch window's transition it could land right after one of
+Kineto's calls returned and before torch stored what it returned (an exception raised after
+``_disable_profiler()`` inside ``stop_trace`` loses the window's results; exporting what a stop
+of no session gives crashes the process with SIGSEGV).  ``held()`` swaps the callable handlers of
+``SIGNALS`` for one that only notes the signal, and once the block is through restores them and
+calls the original handler of each noted signal, so its exception is raised there, the state
 whole.  Only the main thread runs Python signal handlers: elsewhere ``held()`` does nothing.
 Handlers that are not Python callables (SIG_DFL, SIG_IGN) are left alone: a default SIGTERM
 still ends the process at once.

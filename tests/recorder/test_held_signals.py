@@ -1,0 +1,71 @@
+"""``held_signals``: a raising signal handler (Ctrl-C, a user's timer) waits until profiling's state
+is whole.  Before, a timer's exception inside ``openmsprof.stop()`` left the session half-stopped:
+17 721 of 200 000 markers were lost and the job had no end_info."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from openmsprof.recorder import held_signals
+
+REPO = Path(__file__).resolve().parents[2]
+
+_STOP = textwrap.dedent("""
+    import signal, sys
+    import openmsprof
+    from openmsprof import mstx
+    from openmsprof.recorder import session
+    class Tick(Exception):
+        pass
+    def on_alarm(signum, frame):
+        raise Tick()
+    openmsprof.start(output=sys.argv[1])
+    for i in range(200_000):
+        mstx.mark("m")
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, 0.0002, 0.0002)  # a tick every 0.2 ms while stop() drains
+    ticks = 0
+    while session.current() is not None:
+        try:
+            openmsprof.stop()
+        except Tick:
+            ticks += 1
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    print("ticks", ticks, flush=True)
+""")
+
+
+def test_stop_under_a_raising_timer_writes_every_record(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    r = subprocess.run([sys.executable, "-c", _STOP, str(tmp_path)], capture_output=True, text=True, env=env,
+                       timeout=240)
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout.split("ticks")[1]) >= 1  # the tick reached the caller, once stop() was through
+    (job,) = [p for p in tmp_path.iterdir() if p.name.startswith("PROF_")]
+    r = subprocess.run([sys.executable, "-m", "openmsprof", "import", "-dir", str(job)], capture_output=True,
+                       text=True, env=env, timeout=240)
+    assert r.returncode == 0, r.stderr
+    assert "no end_info" not in r.stdout + r.stderr
+    with sqlite3.connect(job / "sqlite" / "msprof.db") as db:
+        (n,), = db.execute("SELECT COUNT(*) FROM MSTX_EVENTS").fetchall()
+    assert n == 200_000
+
+
+def test_held_signals_raise_once_the_block_is_through() -> None:
+    order = []
+    with pytest.raises(KeyboardInterrupt), held_signals.held():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # (the handler would run here: it is held)
+        order.append("block through")
+    assert order == ["block through"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
