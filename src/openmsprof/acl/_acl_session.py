@@ -21,7 +21,7 @@ from openmsprof.config.acl_json import load_acl_json
 from openmsprof.config.errors import ProfilingError
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.validate import validate
-from openmsprof.recorder import session
+from openmsprof.recorder import held_signals, session
 from openmsprof.sources import emit, gc_watch, host_sampler, markers  # noqa: F401  (register listeners)
 
 ACL_JSON_ENV = "OPENMSPROF_ACL_JSON"
@@ -113,11 +113,12 @@ def stop_json() -> None:
     s = STATE.json_session
     if s is None:
         return
-    _refresh(stopping=True)
-    STATE.json_session = None
-    if not STATE.json_adopted and session.current() is s:
-        session.stop()
-    _refresh()
+    with held_signals.held():  # (a raising signal handler waits until the harvest and stop are through)
+        _refresh(stopping=True)
+        STATE.json_session = None
+        if not STATE.json_adopted and session.current() is s:
+            session.stop()
+        _refresh()
 
 
 def start_prof(cfg: ProfileConfig) -> int:
@@ -133,14 +134,15 @@ def start_prof(cfg: ProfileConfig) -> int:
 def stop_prof(before_close: Any = None) -> int:
     """Harvest, call ``before_close()`` (the last moment a record can be written), stop."""
     s = STATE.prof_session
-    _refresh(stopping=True)
-    if before_close is not None:
-        before_close()
-    STATE.prof_session = None
-    STATE.prof_config = 0
-    if s is not None and not STATE.prof_adopted and session.current() is s:
-        session.stop()
-    _refresh()
+    with held_signals.held():  # (a raising signal handler waits until the harvest and stop are through)
+        _refresh(stopping=True)
+        if before_close is not None:
+            before_close()
+        STATE.prof_session = None
+        STATE.prof_config = 0
+        if s is not None and not STATE.prof_adopted and session.current() is s:
+            session.stop()
+        _refresh()
     return ACL_SUCCESS
 
 

@@ -8,8 +8,8 @@ Kineto's calls returned and before torch stored what it returned (an exception r
 ``_disable_profiler()`` inside ``stop_trace`` loses the window's results; exporting what a stop
 of no session gives crashes the process with SIGSEGV).  ``held()`` swaps the callable handlers of
 ``SIGNALS`` for one that only notes the signal, and once the block is through restores them and
-calls the original handler of each noted signal, so its exception is raised there, the state
-whole.  Only the main thread runs Python signal handlers: elsewhere ``held()`` does nothing.
+calls the original handler of each noted signal (with the frame where the block ends), so its
+exception is raised there, the state whole.  Only the main thread runs Python signal handlers: elsewhere ``held()`` does nothing.
 Handlers that are not Python callables (SIG_DFL, SIG_IGN) are left alone: a default SIGTERM
 still ends the process at once.
 """
@@ -17,6 +17,7 @@ still ends the process at once.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,10 +37,10 @@ def held() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    noted: list[tuple[int, FrameType | None]] = []
+    noted: list[int] = []
 
     def note(signum: int, frame: FrameType | None) -> None:
-        noted.append((signum, frame))
+        noted.append(signum)  # (not the frame: it would keep the block's locals, a buffer's view, alive)
 
     saved: dict[int, Any] = {}
     try:
@@ -52,7 +53,7 @@ def held() -> Iterator[None]:
     finally:
         for s, handler in saved.items():
             signal.signal(s, handler)
-        for signum, frame in noted:  # (a handler that raises ends the loop: as it would have)
+        for signum in noted:  # (a handler that raises ends the loop: as it would have)
             handler = saved.get(signum)
             if callable(handler):
-                handler(signum, frame)
+                handler(signum, sys._getframe(0))
