@@ -69,3 +69,19 @@ def test_held_signals_raise_once_the_block_is_through() -> None:
         order.append("block through")
     assert order == ["block through"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_noted_signal_keeps_nothing_of_the_frame_it_came_in() -> None:
+    """The frame a held signal arrived in is not kept: its locals (a view of a buffer the block
+    resizes later, as the raw writer's close does) are freed when it returns."""
+    buf = bytearray(64)
+
+    def inner() -> None:
+        view = memoryview(buf)  # noqa: F841  (alive while the signal arrives)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+
+    with pytest.raises(KeyboardInterrupt), held_signals.held():
+        inner()
+        buf.extend(b"x")  # BufferError while the noted frame (and its view) were kept
+    assert len(buf) == 65
