@@ -13,6 +13,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tests.torch.conftest import rank_dirs
@@ -154,4 +155,30 @@ def test_stop_after_an_exception_mid_transition_never_stops_no_session(case: str
     assert len(_analysed(root)) == saved
     assert len(rank_dirs(root)) == saved  # (a dropped window leaves no empty dir)
     if case == "results_lost":
-        assert "was interrupted before its trace ended; dropped" in proc.stderr
+        assert "has no trace (never started, or ended by an exception or another profiler before its stop); dropped" in proc.stderr
+
+
+def test_a_profile_inside_a_profile_leaves_the_outer_ones_session_alone(tmp_path: Path,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """Kineto has one session per process.  The inner profile's stop ended the outer's session
+    (bare torch.profiler: the outer silently empty, "disableProfiler called but no active
+    profiling session"); now the inner records nothing, says so, and the outer keeps its window."""
+    import logging
+
+    import openmsprof.torch.profiler as tp
+    import torch
+
+    model = torch.nn.Linear(32, 10)
+    with caplog.at_level(logging.WARNING, logger="openmsprof"), \
+            tp.profile(activities=[tp.ProfilerActivity.CPU],
+                       on_trace_ready=tp.tensorboard_trace_handler(str(tmp_path / "outer"))):
+        model(torch.randn(16, 32)).sum().backward()
+        with tp.profile(activities=[tp.ProfilerActivity.CPU],
+                        on_trace_ready=tp.tensorboard_trace_handler(str(tmp_path / "inner"))):
+            model(torch.randn(16, 32)).sum().backward()
+        model(torch.randn(16, 32)).sum().backward()
+    assert caplog.text.count("another profiler is recording in this process; this window records nothing") == 1
+    (outer,) = _analysed(tmp_path / "outer")
+    events = orjson.loads((outer / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_bytes())
+    assert [e.get("name") for e in events if e.get("ph") == "X"].count("aten::linear") == 3  # all three steps
+    assert not (tmp_path / "inner").exists() or rank_dirs(tmp_path / "inner") == []

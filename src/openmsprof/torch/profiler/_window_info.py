@@ -14,7 +14,7 @@ from typing import Any
 from openmsprof.recorder.clock import read_pair
 from openmsprof.torch.profiler import _enums
 
-__all__ = ["BACKEND_CPU", "BACKEND_CUDA", "backend", "config_dict", "end_info", "start_info",
+__all__ = ["BACKEND_CPU", "BACKEND_CUDA", "backend", "bool_flag", "config_dict", "end_info", "start_info",
            "torch_activities", "warn_once"]
 
 log = logging.getLogger("openmsprof")
@@ -86,3 +86,11 @@ def end_info() -> dict[str, Any]:
     """``end_info``: wall and monotonic clocks read together now (ns)."""
     pair = read_pair()
     return {"collectionTimeEnd": pair.wall_ns, "MonotonicTimeEnd": pair.mono_ns}
+
+
+def bool_flag(what: str, value: Any, default: bool = False) -> bool:
+    """A profiler switch: a bool as given; anything else is one warning naming it, and ``default``."""
+    if isinstance(value, bool):
+        return value
+    log.warning("openmsprof: %s=%.80r is not a bool; using %s", what, value, default)
+    return default

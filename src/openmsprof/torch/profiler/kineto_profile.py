@@ -51,12 +51,6 @@ class _KinetoProfile:
     def __init__(self, activities: Any = None, record_shapes: bool = False, profile_memory: bool = False,
                  with_stack: bool = False, with_flops: bool = False, with_modules: bool = False,
                  experimental_config: _ExperimentalConfig | None = None) -> None:
-        def flag(name: str, value: Any) -> bool:
-            if isinstance(value, bool):
-                return value
-            log.warning("openmsprof: %s=%r is not a bool; using False", name, value)
-            return False
-
         if isinstance(with_flops, _ExperimentalConfig) or isinstance(with_modules, _ExperimentalConfig):
             # seed 004 prints _KinetoProfile(activities, record_shape, profile_memory, with_stack,
             # experimental_config): the 5th positional is torch's with_flops
@@ -67,11 +61,11 @@ class _KinetoProfile:
                 experimental_config = positional  # type: ignore[assignment]
             with_flops = False if with_flops is positional else with_flops
             with_modules = False if with_modules is positional else with_modules
-        self.record_shapes = flag("record_shapes", record_shapes)
-        self.profile_memory = flag("profile_memory", profile_memory)
-        self.with_stack = flag("with_stack", with_stack)
-        self.with_flops = flag("with_flops", with_flops)
-        self.with_modules = flag("with_modules", with_modules)
+        self.record_shapes = _window_info.bool_flag("record_shapes", record_shapes)
+        self.profile_memory = _window_info.bool_flag("profile_memory", profile_memory)
+        self.with_stack = _window_info.bool_flag("with_stack", with_stack)
+        self.with_flops = _window_info.bool_flag("with_flops", with_flops)
+        self.with_modules = _window_info.bool_flag("with_modules", with_modules)
         if experimental_config is not None and not isinstance(experimental_config, _ExperimentalConfig):
             log.warning("openmsprof: experimental_config must be _ExperimentalConfig; using defaults")
             experimental_config = None
@@ -85,10 +79,9 @@ class _KinetoProfile:
         self._schedule_info: dict[str, int] | None = None
         self._metadata: dict[str, Any] = {}
         self._kineto: Any = None
-        #: the window started Kineto (set before start_trace), was handed on, its temp trace: an
-        #: exception (Ctrl-C) mid-transition never makes stop() stop no session (torch's export of
-        #: that crashes: SIGSEGV), export twice (torch refuses) or lose a window (``recorder.held_signals``)
-        self._tracing, self._finalized, self._tmp = False, False, cast("Path | None", None)
+        #: the window started Kineto (set before start_trace), was handed on, its temp trace, it is
+        #: inside another profile (``_init``); see ``recorder.held_signals``
+        self._tracing, self._finalized, self._tmp, self._nested = False, False, cast("Path | None", None), False
         self._session: session.Session | None = None
         self._start_mono = 0
         self._stop_t0 = 0.0
@@ -152,9 +145,15 @@ class _KinetoProfile:
 
     # -- lifecycle -------------------------------------------------------------------------
     def _init(self) -> None:
+        from torch.autograd import _profiler_enabled
         from torch.profiler.profiler import _KinetoProfile as _TorchKineto
 
-        self._tracing, self._finalized, self._tmp = False, False, None
+        self._tracing, self._finalized, self._tmp, self._nested = False, False, None, _profiler_enabled()
+        if self._nested:  # (Kineto has one session: preparing another would end the running one)
+            log.warning("openmsprof: another profiler is recording in this process; this window records nothing "
+                        "and leaves the other's session alone")
+            self._kineto = self._window = self.prof_path = None
+            return
         self._kineto = _TorchKineto(activities=self._torch_acts, record_shapes=self.record_shapes,
                                     profile_memory=self.profile_memory, with_stack=self.with_stack,
                                     with_flops=self.with_flops, with_modules=self.with_modules)
@@ -180,8 +179,10 @@ class _KinetoProfile:
         return win
 
     def _start(self) -> None:
-        if self._kineto is None:
+        if self._kineto is None and not self._nested:
             self._init()
+        if self._kineto is None:  # (a profile inside a profile: ``_init``)
+            return
         self._start_mono = time.perf_counter_ns()
         self._tracing = True
         self._kineto.start_trace()
@@ -234,7 +235,8 @@ class _KinetoProfile:
             return  # (done: an exception inside the step that ended it, after this, reaches stop())
         if not self._results():  # an exception (Ctrl-C) came between its start and its stop: no trace
             self._finalized = True
-            log.warning("openmsprof: the window %s was interrupted before its trace ended; dropped", self.prof_path)
+            log.warning("openmsprof: the window %s has no trace (never started, or ended by an exception or another "
+                        "profiler before its stop); dropped", self.prof_path)
             self._delete()
             return
         win = self._window

@@ -12,7 +12,7 @@ from typing import Any
 
 from openmsprof.recorder import held_signals as _held_signals
 from openmsprof.sources import markers, step_hooks
-from openmsprof.torch.profiler import _analysis_worker, _writer, prof_dir
+from openmsprof.torch.profiler import _analysis_worker, _window_info, _writer, prof_dir
 from openmsprof.torch.profiler._enums import ProfilerAction
 from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
 from openmsprof.torch.profiler.kineto_profile import _KinetoProfile
@@ -22,14 +22,6 @@ log = logging.getLogger("openmsprof")
 _NONE = ProfilerAction.NONE
 _WARMUP = ProfilerAction.WARMUP
 _RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
-
-
-def _flag(name: str, value: Any, default: bool) -> bool:
-    """A handler switch: a bool as given; anything else is reported and the default used."""
-    if isinstance(value, bool):
-        return value
-    log.warning("openmsprof: tensorboard_trace_handler %s=%.80r is not a bool; using %s", name, value, default)
-    return default
 
 
 class _TraceHandler:
@@ -43,8 +35,8 @@ class _TraceHandler:
     def __init__(self, dir_name: Any, worker_name: Any, analyse_flag: Any, async_mode: Any) -> None:
         self.root = prof_dir.check_root(dir_name)
         self.worker = prof_dir.check_worker(worker_name)
-        self.analyse_flag = _flag("analyse_flag", analyse_flag, True)
-        self.async_mode = _flag("async_mode", async_mode, False)
+        self.analyse_flag = _window_info.bool_flag("tensorboard_trace_handler analyse_flag", analyse_flag, True)
+        self.async_mode = _window_info.bool_flag("tensorboard_trace_handler async_mode", async_mode, False)
         _writer.submit(_analysis_worker.prestart)  # it imports while the first window records
 
     def __call__(self, prof: _KinetoProfile) -> None:
