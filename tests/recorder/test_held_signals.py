@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,15 @@ def test_stop_under_a_raising_timer_writes_every_record(tmp_path: Path) -> None:
     assert n == 200_000
 
 
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """Python's own SIGINT handler (a test runner's worker may ignore SIGINT), restored after."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+@pytest.mark.usefixtures("ctrl_c")
 def test_held_signals_raise_once_the_block_is_through() -> None:
     order = []
     with pytest.raises(KeyboardInterrupt), held_signals.held():
@@ -71,6 +81,7 @@ def test_held_signals_raise_once_the_block_is_through() -> None:
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+@pytest.mark.usefixtures("ctrl_c")
 def test_a_noted_signal_keeps_nothing_of_the_frame_it_came_in() -> None:
     """The frame a held signal arrived in is not kept: its locals (a view of a buffer the block
     resizes later, as the raw writer's close does) are freed when it returns."""

@@ -21,7 +21,8 @@ from tests.torch.conftest import rank_dirs
 REPO = Path(__file__).resolve().parents[2]
 
 _CTRL_C = textwrap.dedent("""
-    import sys, torch
+    import signal, sys, torch
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # (a test runner's worker may ignore SIGINT)
     import openmsprof.torch.profiler as tp
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
