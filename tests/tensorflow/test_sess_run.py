@@ -129,3 +129,62 @@ def test_partition_graph_faults_are_reported_and_a_users_exception_passes(tmp_pa
     r = run_py(["-c", _GRAPH_FAULTS, "tick", str(EXAMPLES / "tf_sess_run.py"), str(tmp_path / "b"), "3"])
     assert r.returncode == 0, r.stderr
     assert "tick reached the caller" in r.stdout and "done" not in r.stdout
+
+
+_CLOSE_UNDER_TICKS = """
+import os, signal, sys
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np
+import tensorflow.compat.v1 as tf
+from openmsprof.tensorflow.npu_bridge.npu_init import *  # noqa: F403
+class Tick(Exception):
+    pass
+armed = [False]
+def on_alarm(signum, frame):
+    if armed[0]:
+        armed[0] = False
+        raise Tick()
+tf.disable_eager_execution()
+x = tf.placeholder(tf.float32, [32, 16], name="x")
+w = tf.get_variable("w", [16, 1])
+loss = tf.reduce_mean(tf.square(tf.matmul(x, w)), name="loss")
+train_op = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+config = tf.ConfigProto()
+custom_op = config.graph_options.rewrite_options.custom_optimizers.add()
+custom_op.name = "NpuOptimizer"
+custom_op.parameter_map["profiling_mode"].b = True
+custom_op.parameter_map["profiling_options"].s = tf.compat.as_bytes(
+    '{"output":"%s","training_trace":"on","task_trace":"on"}' % sys.argv[1])
+sess = tf.Session(config=config)
+sess.run(tf.global_variables_initializer())
+feeds = {x: np.random.default_rng(0).random((32, 16), np.float32)}
+for _ in range(5):
+    sess.run(train_op, feeds)
+signal.signal(signal.SIGALRM, on_alarm)
+signal.setitimer(signal.ITIMER_REAL, 0.0002, 0.0002)  # the window ends with a timer raising every 0.2 ms
+ticks = 0
+while True:
+    try:
+        armed[0] = True
+        sess.close()
+        armed[0] = False
+        break
+    except Tick:
+        ticks += 1
+signal.setitimer(signal.ITIMER_REAL, 0)
+signal.signal(signal.SIGALRM, signal.SIG_IGN)
+print("done ticks", ticks)
+"""
+
+
+def test_a_raising_timer_while_the_session_closes_leaves_the_job_whole(tmp_path):
+    """The window's end (TensorFlow's trace read, the job stopped) holds a raising signal handler:
+    the job has its end_info and every iteration (a tick in the middle left the job unended)."""
+    r = run_py(["-c", _CLOSE_UNDER_TICKS, str(tmp_path)])
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout.split("done ticks")[1]) >= 1
+    (job,) = jobs(tmp_path)
+    export(job)
+    assert [x["Iteration ID"] for x in rows(job / "summary" / "step_trace_host.csv")] == ["1", "2", "3", "4", "5"]
+    assert "no end_info" not in (job / "host" / "collection.log").read_text()
+    assert len(rows(job / "summary" / "op_summary_0.csv")) >= 5  # TensorFlow's trace was read: its ops are there

@@ -18,7 +18,7 @@ from typing import Any
 from openmsprof.config.errors import ConfigError, ProfilingError
 from openmsprof.config.model import ProfileConfig
 from openmsprof.config.tf_options import default_enabled, from_env, parse_profiling_options
-from openmsprof.recorder import session
+from openmsprof.recorder import held_signals, session
 from openmsprof.sources import emit, gc_watch, host_sampler, markers  # noqa: F401  (register listeners)
 from openmsprof.tensorflow.tf_graph_collect import SessionGraphs
 from openmsprof.tensorflow.tf_trace import TfTracer
@@ -86,7 +86,7 @@ def begin(cfg: ProfileConfig, owner: object, mode: str, *, adopt: bool = False) 
     """Open the profiled window for ``owner``; False when not started (reason logged once).
     ``adopt``: a window already open (the Estimator's own session, opened by the environment
     route) is not a second enable, so no warning."""
-    with _lock:
+    with _lock, held_signals.held():  # (a raising signal handler waits until the window is open)
         if _state["owner"] is not None:
             if not adopt and _state["owner"] is not owner and not _state["warned_twice"]:
                 _state["warned_twice"] = True
@@ -114,7 +114,7 @@ def begin(cfg: ProfileConfig, owner: object, mode: str, *, adopt: bool = False) 
 
 def end(owner: object | None = None) -> str | None:
     """Close the window (only ``owner``'s, when given).  Returns the job dir, or None."""
-    with _lock:
+    with _lock, held_signals.held():  # (a Ctrl-C meanwhile is raised once TF's trace is read and the job ended)
         if _state["owner"] is None or (owner is not None and owner is not _state["owner"]
                                        and owner is not _state["closer"]):
             return None
