@@ -65,3 +65,34 @@ def test_read_only_output(tmp_path: Path) -> None:
         ro.chmod(0o750)
     assert res.returncode == 0 and "ran False 0" in res.stdout
     assert _lines(res.stderr) == [f"openmsprof: flight recorder: output {str(ro / 'out')!r} is not writable"]
+
+
+USER_EXC = """
+    import sys
+    import openmsprof
+
+    class Tick(Exception):
+        pass
+
+    fr = openmsprof.flight_recorder(sys.argv[1])
+    with fr:
+        def snapshot_fails():
+            raise ValueError("history unreadable")
+        fr.history.snapshot = snapshot_fails  # the dump's own failure: one line, the program goes on
+        print("own", fr.trigger("manual", sync=True), flush=True)
+        def snapshot_interrupted():
+            raise Tick()  # as a user's signal handler raises, mid-dump, in a sync trigger
+        fr.history.snapshot = snapshot_interrupted
+        try:
+            fr.trigger("other", sync=True)
+        except Tick:
+            print("tick reached the caller", flush=True)
+"""
+
+
+def test_a_sync_dumps_own_failure_is_one_line_and_a_users_exception_passes(tmp_path: Path, out: Path) -> None:
+    res = run_code(USER_EXC, tmp_path, str(out))
+    assert res.returncode == 0, res.stderr
+    assert "own True" in res.stdout and "tick reached the caller" in res.stdout
+    assert "manual dump not written: ValueError: history unreadable" in res.stderr
+    assert "other dump not written" not in res.stderr

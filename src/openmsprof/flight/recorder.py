@@ -18,6 +18,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
+from openmsprof.config.errors import own_failure
 from openmsprof.flight import dump
 from openmsprof.flight.capture import Capture, current_rank, say, torch_fr
 from openmsprof.flight.history import History, capture_stacks, mono_ns, thread_names
@@ -240,6 +241,8 @@ class FlightRecorder:
         try:
             self.__dump(trig, stacks)
         except Exception as exc:
+            if not own_failure(exc):  # (``trigger(sync=True)``: a user's signal handler's exception is theirs)
+                raise
             say(f"flight recorder: {trig.kind} dump not written: {type(exc).__name__}: {exc}")
         finally:
             with self._lock:

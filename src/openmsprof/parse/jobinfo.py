@@ -16,9 +16,9 @@ from typing import Any
 import orjson
 
 from openmsprof.config.errors import RawDataError
+from openmsprof.fileio.fs import MAX_JOB_JSON_BYTES
 from openmsprof.fileio.read_guard import escape, read_regular
 
-_MAX_JSON = 16 * 1024 * 1024
 _DEVICE_RE = re.compile(r"^device_(\d+)$")
 _SUFFIX_RE = re.compile(r"^(?:info\.json|start_info)\.(\d+)$")
 
@@ -56,7 +56,7 @@ def _read_json(path: Path, warnings: list[str] | None = None) -> dict[str, Any] 
     """A job JSON file as a dict; None when missing, not a regular file, too big or invalid
     (said in ``warnings`` unless it is simply missing)."""
     try:
-        obj = orjson.loads(read_regular(path, "job file", _MAX_JSON, RawDataError))
+        obj = orjson.loads(read_regular(path, "job file", MAX_JOB_JSON_BYTES, RawDataError))
     except RawDataError as exc:
         if warnings is not None and os.path.lexists(path):
             warnings.append(str(exc))

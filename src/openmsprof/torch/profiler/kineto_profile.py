@@ -41,7 +41,6 @@ from openmsprof.torch.profiler._window_dir import WindowDir
 from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
 
 log = logging.getLogger("openmsprof")
-FRAMEWORK_TRACE = _window_files.FRAMEWORK_TRACE
 
 
 class _KinetoProfile:
