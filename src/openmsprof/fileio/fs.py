@@ -23,8 +23,8 @@ __all__ = ["DIR_MODE", "FILE_MODE", "FREE_SPACE_FLOOR", "Reserve", "cache_root",
            "free_bytes", "make_dir", "open_dir_fd", "open_new", "open_regular", "read_regular",
            "same_dir", "write_all", "write_file_at", "write_file_atomic", "write_stream_atomic"]
 
-#: Size limits of what readers accept (``read_regular``): job JSON files, raw slices, tables.
-MAX_JOB_JSON_BYTES = 16 * 1024 * 1024
+#: Size limits of what readers accept (``read_regular``): raw slices, tables (job JSON files:
+#: ``read_guard.MAX_JSON_BYTES``).
 MAX_SLICE_BYTES = 1024 * 1024 * 1024
 MAX_TABLE_BYTES = 256 * 1024 * 1024
 

@@ -16,8 +16,7 @@ from typing import Any
 import orjson
 
 from openmsprof.config.errors import RawDataError
-from openmsprof.fileio.fs import MAX_JOB_JSON_BYTES
-from openmsprof.fileio.read_guard import escape, read_regular
+from openmsprof.fileio.read_guard import MAX_JSON_BYTES, escape, read_regular
 
 _DEVICE_RE = re.compile(r"^device_(\d+)$")
 _SUFFIX_RE = re.compile(r"^(?:info\.json|start_info)\.(\d+)$")
@@ -56,7 +55,7 @@ def _read_json(path: Path, warnings: list[str] | None = None) -> dict[str, Any] 
     """A job JSON file as a dict; None when missing, not a regular file, too big or invalid
     (said in ``warnings`` unless it is simply missing)."""
     try:
-        obj = orjson.loads(read_regular(path, "job file", MAX_JOB_JSON_BYTES, RawDataError))
+        obj = orjson.loads(read_regular(path, "job file", MAX_JSON_BYTES, RawDataError))
     except RawDataError as exc:
         if warnings is not None and os.path.lexists(path):
             warnings.append(str(exc))
