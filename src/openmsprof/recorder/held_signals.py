@@ -9,8 +9,8 @@ Kineto's calls returned and before torch stored what it returned (an exception r
 of no session gives crashes the process with SIGSEGV).  ``held()`` swaps the callable handlers of
 ``SIGNALS`` for one that only notes the signal, and once the block is through restores them and
 calls the original handler of each noted signal (with the frame where the block ends), so its
-exception is raised there, the state whole.  Only the main thread runs Python signal handlers: elsewhere ``held()`` does nothing.
-Handlers that are not Python callables (SIG_DFL, SIG_IGN) are left alone: a default SIGTERM
+exception is raised there, the state whole.  Only the main thread runs Python signal handlers:
+elsewhere ``held()`` does nothing.  Handlers that are not Python callables (SIG_DFL, SIG_IGN) are left alone: a default SIGTERM
 still ends the process at once.
 """
 
@@ -53,7 +53,5 @@ def held() -> Iterator[None]:
     finally:
         for s, handler in saved.items():
             signal.signal(s, handler)
-        for signum in noted:  # (a handler that raises ends the loop: as it would have)
-            handler = saved.get(signum)
-            if callable(handler):
-                handler(signum, sys._getframe(0))
+        for signum in noted:  # (only signals of ``saved`` are noted; a handler that raises ends the loop)
+            saved[signum](signum, sys._getframe(0))
