@@ -126,6 +126,9 @@ def test_partition_graph_faults_are_reported_and_a_users_exception_passes(tmp_pa
     assert r.returncode == 0, r.stderr
     assert r.stderr.count("partition graphs could not be read (ValueError: unreadable partition graph)") == 1
     assert "done" in r.stdout
+    (job,) = jobs(tmp_path / "a")  # and in the job's collection.log, counted
+    assert "partition graphs could not be read (ValueError: unreadable partition graph); their ops' shapes are " \
+           "missing (1 so far)" in (job / "host" / "collection.log").read_text()
     r = run_py(["-c", _GRAPH_FAULTS, "tick", str(EXAMPLES / "tf_sess_run.py"), str(tmp_path / "b"), "3"])
     assert r.returncode == 0, r.stderr
     assert "tick reached the caller" in r.stdout and "done" not in r.stdout

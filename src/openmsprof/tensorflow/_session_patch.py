@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from openmsprof.config.errors import own_failure
+from openmsprof.recorder import session
 from openmsprof.tensorflow import _tf_window as _control
 from openmsprof.tensorflow.tf_setup_runs import is_setup_run
 
@@ -28,15 +29,20 @@ NPU_OPTIMIZER = "NpuOptimizer"
 _installed: list[bool] = []
 
 log = logging.getLogger("openmsprof")
-#: session.run partition graphs that could not be read (their shapes are missing), reported once
+#: session.run partition graphs that could not be read (their shapes are missing)
 graph_skips = [0]
 
 
 def _skipped(exc: Exception) -> None:
+    """One line each in the job's collection.log; the first one on the console too."""
     graph_skips[0] += 1
-    if graph_skips[0] == 1:
-        log.warning("openmsprof: a session.run's partition graphs could not be read (%s: %s); their ops' shapes are "
-                    "missing (later ones counted, not reported)", type(exc).__name__, exc)
+    text = (f"a session.run's partition graphs could not be read ({type(exc).__name__}: {exc}); their ops' shapes "
+            f"are missing ({graph_skips[0]} so far)")
+    s = session.current()
+    if s is not None:
+        s.note(text, warn=graph_skips[0] == 1)
+    elif graph_skips[0] == 1:
+        log.warning("openmsprof: %s", text)
 
 
 def take_npu_optimizer(config: Any) -> tuple[Any, dict[str, Any] | None]:
