@@ -76,6 +76,12 @@ def rank_dirs(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.name.endswith("_ascend_pt"))
 
 
+def analysed_dirs(root: Path) -> list[Path]:
+    """The rank dirs under ``root`` whose analysis finished (analyse.done, kernel_details.csv)."""
+    return [d for d in rank_dirs(root) if (d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file()
+            and (d / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").is_file()]
+
+
 def saved_window(root: Path) -> Path:
     """The one rank dir under ``root`` of a window handed over with ``analyse_flag=False``, once
     the analysis worker answered its save and released its claim (``stop()`` does not wait for

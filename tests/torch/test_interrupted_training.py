@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.torch.conftest import rank_dirs
+from tests.torch.conftest import analysed_dirs, rank_dirs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -77,11 +77,7 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO / "src")}
 
 
-def _analysed(root: Path) -> list[Path]:
-    return [d for d in rank_dirs(root) if (d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file()]
-
-
-def test_ctrl_c_mid_training_leaves_every_ended_window_analysed(tmp_path: Path) -> None:
+def test_ctrl_c_mid_training_leaves_every_ended_windowanalysed_dirs(tmp_path: Path) -> None:
     root = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-c", _CTRL_C, str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=_env(), start_new_session=True)
@@ -97,7 +93,7 @@ def test_ctrl_c_mid_training_leaves_every_ended_window_analysed(tmp_path: Path) 
     assert proc.returncode == -signal.SIGINT, err  # Python's own exit on an uncaught KeyboardInterrupt
     assert "KeyboardInterrupt" in err and "interrupted at step" in out
     stepped = int(out.split("interrupted at step")[1].split()[0])
-    done = _analysed(root)
+    done = analysed_dirs(root)
     assert len(done) >= stepped >= 4  # every ended window (and the one open at the interrupt, when it recorded)
     assert len(done) == len(rank_dirs(root))  # none left half-done
     assert [p for p in root.iterdir() if p.name.startswith(".")] in ([], [root / ".openmsprof.claims"])
@@ -110,7 +106,7 @@ def test_a_signal_handler_raising_inside_stop_reaches_the_caller_and_loses_nothi
     assert proc.returncode == 0, proc.stderr
     assert ("tick reached the caller" in proc.stdout) or ("stop returned" in proc.stdout)
     assert "all analysed" in proc.stdout
-    assert len(_analysed(root)) == len(rank_dirs(root)) == 7  # six windows and the one open at stop()
+    assert len(analysed_dirs(root)) == len(rank_dirs(root)) == 7  # six windows and the one open at stop()
     assert "Traceback" not in proc.stderr
 
 
@@ -153,7 +149,7 @@ def test_stop_after_an_exception_mid_transition_never_stops_no_session(case: str
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "stopped" in proc.stdout
     assert "disableProfiler called but no active profiling session" not in proc.stderr
-    assert len(_analysed(root)) == saved
+    assert len(analysed_dirs(root)) == saved
     assert len(rank_dirs(root)) == saved  # (a dropped window leaves no empty dir)
     if case == "results_lost":
         assert "has no trace (never started, or ended by an exception or another profiler before its stop); dropped" in proc.stderr
@@ -179,7 +175,7 @@ def test_a_profile_inside_a_profile_leaves_the_outer_ones_session_alone(tmp_path
             model(torch.randn(16, 32)).sum().backward()
         model(torch.randn(16, 32)).sum().backward()
     assert caplog.text.count("another profiler is recording in this process; this window records nothing") == 1
-    (outer,) = _analysed(tmp_path / "outer")
+    (outer,) = analysed_dirs(tmp_path / "outer")
     events = orjson.loads((outer / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_bytes())
     assert [e.get("name") for e in events if e.get("ph") == "X"].count("aten::linear") == 3  # all three steps
     assert not (tmp_path / "inner").exists() or rank_dirs(tmp_path / "inner") == []

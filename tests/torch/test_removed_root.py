@@ -12,11 +12,7 @@ from pathlib import Path
 
 import openmsprof.torch.profiler as tp
 from openmsprof.torch.profiler import prof_dir
-from tests.torch.conftest import Trainer, rank_dirs
-
-
-def _analysed(root: Path) -> list[Path]:
-    return [d for d in rank_dirs(root) if (d / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").is_file()]
+from tests.torch.conftest import Trainer, analysed_dirs
 
 
 def _profile(trainer: Trainer, root: Path, steps: int, remove_after: int = -1) -> None:
@@ -29,7 +25,7 @@ def _profile(trainer: Trainer, root: Path, steps: int, remove_after: int = -1) -
             prof.step()
             if i + 1 == remove_after:
                 deadline = time.monotonic() + 120
-                while len(_analysed(root)) < remove_after and time.monotonic() < deadline:
+                while len(analysed_dirs(root)) < remove_after and time.monotonic() < deadline:
                     time.sleep(0.01)
                 shutil.rmtree(root)
 
@@ -37,16 +33,16 @@ def _profile(trainer: Trainer, root: Path, steps: int, remove_after: int = -1) -
 def test_a_root_removed_between_two_profiles_is_made_again(trainer: Trainer, tmp_path: Path) -> None:
     root = tmp_path / "result"
     _profile(trainer, root, 2)
-    assert len(_analysed(root)) == 3
+    assert len(analysed_dirs(root)) == 3
     shutil.rmtree(root)
     _profile(trainer, root, 2)
-    assert len(_analysed(root)) == 3  # every window of the second run: saved and analysed
+    assert len(analysed_dirs(root)) == 3  # every window of the second run: saved and analysed
 
 
 def test_a_root_removed_between_windows_is_made_again(trainer: Trainer, tmp_path: Path) -> None:
     root = tmp_path / "result"
     _profile(trainer, root, 4, remove_after=2)
-    assert len(_analysed(root)) == 3  # the three windows after it
+    assert len(analysed_dirs(root)) == 3  # the three windows after it
 
 
 def test_root_ready_checks_the_root_is_still_a_directory(tmp_path: Path) -> None:
