@@ -233,6 +233,8 @@ def _after_fork() -> None:
                 os.close(f.fileno())
         except OSError:
             pass
+    if c is not None:
+        c.input.close_in_child()
 
 
 atexit.register(_at_exit)

@@ -1,21 +1,23 @@
 """The training process's end of the analysis worker's pipes (``_analysis_worker`` drives it).
 
-``Client`` starts the worker process, writes its job lines without ever blocking the caller (what
-the pipe does not take at once is written by the writer thread), and takes its answers:
+``Client`` starts the worker process, writes its job lines without ever blocking the caller
+(``_worker_input``: what the pipe does not take at once is written by the writer thread; the lines
+of windows that end in quick succession are written together), and takes its answers:
 ``saved|unsaved <dir>`` (the window's files), ``ok|fail|taken <dir>`` (its analysis; ``taken``:
 the training process analysed it).  The answers are read where they are needed, never on a thread
 woken per answer (each wake-up would take the GIL from the training thread): a hand-off that
 finds ``PUMP_AT`` windows pending drains what arrived (one non-blocking read), and whoever waits
-for the worker or looks at its windows reads them as they come (``pump``, ``wait_for``).  A watcher thread sleeps in ``poll`` for the pipe's hang-up alone: when the
-worker is gone, it reads the last answers and hands what the worker did not do to ``on_gone`` (the
+for the worker or looks at its windows reads them as they come (``pump``, ``wait_for``).  A
+watcher thread sleeps in ``poll`` for the pipe's hang-up (and, while lines are held, for their
+time to be written): when the worker is gone, it reads the last answers and hands what the worker did not do to ``on_gone`` (the
 writer thread, via ``_analysis_worker``).  ``cpu_s`` and ``end`` let ``profile.stop()`` tell a
 worker that makes no progress and end it.
 """
 
 from __future__ import annotations
 
-import collections
 import itertools
+import math
 import os
 import select
 import subprocess
@@ -32,6 +34,7 @@ import psutil
 from openmsprof.recorder import threads
 from openmsprof.torch.profiler import _worker_cpu, _writer
 from openmsprof.torch.profiler._window_files import WORKER_MODULE
+from openmsprof.torch.profiler._worker_input import WorkerInput
 
 #: a hand-off reads the answers once this many windows are pending (they stay in the pipe until
 #: then: ~150 bytes a window, so even a one-page pipe never fills; read together, warm, they cost a
@@ -71,9 +74,7 @@ class Client:
         self.proc = subprocess.Popen([sys.executable, "-c", f"import {WORKER_MODULE} as w; w.main()", str(os.getpid())],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True)
         assert self.proc.stdin is not None
-        self.fd = self.proc.stdin.fileno()
-        os.set_blocking(self.fd, False)  # a stalled worker never blocks the training thread
-        self.backlog: collections.deque[bytes] = collections.deque()  # written by the writer thread
+        self.input = WorkerInput(self.proc.stdin.fileno(), lambda: _writer.submit(self._drain))
         self.cond = threading.Condition()
         self.pending: dict[str, Job] = {}
         self.failed: list[str] = []
@@ -106,17 +107,25 @@ class Client:
 
     def _watch(self) -> None:
         """Sleep until the answer pipe hangs up (the worker is gone: no wake-up per answer), then
-        read the last answers and hand what the worker did not do to ``on_gone``."""
+        read the last answers and hand what the worker did not do to ``on_gone``; meanwhile write
+        held lines when they are due (``_worker_input``; a first held line wakes it)."""
         threads.background_policy()
-        hang_up = select.poll()
-        hang_up.register(self.out_fd, 0)  # POLLHUP / POLLERR / POLLNVAL only: data does not wake it
-        while not hang_up.poll():
-            pass
+        watch = select.poll()
+        watch.register(self.out_fd, 0)  # POLLHUP / POLLERR / POLLNVAL only: data does not wake it
+        watch.register(self.input.wake_fd, select.POLLIN)
+        while True:
+            with self.cond:
+                due = self.input.due()
+            events = watch.poll(None if due is None else max(1, math.ceil(due * 1000)))
+            if any(fd == self.out_fd for fd, _ in events):
+                break
+            if events:
+                self.input.woken()
         with self.cond:
             self._pump()  # the last answers (no writer is left: it reads to the end)
             self.eof = True
             left, self.pending = dict(self.pending), {}
-            self.backlog.clear()
+            self.input.drop()
             self.on_gone(left)
             self.cond.notify_all()
 
@@ -166,6 +175,7 @@ class Client:
         deadline = time.monotonic() + timeout
         waiter = select.poll()
         waiter.register(self.out_fd, select.POLLIN)
+        self.flush()  # (held lines: what is waited for is sent)
         while True:
             with self.cond:
                 self._pump()
@@ -183,52 +193,47 @@ class Client:
         return self.proc.poll() is None and self.reader.is_alive()
 
     def send(self, path: str, job: Job, line: bytes) -> bool:
-        """Queue ``line`` for the worker without ever blocking (what the pipe does not take now is
-        written by the writer thread); False if the worker is gone."""
+        """Queue ``line`` for the worker without ever blocking (``WorkerInput.put``); False if the
+        worker is gone."""
         with self.cond:
             if not self.reader.is_alive():
                 return False
             if len(self.pending) >= PUMP_AT:
                 self._pump()  # (what the worker answered since: the pipe never fills)
-            if self.backlog:
-                self.pending[path] = job
-                self.backlog.append(line)
-                return True
-            try:
-                n = os.write(self.fd, line)
-            except BlockingIOError:
-                n = 0
-            except OSError:
+            if not self.input.put(line):
                 return False
             self.pending[path] = job
-            if n < len(line):
-                self.backlog.append(line[n:])
-                _writer.submit(self._drain)
         return True
+
+    def flush(self) -> None:
+        """Write the held lines now (whoever waits for the worker: what it waits for is sent)."""
+        with self.cond:
+            self.input.flush()
 
     def _drain(self) -> None:
         """Writer thread: write the backlog as the worker reads (ends when it is gone)."""
+        backlog = self.input.backlog
         while True:
             with self.cond:
-                if not self.backlog:
+                if not backlog:
                     return
-            select.select([], [self.fd], [], 1.0)
+            select.select([], [self.input.fd], [], 1.0)
             if self.proc.poll() is not None:
                 return  # the watcher re-routes the pending jobs
             with self.cond:
                 self._pump()  # (a worker blocked on a full answer pipe would not read its input)
-                if not self.backlog:
+                if not backlog:
                     return
                 try:
-                    n = os.write(self.fd, self.backlog[0])
+                    n = os.write(self.input.fd, backlog[0])
                 except BlockingIOError:
                     continue
                 except OSError:
                     return
-                if n == len(self.backlog[0]):
-                    self.backlog.popleft()
+                if n == len(backlog[0]):
+                    backlog.popleft()
                 else:
-                    self.backlog[0] = self.backlog[0][n:]
+                    backlog[0] = backlog[0][n:]
 
     def wait(self, timeout: float, sync_only: bool = False) -> bool:
         def idle() -> bool:
@@ -264,6 +269,7 @@ class Client:
         self.proc.wait()
 
     def close(self) -> None:
+        self.flush()
         if self.proc.stdin is not None:
             try:
                 self.proc.stdin.close()

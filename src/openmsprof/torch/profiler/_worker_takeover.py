@@ -82,6 +82,7 @@ def take_over(c: Client, why: str, sync_only: bool) -> None:
     the worker is ended only if it holds one's claim ``HELD_WAIT_S`` (a few ms at normal priority
     while saving or publishing; the whole analysis where it cannot stage).  Windows it has not
     saved are saved here first."""
+    c.flush()  # (lines held to be written together: the worker saves, and answers for, every window)
     with c.cond:  # taken out first: ending the worker re-routes only what is left
         c.pump()  # (the answers that arrived: a window analysed meanwhile is not taken)
         mine = [(p, j) for p, j in c.pending.items() if j.analyse and (j.sync or not sync_only)]

@@ -1,0 +1,80 @@
+"""Window lines that reach the worker in quick succession are written together: dense windows wake
+the worker (and its analysing child) once per run of windows, not once each.  A held line is
+written ``COALESCE_S`` after it was held even when nobody waits, at ``COALESCE_MAX`` lines, and at
+once when anyone waits for the worker; sparse windows are written as they end."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from tests.torch.conftest import rank_dirs
+
+REPO = Path(__file__).resolve().parents[2]
+
+_TRAIN = textwrap.dedent("""
+    import os, sys, time
+    import torch
+    import openmsprof.torch.profiler as tp
+    from openmsprof.torch.profiler import _analysis_worker, _worker_input
+
+    root, coalesce_s, windows, gap_s = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+    _worker_input.COALESCE_S = coalesce_s
+    model = torch.nn.Linear(16, 16)
+    _analysis_worker.start()
+    prof = tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=0, active=1),
+                      on_trace_ready=tp.tensorboard_trace_handler(root, async_mode=True))
+    prof.start()
+    for i in range(windows):
+        model(torch.randn(4, 16)).sum().backward()
+        if gap_s:
+            time.sleep(gap_s)
+        prof.step()
+    c = _analysis_worker._client
+    print("after the loop", c.input.writes, flush=True)
+    if gap_s == 0 and coalesce_s < 10:  # nobody waits: the watcher writes the held lines in time
+        end = time.monotonic() + 120
+        while sum(os.path.isfile(os.path.join(root, d, "profiler_info_0.json")) for d in os.listdir(root)) < windows:
+            assert time.monotonic() < end, os.listdir(root)
+            time.sleep(0.02)
+        print("saved without a wait", c.input.writes, flush=True)
+    prof.stop()  # (its last window is a line of its own, sent by stop()'s wait)
+    print("after stop", c.input.writes, len(prof.saved), flush=True)
+""")
+
+
+def _run(tmp_path: Path, coalesce_s: float, windows: int, gap_s: float) -> tuple[list[str], Path]:
+    root = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-c", _TRAIN, str(root), str(coalesce_s), str(windows), str(gap_s)],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [ln for ln in proc.stdout.splitlines() if ln[:1].isalpha()], root
+
+
+def _analysed(root: Path) -> int:
+    return sum((d / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").is_file() for d in rank_dirs(root))
+
+
+def test_dense_windows_go_in_runs_of_coalesce_max(tmp_path: Path) -> None:
+    """10 windows within the coalescing time (here long: a loaded machine is never too slow): the
+    first is written at once, the next 8 in one write, the 10th waits for stop()."""
+    out, root = _run(tmp_path, 60.0, 10, 0.0)
+    assert out == ["after the loop 2", "after stop 3 11"], out  # (11: the last step() opened one more)
+    assert _analysed(root) == 11
+
+
+def test_held_lines_are_written_in_time_without_a_wait(tmp_path: Path) -> None:
+    out, root = _run(tmp_path, 1.0, 3, 0.0)
+    assert out[0] == "after the loop 1", out
+    assert out[1] == "saved without a wait 2", out  # the 2nd and 3rd in one write, by the watcher
+    assert _analysed(root) == 4
+
+
+def test_sparse_windows_are_written_as_they_end(tmp_path: Path) -> None:
+    out, root = _run(tmp_path, 0.05, 3, 0.3)
+    assert out[0] == "after the loop 3", out
+    assert _analysed(root) == 4
