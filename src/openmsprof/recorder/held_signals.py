@@ -16,42 +16,50 @@ still ends the process at once.
 
 from __future__ import annotations
 
+import _signal  # the C functions under ``signal`` (no enum conversions: held() runs at every window change)
 import signal
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import FrameType
+from types import FrameType, TracebackType
 from typing import Any
 
 __all__ = ["SIGNALS", "held"]
 
 #: the signals a Python program commonly gives a raising handler (``SIGINT``'s default is one)
-SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGALRM", "SIGVTALRM",
-                                                   "SIGUSR1", "SIGUSR2") if hasattr(signal, name))
+SIGNALS = tuple(int(getattr(signal, name)) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGALRM", "SIGVTALRM",
+                                                        "SIGUSR1", "SIGUSR2") if hasattr(signal, name))
 
 
-@contextmanager
-def held() -> Iterator[None]:
-    """Run the block with ``SIGNALS``' Python handlers held back; call them afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    noted: list[int] = []
+class held:  # (lower case: used as ``with held():``, a function to its callers)
+    """Run the ``with`` block with ``SIGNALS``' Python handlers held back; call them afterwards."""
 
-    def note(signum: int, frame: FrameType | None) -> None:
-        noted.append(signum)  # (not the frame: it would keep the block's locals, a buffer's view, alive)
+    __slots__ = ("noted", "saved")
 
-    saved: dict[int, Any] = {}
-    try:
+    def __init__(self) -> None:
+        self.saved: dict[int, Any] = {}
+        self.noted: list[int] = []
+
+    def _note(self, signum: int, frame: FrameType | None) -> None:
+        self.noted.append(signum)  # (not the frame: it would keep the block's locals, a buffer's view, alive)
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        get, put, saved = _signal.getsignal, _signal.signal, self.saved
+        note = self._note
         for s in SIGNALS:
-            handler = signal.getsignal(s)
+            handler = get(s)
             if callable(handler):
                 saved[s] = handler
-                signal.signal(s, note)
-        yield
-    finally:
+                put(s, note)
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        saved = self.saved
+        if not saved:
+            return
+        put = _signal.signal
         for s, handler in saved.items():
-            signal.signal(s, handler)
-        for signum in noted:  # (only signals of ``saved`` are noted; a handler that raises ends the loop)
+            put(s, handler)
+        for signum in self.noted:  # (only signals of ``saved`` are noted; a handler that raises ends the loop)
             saved[signum](signum, sys._getframe(0))
