@@ -6,9 +6,10 @@ within ``COALESCE_S`` of the last write is held, and the held lines go in one wr
 ``COALESCE_MAX`` lines, ``COALESCE_S`` after the first was held (``due``: the client's watcher
 thread, woken through ``wake_fd`` when a first line is held), or at once when anyone waits for the
 worker (``flush``).  Each write wakes the worker and then its analysing child on a core that was
-idle, and a process woken after a gap runs cold: the same window's analysis costs ~1.5x the CPU
-after an 8 ms gap (benchmarks/README.md).  So dense windows (a schedule of a few short steps) are
-saved and analysed in runs, sparse ones as they end.  Every method runs under the client's lock.
+idle, and a process woken after a gap runs cold: a window's analysis costs 1.3 ms of CPU back to
+back and 2.2 ms 12 ms apart (``benchmarks/bench_torch_windows.py``, benchmarks/README.md).  So
+dense windows (a schedule of a few short steps) are saved and analysed in runs, sparse ones as
+they end.  Every method runs under the client's lock.
 """
 
 from __future__ import annotations
