@@ -73,6 +73,31 @@ _ALARM = textwrap.dedent("""
 """)
 
 
+_SLOW_HANDLER = textwrap.dedent("""
+    import signal, sys, time, torch
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # (a test runner's worker may ignore SIGINT)
+    import openmsprof.torch.profiler as tp
+    calls = []
+    def handler(prof):  # a user's on_trace_ready that takes long on its second window
+        calls.append(str(prof.prof_path))
+        if len(calls) == 2:
+            print("in handler", flush=True)  # the parent sends SIGINT now
+            end = time.monotonic() + 60
+            while time.monotonic() < end:
+                time.sleep(0.01)
+            print("handler finished", flush=True)
+    model = torch.nn.Linear(8, 8)
+    try:
+        with tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=0, active=1),
+                        on_trace_ready=handler) as prof:  # (its windows go to the working dir)
+            for _ in range(10):
+                model(torch.randn(2, 8)).sum().backward()
+                prof.step()
+    except KeyboardInterrupt:
+        print("interrupted", len(calls), len(set(calls)), flush=True)
+""")
+
+
 def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO / "src")}
 
@@ -97,6 +122,31 @@ def test_ctrl_c_mid_training_leaves_every_ended_windowanalysed_dirs(tmp_path: Pa
     assert len(done) >= stepped >= 4  # every ended window (and the one open at the interrupt, when it recorded)
     assert len(done) == len(rank_dirs(root))  # none left half-done
     assert [p for p in root.iterdir() if p.name.startswith(".")] in ([], [root / ".openmsprof.claims"])
+
+
+def test_ctrl_c_in_a_users_long_trace_handler_comes_at_once_and_the_window_is_not_handed_on_twice(
+        tmp_path: Path) -> None:
+    """The window changes hold a Ctrl-C until they are whole; the user's own ``on_trace_ready``
+    between them does not: its KeyboardInterrupt comes while it runs, and ``stop()`` (the ``with``
+    block's exit) neither calls it again for that window nor leaves a window unsaved."""
+    (tmp_path / "out").mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_HANDLER], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=_env(), start_new_session=True, cwd=tmp_path / "out")
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "in handler"
+        sent = time.monotonic()
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=240)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, err
+    assert "handler finished" not in out and took < 40, (out, took)  # held, it would come after 60 s
+    assert out.strip().splitlines()[-1] == "interrupted 2 2", out  # not called again by stop()
+    saved = [d for d in rank_dirs(tmp_path / "out") if (d / "FRAMEWORK").is_dir()]
+    assert len(saved) == 2, rank_dirs(tmp_path / "out")
 
 
 def test_a_signal_handler_raising_inside_stop_reaches_the_caller_and_loses_nothing(tmp_path: Path) -> None:

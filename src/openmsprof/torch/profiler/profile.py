@@ -101,6 +101,7 @@ class profile(_KinetoProfile):
         self._enter_step()
 
     def stop(self) -> None:
+        ready = False
         with _held_signals.held():  # (a Ctrl-C meanwhile is raised once the window is handed on)
             self._exit_step()
             act = self.current_action
@@ -109,12 +110,14 @@ class profile(_KinetoProfile):
                     self._stop()
                     self._delete()
                 elif act in _RECORDING:
+                    ready = not self._finalized  # (see ``_end_window``)
                     self._stop()
                     self._finalize()
-                    self._trace_ready()
             except Exception as exc:
                 log.warning("openmsprof: profiler stop failed: %s", exc)
             self.current_action = _NONE
+        if ready:  # (a user's handler runs unheld: its Ctrl-C comes at once)
+            self._trace_ready()
         _writer.flush()
         if isinstance(self.on_trace_ready, _TraceHandler):
             self.on_trace_ready.wait()
@@ -176,40 +179,50 @@ class profile(_KinetoProfile):
                 log.warning("openmsprof: on_trace_ready failed: %s", exc)
 
     def _transit(self, prev: ProfilerAction, cur: ProfilerAction) -> None:
+        """The window change from ``prev`` to ``cur`` in two held parts (a Ctrl-C meanwhile is
+        raised once each part is whole, ``recorder.held_signals``): the ending window's stop and
+        save, then the next one's start; ``on_trace_ready`` runs between them unheld (a user's
+        handler may take long: its Ctrl-C comes at once, and leaves the next window unstarted,
+        which ``stop()`` handles)."""
         if prev is cur and cur is not ProfilerAction.RECORD_AND_SAVE:
             return  # (a step inside a window, or between windows: nothing changes)
         try:
-            with _held_signals.held():  # (a Ctrl-C meanwhile is raised once the change is whole)
-                self._do_transit(prev, cur)
+            with _held_signals.held():
+                ready = self._end_window(prev, cur)
+            if ready:
+                self._trace_ready()
+            with _held_signals.held():
+                self._begin_window(prev, cur)
         except Exception as exc:
             log.warning("openmsprof: profiler transition %s -> %s failed: %s", prev.name, cur.name, exc)
 
-    def _do_transit(self, prev: ProfilerAction, cur: ProfilerAction) -> None:
-        if prev is _NONE:
-            if cur is not _NONE:
-                self._init()
-                if cur in _RECORDING:
-                    self._start()
-        elif prev is _WARMUP:
-            if cur in _RECORDING:
-                self._start()
-            elif cur is _NONE:
-                log.warning("openmsprof: schedule went from WARMUP to NONE; the window is empty")
-                self._start()
-                self._stop()
-                self._finalize()
-        elif prev is ProfilerAction.RECORD:
-            if cur in (_NONE, _WARMUP):
-                log.warning("openmsprof: schedule left RECORD without RECORD_AND_SAVE; not saved for trace_ready")
-                self._stop()
-                self._finalize()
-                if cur is _WARMUP:
-                    self._init()
-        else:  # RECORD_AND_SAVE
+    def _end_window(self, prev: ProfilerAction, cur: ProfilerAction) -> bool:
+        """The ending window's part of a change (docs/formats.md §7.4); whether its trace is ready."""
+        if prev is _WARMUP and cur is _NONE:
+            log.warning("openmsprof: schedule went from WARMUP to NONE; the window is empty")
+            self._start()
             self._stop()
             self._finalize()
-            self._trace_ready()
-            if cur is not _NONE:
+        elif prev is ProfilerAction.RECORD and cur in (_NONE, _WARMUP):
+            log.warning("openmsprof: schedule left RECORD without RECORD_AND_SAVE; not saved for trace_ready")
+            self._stop()
+            self._finalize()
+        elif prev is ProfilerAction.RECORD_AND_SAVE:
+            fresh = not self._finalized  # (else a Ctrl-C in its handler left it ended: not handed on twice)
+            self._stop()
+            self._finalize()
+            return fresh
+        return False
+
+    def _begin_window(self, prev: ProfilerAction, cur: ProfilerAction) -> None:
+        """The next window's part of a change: prepare (``_init``) and start what ``cur`` records."""
+        if prev is _WARMUP:
+            if cur in _RECORDING:
+                self._start()
+        elif prev is ProfilerAction.RECORD:
+            if cur is _WARMUP:
                 self._init()
-                if cur in _RECORDING:
-                    self._start()
+        elif cur is not _NONE:  # (from NONE or RECORD_AND_SAVE)
+            self._init()
+            if cur in _RECORDING:
+                self._start()
