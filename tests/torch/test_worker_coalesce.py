@@ -6,11 +6,16 @@ once when anyone waits for the worker; sparse windows are written as they end.""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
+import psutil
+
+import openmsprof.torch.profiler as tp
 from tests.torch.conftest import rank_dirs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,7 +35,7 @@ _TRAIN = textwrap.dedent("""
     prof.start()
     for i in range(windows):
         model(torch.randn(4, 16)).sum().backward()
-        if gap_s:
+        if gap_s > 0:
             time.sleep(gap_s)
         prof.step()
     c = _analysis_worker._client
@@ -41,6 +46,9 @@ _TRAIN = textwrap.dedent("""
             assert time.monotonic() < end, os.listdir(root)
             time.sleep(0.02)
         print("saved without a wait", c.input.writes, flush=True)
+    if gap_s < 0:  # killed with windows held: they stay as temp traces for offline analyse
+        print("killing", c.input.writes, len(c.input.held), c.proc.pid, flush=True)
+        os.kill(os.getpid(), 9)
     prof.stop()  # (its last window is a line of its own, sent by stop()'s wait)
     print("after stop", c.input.writes, len(prof.saved), flush=True)
 """)
@@ -51,7 +59,7 @@ def _run(tmp_path: Path, coalesce_s: float, windows: int, gap_s: float) -> tuple
     proc = subprocess.run([sys.executable, "-c", _TRAIN, str(root), str(coalesce_s), str(windows), str(gap_s)],
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")},
                           timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == (-signal.SIGKILL if gap_s < 0 else 0), proc.stderr[-3000:]
     return [ln for ln in proc.stdout.splitlines() if ln[:1].isalpha()], root
 
 
@@ -78,3 +86,15 @@ def test_sparse_windows_are_written_as_they_end(tmp_path: Path) -> None:
     out, root = _run(tmp_path, 0.05, 3, 0.3)
     assert out[0] == "after the loop 3", out
     assert _analysed(root) == 4
+
+
+def test_windows_held_at_a_kill_stay_as_temp_traces_that_offline_analyse_adopts(tmp_path: Path) -> None:
+    out, root = _run(tmp_path, 60.0, 3, -1.0)
+    writes, held, worker = (int(x) for x in out[-1].split()[1:])
+    assert (writes, held) == (1, 2), out  # the first window written, the next two held
+    end = time.monotonic() + 120
+    while psutil.pid_exists(worker) and psutil.Process(worker).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < end, "the worker outlived its run"  # (it leaves at the end of its input)
+        time.sleep(0.05)
+    done = tp.analyse(root)  # (the two held windows: adopted from their temp traces)
+    assert len(done) == 3 and _analysed(root) == 3, (done, list(root.iterdir()))
