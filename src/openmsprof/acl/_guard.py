@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from openmsprof.acl._state import fail
-from openmsprof.config.errors import ACL_ERROR_INVALID_PARAM, ProfilingError
+from openmsprof.config.errors import ACL_ERROR_INVALID_PARAM, ProfilingError, from_signal_handler
 
 __all__ = ["guard_module"]
 
@@ -57,6 +57,8 @@ def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
             return on_error(exc.code or ACL_ERROR_INVALID_PARAM, str(exc))
         except (TypeError, ValueError, OverflowError, RecursionError, AttributeError, KeyError,
                 IndexError, MemoryError, UnicodeError) as exc:
+            if from_signal_handler(exc):  # (a user's handler raised it inside the call: theirs)
+                raise
             return on_error(ACL_ERROR_INVALID_PARAM,
                             f"{name}: invalid argument ({type(exc).__name__}: {str(exc)[:120]})")
 

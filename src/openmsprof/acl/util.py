@@ -12,6 +12,7 @@ from openmsprof.acl import _memory
 from openmsprof.acl._codes import ACL_ERROR_INVALID_PARAM, ACL_SUCCESS, NPY_TYPES
 from openmsprof.acl._guard import guard_module
 from openmsprof.acl._state import fail, new_handle
+from openmsprof.config.errors import from_signal_handler
 
 __all__ = ["bytes_to_ptr", "numpy_to_ptr", "ptr_to_bytes", "ptr_to_numpy", "start_thread",
            "stop_thread"]
@@ -48,6 +49,8 @@ def ptr_to_numpy(ptr: int, shape: Sequence[int] | int, npy_type: int | str | np.
         dims = (shape,) if isinstance(shape, int) else tuple(int(d) for d in shape)
         size = int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
     except (TypeError, ValueError, OverflowError) as exc:
+        if from_signal_handler(exc):  # (a user's signal handler's, raised inside: theirs as it is)
+            raise
         raise ValueError(f"acl.util.ptr_to_numpy: shape {shape!r} / type {npy_type!r} not understood "
                          f"({type(exc).__name__})") from None
     if not _memory.check(ptr, size):

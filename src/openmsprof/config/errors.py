@@ -6,6 +6,9 @@ names what was wrong and where.  ``code`` is the pyACL error code the facades re
 
 from __future__ import annotations
 
+import functools
+import signal
+
 # pyACL error codes (docs/formats.md §7.1).
 ACL_SUCCESS = 0
 ACL_ERROR_INVALID_PARAM = 100000
@@ -86,8 +89,33 @@ _OWN_FAILURES = (ValueError, TypeError, RuntimeError, MemoryError, OverflowError
 def own_failure(exc: BaseException, libraries: tuple[str, ...] = ("onnxruntime", "tensorflow")) -> bool:
     """Whether ``exc``, caught inside a facade call, is that call's own failure (to be answered
     with a code or a warning).  Anything else (a timer's ``TimeoutError``, a user's own exception
-    class) was raised by the user's signal handler at a bytecode boundary inside the call and goes
-    on to the caller, as it would after a native call returned."""
+    class, any exception raised in an installed Python signal handler, a ``ValueError`` included)
+    was raised by the user's signal handler at a bytecode boundary inside the call and goes on to
+    the caller, as it would after a native call returned."""
     if isinstance(exc, (TimeoutError, InterruptedError)):
         return False
-    return isinstance(exc, _OWN_FAILURES) or type(exc).__module__.startswith(libraries)
+    if not (isinstance(exc, _OWN_FAILURES) or type(exc).__module__.startswith(libraries)):
+        return False
+    return not from_signal_handler(exc)
+
+
+def from_signal_handler(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised in (or below) a Python function installed as a signal handler:
+    one of its traceback's frames runs a handler's code."""
+    codes = set()
+    for signum in signal.valid_signals():
+        try:
+            handler = signal.getsignal(signum)
+        except (OSError, ValueError):
+            continue
+        while isinstance(handler, functools.partial):
+            handler = handler.func
+        code = getattr(getattr(handler, "__func__", handler), "__code__", None)
+        if code is not None:
+            codes.add(code)
+    tb = exc.__traceback__
+    while tb is not None and codes:
+        if tb.tb_frame.f_code in codes:
+            return True
+        tb = tb.tb_next
+    return False
