@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -117,3 +120,65 @@ def test_start_step_in_the_past_is_rejected(trainer: Trainer, tmp_path: Path) ->
     _edit(d / "profiler_config.json", {"active": 1, "start_step": 1})
     _wait_for(lambda: "already past" in _log(d))
     assert dp.monitor().pending is None  # type: ignore[union-attr]
+
+
+_RACE = textwrap.dedent("""
+    import os, signal, sys, time
+    import torch
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # (a test runner's worker may ignore SIGINT)
+    from torch.autograd import _profiler_enabled
+    import orjson
+    import openmsprof.torch.profiler as tp
+    from openmsprof.torch.profiler import dynamic_profile as dp
+    from openmsprof.torch.profiler.profile import profile
+    d, where = sys.argv[1], sys.argv[2]
+    os.chdir(d)
+    dp.init(os.path.join(d, "cfg"), poll_interval=0.05)
+    cfg = os.path.join(d, "cfg", "profiler_config.json")
+    doc = dict(orjson.loads(open(cfg, "rb").read()), active=2, prof_dir="prof")
+    with open(cfg + ".tmp", "wb") as f:
+        f.write(orjson.dumps(doc))
+    os.replace(cfg + ".tmp", cfg)
+    end = time.monotonic() + 60
+    while dp.monitor().pending is None:
+        assert time.monotonic() < end
+        time.sleep(0.02)
+    # a real Ctrl-C at the worst moment: right after the collection started (before dynamic_profile
+    # tracks it), or right before it is stopped (once it no longer does)
+    if where == "begin":
+        start = profile.start
+        def start_then_sigint(self):
+            start(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        profile.start = start_then_sigint
+    else:
+        finish = dp._Monitor._finish
+        def sigint_then_finish(self, prof):
+            os.kill(os.getpid(), signal.SIGINT)
+            finish(self, prof)
+        dp._Monitor._finish = sigint_then_finish
+    model = torch.nn.Linear(8, 8)
+    interrupts = 0
+    for _ in range(12):
+        try:
+            model(torch.randn(2, 8)).sum().backward()
+            dp.step()
+        except KeyboardInterrupt:
+            interrupts += 1
+    print("interrupts", interrupts, "kineto still recording", _profiler_enabled(), flush=True)
+    dp.shutdown()
+    print("after shutdown", _profiler_enabled(), flush=True)
+""")
+
+
+@pytest.mark.parametrize("where", ["begin", "finish"])
+def test_a_ctrl_c_as_a_collection_starts_or_ends_leaves_no_kineto_session_running(tmp_path: Path, where: str) -> None:
+    """Kineto has one session per process: a collection started and lost by a Ctrl-C (or one
+    whose stop a Ctrl-C pre-empted) would leave it recording for good, and every later profile
+    would record nothing (it finds another profiler running)."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    r = subprocess.run([sys.executable, "-c", _RACE, str(tmp_path), where], capture_output=True, text=True,
+                       env=env, timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "interrupts 1 kineto still recording False" in r.stdout, r.stdout + r.stderr[-2000:]
+    assert len(rank_dirs(tmp_path / "prof")) == 1

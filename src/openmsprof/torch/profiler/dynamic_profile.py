@@ -24,6 +24,7 @@ import orjson
 from openmsprof.config.errors import ConfigError
 from openmsprof.config.validate import show
 from openmsprof.fileio import fs
+from openmsprof.recorder import held_signals as _held_signals
 from openmsprof.torch.profiler import _enums
 from openmsprof.torch.profiler.experimental_config import _ExperimentalConfig
 
@@ -193,15 +194,17 @@ class _Monitor:
         prof = self.prof
         if prof is not None:
             if self.step_num >= self.stop_at or self.expired:
-                self.prof = None
-                self.expired = False
-                self._finish(prof)
+                with _held_signals.held():  # (a Ctrl-C meanwhile comes once the collection is stopped)
+                    self.prof = None
+                    self.expired = False
+                    self._finish(prof)
             else:
                 prof.step()
         cfg = self.pending
         if cfg is not None and self.prof is None and (cfg["start_step"] < 0 or cfg["start_step"] <= self.step_num):
             self.pending = None
-            self._begin(cfg)
+            with _held_signals.held():  # (... once the started collection is tracked, so step() ends it)
+                self._begin(cfg)
 
     def _begin(self, cfg: dict[str, Any]) -> None:
         from openmsprof.torch.profiler.profile import profile, tensorboard_trace_handler
@@ -237,9 +240,10 @@ class _Monitor:
 
     def close(self) -> None:
         self._stop_evt.set()
-        prof, self.prof = self.prof, None
-        if prof is not None:
-            self._finish(prof)
+        with _held_signals.held():
+            prof, self.prof = self.prof, None
+            if prof is not None:
+                self._finish(prof)
         self.thread.join(timeout=5)
         for h in list(self.log.handlers):
             h.close()
