@@ -98,6 +98,34 @@ _SLOW_HANDLER = textwrap.dedent("""
 """)
 
 
+_CAUGHT_IN_HANDLER = textwrap.dedent("""
+    import os, signal, sys, torch
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # (a test runner's worker may ignore SIGINT)
+    import openmsprof.torch.profiler as tp
+    calls = []
+    def handler(prof):
+        calls.append(str(prof.prof_path))
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the user's handler runs (unheld)
+            for _ in range(10**6):
+                pass
+    model = torch.nn.Linear(8, 8)
+    prof = tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=1, active=1),
+                      on_trace_ready=handler)
+    prof.start()
+    caught = 0
+    for _ in range(int(sys.argv[1])):  # a loop that takes the Ctrl-C and goes on (its own handler, say)
+        model(torch.randn(2, 8)).sum().backward()
+        try:
+            prof.step()
+        except KeyboardInterrupt:
+            caught += 1
+    prof.stop()
+    print("caught", caught, "calls", len(calls), len(set(calls)), flush=True)
+    print("first window kept", os.path.isdir(calls[0]), flush=True)
+""")
+
+
 def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO / "src")}
 
@@ -147,6 +175,20 @@ def test_ctrl_c_in_a_users_long_trace_handler_comes_at_once_and_the_window_is_no
     assert out.strip().splitlines()[-1] == "interrupted 2 2", out  # not called again by stop()
     saved = [d for d in rank_dirs(tmp_path / "out") if (d / "FRAMEWORK").is_dir()]
     assert len(saved) == 2, rank_dirs(tmp_path / "out")
+
+
+@pytest.mark.parametrize("steps,windows", [(7, 4), (2, 1)])
+def test_a_loop_that_takes_a_ctrl_c_from_the_trace_handler_goes_on_whole(tmp_path: Path, steps: int,
+                                                                         windows: int) -> None:
+    """After a Ctrl-C in the user's handler the next window was not prepared: the next step must
+    prepare it (not start the ended window's Kineto again: SIGSEGV), and ``stop()`` right after
+    must not take the window handed to the handler for a warmup window to drop (it deleted it)."""
+    r = subprocess.run([sys.executable, "-c", _CAUGHT_IN_HANDLER, str(steps)], capture_output=True, text=True,
+                       env=_env(), cwd=tmp_path, timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"caught 1 calls {windows} {windows}" in r.stdout, r.stdout + r.stderr[-2000:]  # (each window once)
+    assert "first window kept True" in r.stdout, r.stdout + r.stderr[-2000:]
+    assert len(rank_dirs(tmp_path)) == windows, rank_dirs(tmp_path)
 
 
 def test_a_signal_handler_raising_inside_stop_reaches_the_caller_and_loses_nothing(tmp_path: Path) -> None:

@@ -178,8 +178,8 @@ class _KinetoProfile:
         return win
 
     def _start(self) -> None:
-        if self._kineto is None and not self._nested:
-            self._init()
+        if (self._kineto is None and not self._nested) or self._finalized:
+            self._init()  # (finalized: the window was handed on and no next one prepared, see profile._transit)
         if self._kineto is None:  # (a profile inside a profile: ``_init``)
             return
         self._start_mono = time.perf_counter_ns()

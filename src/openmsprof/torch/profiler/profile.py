@@ -108,7 +108,8 @@ class profile(_KinetoProfile):
             try:
                 if act is _WARMUP:
                     self._stop()
-                    self._delete()
+                    if not self._finalized:  # (else no warmup window was prepared: prof_path is the ended one's)
+                        self._delete()
                 elif act in _RECORDING:
                     ready = not self._finalized  # (see ``_end_window``)
                     self._stop()
