@@ -183,8 +183,9 @@ class profile(_KinetoProfile):
         """The window change from ``prev`` to ``cur`` in two held parts (a Ctrl-C meanwhile is
         raised once each part is whole, ``recorder.held_signals``): the ending window's stop and
         save, then the next one's start; ``on_trace_ready`` runs between them unheld (a user's
-        handler may take long: its Ctrl-C comes at once, and leaves the next window unstarted,
-        which ``stop()`` handles)."""
+        handler may take long: its Ctrl-C comes at once and leaves the next window unprepared:
+        the next step that records prepares one, ``kineto_profile._start``, and ``stop()`` has
+        none to drop)."""
         if prev is cur and cur is not ProfilerAction.RECORD_AND_SAVE:
             return  # (a step inside a window, or between windows: nothing changes)
         try:
