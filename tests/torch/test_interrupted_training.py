@@ -110,7 +110,8 @@ _CAUGHT_IN_HANDLER = textwrap.dedent("""
             for _ in range(10**6):
                 pass
     model = torch.nn.Linear(8, 8)
-    prof = tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=1, active=1),
+    warmup, active = (int(x) for x in sys.argv[2:4])
+    prof = tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=warmup, active=active),
                       on_trace_ready=handler)
     prof.start()
     caught = 0
@@ -177,14 +178,19 @@ def test_ctrl_c_in_a_users_long_trace_handler_comes_at_once_and_the_window_is_no
     assert len(saved) == 2, rank_dirs(tmp_path / "out")
 
 
-@pytest.mark.parametrize("steps,windows", [(7, 4), (2, 1)])
-def test_a_loop_that_takes_a_ctrl_c_from_the_trace_handler_goes_on_whole(tmp_path: Path, steps: int,
-                                                                         windows: int) -> None:
-    """After a Ctrl-C in the user's handler the next window was not prepared: the next step must
-    prepare it (not start the ended window's Kineto again: SIGSEGV), and ``stop()`` right after
+@pytest.mark.parametrize("steps,warmup,active,windows,resumes", [(7, 1, 1, 4, 0), (2, 1, 1, 1, 0), (8, 0, 2, 5, 3),
+                                                                  (9, 0, 3, 4, 4)])
+def test_a_loop_that_takes_a_ctrl_c_from_the_trace_handler_goes_on_whole(tmp_path: Path, steps: int, warmup: int,
+                                                                         active: int, windows: int,
+                                                                         resumes: int) -> None:
+    """After a Ctrl-C in the user's handler the next window was not prepared: the next step that
+    records prepares it, with one warning (not start the ended window's Kineto again: SIGSEGV; nor
+    lose the window silently when the schedule goes on recording), and ``stop()`` right after
     must not take the window handed to the handler for a warmup window to drop (it deleted it)."""
-    r = subprocess.run([sys.executable, "-c", _CAUGHT_IN_HANDLER, str(steps)], capture_output=True, text=True,
-                       env=_env(), cwd=tmp_path, timeout=240)
+    r = subprocess.run([sys.executable, "-c", _CAUGHT_IN_HANDLER, str(steps), str(warmup), str(active)],
+                       capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=240)
+    assert r.stderr.count("recording resumes at step") == (1 if resumes else 0), r.stderr[-3000:]
+    assert not resumes or f"recording resumes at step {resumes} " in r.stderr  # (the first step it can)
     assert r.returncode == 0, r.stderr[-3000:]
     assert f"caught 1 calls {windows} {windows}" in r.stdout, r.stdout + r.stderr[-2000:]  # (each window once)
     assert "first window kept True" in r.stdout, r.stdout + r.stderr[-2000:]

@@ -179,7 +179,7 @@ class _KinetoProfile:
 
     def _start(self) -> None:
         if (self._kineto is None and not self._nested) or self._finalized:
-            self._init()  # (finalized: the window was handed on and no next one prepared, see profile._transit)
+            self._init()  # (finalized: the last window was handed on and a Ctrl-C kept the next one unprepared)
         if self._kineto is None:  # (a profile inside a profile: ``_init``)
             return
         self._start_mono = time.perf_counter_ns()

@@ -21,6 +21,7 @@ from openmsprof.torch.profiler.scheduler import Schedule, default_schedule
 log = logging.getLogger("openmsprof")
 _NONE = ProfilerAction.NONE
 _WARMUP = ProfilerAction.WARMUP
+_RECORD = ProfilerAction.RECORD
 _RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 
 
@@ -186,7 +187,7 @@ class profile(_KinetoProfile):
         handler may take long: its Ctrl-C comes at once and leaves the next window unprepared:
         the next step that records prepares one, ``kineto_profile._start``, and ``stop()`` has
         none to drop)."""
-        if prev is cur and cur is not ProfilerAction.RECORD_AND_SAVE:
+        if prev is cur and cur is not ProfilerAction.RECORD_AND_SAVE and not (cur is _RECORD and self._finalized):
             return  # (a step inside a window, or between windows: nothing changes)
         try:
             with _held_signals.held():
@@ -221,9 +222,14 @@ class profile(_KinetoProfile):
         if prev is _WARMUP:
             if cur in _RECORDING:
                 self._start()
-        elif prev is ProfilerAction.RECORD:
+        elif prev is _RECORD:
             if cur is _WARMUP:
                 self._init()
+            elif cur in _RECORDING and self._finalized:  # (no window: a Ctrl-C in on_trace_ready)
+                log.warning("openmsprof: an interrupt in on_trace_ready kept a window from being prepared; "
+                            "recording resumes at step %d (this window lacks the steps before)",
+                            self.step_num + self._step_offset)
+                self._start()  # (prepares it first, ``kineto_profile._start``)
         elif cur is not _NONE:  # (from NONE or RECORD_AND_SAVE)
             self._init()
             if cur in _RECORDING:
