@@ -170,3 +170,34 @@ def test_escaping_exception_gives_a_dump_and_still_propagates(tmp_path: Path, ou
     (job,) = jobs(out)
     trig = info(job)["flight"]["trigger"]
     assert trig["kind"] == "exception" and "planted failure" in trig["detail"]
+
+
+SYNC_CTRL_C = """
+    import os, signal, sys
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # (a test runner's worker may ignore SIGINT)
+    import openmsprof
+    from openmsprof.flight import dump
+
+    write_job = dump.write_job
+    def ctrl_c_then_write(*args, **kwargs):  # a real Ctrl-C as the dump starts writing
+        os.kill(os.getpid(), signal.SIGINT)
+        return write_job(*args, **kwargs)
+    dump.write_job = ctrl_c_then_write
+    with openmsprof.flight_recorder(sys.argv[1], signal=None) as fr:
+        for _ in range(5):
+            fr.step()
+        try:
+            fr.trigger("manual", sync=True)
+            print("not interrupted", flush=True)
+        except KeyboardInterrupt:
+            print("interrupted after the dump", len(fr.dumps), flush=True)
+"""
+
+
+def test_a_ctrl_c_during_a_sync_dump_comes_once_the_job_is_whole(tmp_path: Path, out: Path) -> None:
+    res = run_code(SYNC_CTRL_C, tmp_path, str(out))
+    assert res.returncode == 0, res.stderr
+    assert "interrupted after the dump 1" in res.stdout, res.stdout + res.stderr[-2000:]
+    (job,) = jobs(out)
+    assert (job / "host" / "end_info").is_file()
+    assert info(job)["flight"]["trigger"]["kind"] == "manual"

@@ -26,6 +26,7 @@ from openmsprof.flight.options import FlightOptions, check, signal_number
 from openmsprof.flight.sampler import Sampler
 from openmsprof.flight.taps import MarkerTap
 from openmsprof.flight.triggers import RateLimit, SlowStep, Trigger
+from openmsprof.recorder import held_signals as _held_signals
 from openmsprof.sources import step_hooks
 
 __all__ = ["FlightRecorder", "flight_recorder"]
@@ -239,7 +240,8 @@ class FlightRecorder:
 
     def _dump(self, trig: Trigger, stacks: list[dict[str, Any]]) -> None:
         try:
-            self.__dump(trig, stacks)
+            with _held_signals.held():  # (``sync``, on the main thread: a Ctrl-C comes once the job is whole)
+                self.__dump(trig, stacks)
         except Exception as exc:
             if not own_failure(exc):  # (``trigger(sync=True)``: a user's signal handler's exception is theirs)
                 raise
