@@ -10,8 +10,8 @@ of no session gives crashes the process with SIGSEGV).  ``held()`` swaps the cal
 ``SIGNALS`` for one that only notes the signal, and once the block is through restores them and
 calls the original handler of each noted signal (with the frame where the block ends), so its
 exception is raised there, the state whole.  Only the main thread runs Python signal handlers:
-elsewhere ``held()`` does nothing.  Handlers that are not Python callables (SIG_DFL, SIG_IGN) are left alone: a default SIGTERM
-still ends the process at once.
+elsewhere ``held()`` does nothing.  Handlers that are not Python callables (SIG_DFL, SIG_IGN) are
+left alone: a default SIGTERM still ends the process at once.
 """
 
 from __future__ import annotations

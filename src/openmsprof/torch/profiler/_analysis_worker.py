@@ -234,7 +234,7 @@ def _after_fork() -> None:
         except OSError:
             pass
     if c is not None:
-        c.input.close_in_child()
+        c.input.close_wake()
 
 
 atexit.register(_at_exit)

@@ -108,16 +108,14 @@ class WorkerInput:
         """The worker is gone: nothing more is written; the wake pipe is closed."""
         self.backlog.clear()
         self.held.clear()
-        for fd in (self.wake_fd, self._wake_w):
-            if fd >= 0:
-                os.close(fd)
-        self.wake_fd = self._wake_w = -1
+        self.close_wake()
 
-    def close_in_child(self) -> None:
-        """A forked child drops its copies of the wake pipe (and writes nothing)."""
+    def close_wake(self) -> None:
+        """Close the wake pipe (``drop``; a forked child drops its copies of it, and writes nothing)."""
         for fd in (self.wake_fd, self._wake_w):
             if fd >= 0:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
+        self.wake_fd = self._wake_w = -1

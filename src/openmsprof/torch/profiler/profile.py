@@ -22,7 +22,7 @@ log = logging.getLogger("openmsprof")
 _NONE = ProfilerAction.NONE
 _WARMUP = ProfilerAction.WARMUP
 _RECORD = ProfilerAction.RECORD
-_RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+_RECORDING = (_RECORD, ProfilerAction.RECORD_AND_SAVE)
 
 
 class _TraceHandler:
@@ -206,7 +206,7 @@ class profile(_KinetoProfile):
             self._start()
             self._stop()
             self._finalize()
-        elif prev is ProfilerAction.RECORD and cur in (_NONE, _WARMUP):
+        elif prev is _RECORD and cur in (_NONE, _WARMUP):
             log.warning("openmsprof: schedule left RECORD without RECORD_AND_SAVE; not saved for trace_ready")
             self._stop()
             self._finalize()
