@@ -98,3 +98,47 @@ def test_windows_held_at_a_kill_stay_as_temp_traces_that_offline_analyse_adopts(
         time.sleep(0.05)
     done = tp.analyse(root)  # (the two held windows: adopted from their temp traces)
     assert len(done) == 3 and _analysed(root) == 3, (done, list(root.iterdir()))
+
+
+_DATALOADER = textwrap.dedent("""
+    import os, sys
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+    import openmsprof.torch.profiler as tp
+    from openmsprof.torch.profiler import _analysis_worker
+
+    class Items(Dataset):
+        def __len__(self):
+            return 64
+        def __getitem__(self, i):
+            return torch.full((16,), float(i))
+
+    model = torch.nn.Linear(16, 16)
+    with tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=0, active=1),
+                    on_trace_ready=tp.tensorboard_trace_handler(sys.argv[1])) as prof:
+        for epoch in range(3):  # the loader forks its workers anew each epoch, with window lines held
+            for batch in DataLoader(Items(), batch_size=8, num_workers=2,
+                                    multiprocessing_context="fork"):
+                model(batch).sum().backward()
+                prof.step()
+            print("epoch", epoch, "held", len(_analysis_worker._client.input.held), flush=True)
+    print("worker", _analysis_worker._client.proc.pid, "saved", len(prof.saved), flush=True)
+""")
+
+
+def test_dataloader_workers_forked_with_lines_held_leave_the_run_whole(tmp_path: Path) -> None:
+    """DataLoader workers forked while window lines are held: each child drops its copies of the
+    worker's pipes and the wake pipe (and writes nothing), exits normally; the run's windows are all
+    analysed and the worker leaves once the run does (no child keeps its input open)."""
+    root = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-c", _DATALOADER, str(root)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "src")}, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [ln for ln in proc.stdout.splitlines() if ln[:1].isalpha()]
+    assert any(int(ln.split()[-1]) > 0 for ln in lines if ln.startswith("epoch")), lines  # (forked while held)
+    worker, saved = int(lines[-1].split()[1]), int(lines[-1].split()[3])
+    assert saved == 25 and _analysed(root) == 25, (lines, _analysed(root))  # 24 steps: 24 windows + the last
+    end = time.monotonic() + 60
+    while psutil.pid_exists(worker) and psutil.Process(worker).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < end, "the analysis worker outlived its run"
+        time.sleep(0.05)
