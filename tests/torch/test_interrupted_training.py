@@ -211,6 +211,7 @@ def test_a_signal_handler_raising_inside_stop_reaches_the_caller_and_loses_nothi
 _STATES = textwrap.dedent("""
     import sys, torch
     import openmsprof.torch.profiler as tp
+    from openmsprof.torch.profiler import _writer
     model = torch.nn.Linear(32, 10)
     case, root = sys.argv[1], sys.argv[2]
     prof = tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=0, active=1),
@@ -222,6 +223,7 @@ _STATES = textwrap.dedent("""
         kineto.stop_trace()
     elif case == "exported":  # ... and after the window's trace was exported (torch refuses a second export)
         prof._stop()
+        _writer.flush()  # (as _finalize exports only once the root is made: the writer thread makes it)
         tmp = prof._tmp = prof.prof_path.parent / "early.kineto.tmp"
         kineto.export_chrome_trace(str(tmp))
     elif case == "results_lost":  # ... between torch's stop and its storing the results
