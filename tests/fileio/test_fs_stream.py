@@ -1,10 +1,12 @@
 """``fs.write_stream_atomic``: parts gathered into few writes give the same bytes in a private
 file renamed into place; a temp file a killed writer of this pid left is replaced, a symlink
-planted at the temp name is not written through."""
+planted at the temp name is not written through.  ``fs.write_stream_new``: the same bytes
+straight into a new file, never over one or a link, and nothing left when it fails."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -55,3 +57,38 @@ def test_a_symlink_at_the_temp_name_is_not_followed(tmp_path: Path) -> None:
     assert victim.read_bytes() == b"keep"
     assert (tmp_path / "out.json").read_bytes() == b"[2]"
     assert not (tmp_path / "out.json").is_symlink()
+
+
+def test_a_new_stream_is_written_in_place_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``write_stream_new``: the same bytes and mode, gathered the same way, straight into the file
+    (no temp file, no rename); a file or a link already there is refused and left as it was."""
+    calls: list[int] = []
+    _writes(monkeypatch, calls)
+    renames: list[object] = []
+    monkeypatch.setattr(fs.os, "replace", lambda *a, **k: renames.append(a))
+    parts = [b"head\n", *SMALL, LARGE, b"", *SMALL, b"end"]
+    old = os.umask(0o077)
+    try:
+        fs.write_stream_new(tmp_path / "t.csv", iter(parts))
+    finally:
+        os.umask(old)
+    assert (tmp_path / "t.csv").read_bytes() == b"".join(parts)
+    assert oct((tmp_path / "t.csv").stat().st_mode & 0o777) == "0o640"
+    assert 2 <= len(calls) <= 4 and not renames
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep")
+    (tmp_path / "link.csv").symlink_to(victim)
+    for name in ("t.csv", "link.csv"):
+        with pytest.raises(fs.PathError, match="already exists"):
+            fs.write_stream_new(tmp_path / name, [b"new"])
+    assert (tmp_path / "t.csv").read_bytes() == b"".join(parts) and victim.read_bytes() == b"keep"
+
+
+def test_a_new_stream_that_fails_leaves_no_file(tmp_path: Path) -> None:
+    def parts() -> Iterator[bytes]:
+        yield LARGE  # (written: past WRITE_BYTES)
+        raise RuntimeError("formatting failed")
+
+    with pytest.raises(RuntimeError, match="formatting failed"):
+        fs.write_stream_new(tmp_path / "t.csv", parts())
+    assert list(tmp_path.iterdir()) == []

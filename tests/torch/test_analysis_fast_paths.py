@@ -130,3 +130,35 @@ def test_only_an_empty_logs_dir_becomes_the_output_dir(raw: Path, tmp_path: Path
         assert (d / "logs").is_symlink()
     else:
         assert not (d / "logs").exists()
+
+
+def test_a_private_copy_writes_its_fresh_output_in_place(raw: Path, tmp_path: Path, own_peaks: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """``private`` (the worker's staged copy): the views of a fresh output dir are created where
+    they end, no temp file renamed, and are the bytes of the atomic path; over an existing output
+    dir (its files may be hard links into the published dir) every file is still replaced by a
+    rename, and a linked file's other name keeps its bytes."""
+    ref = _variant(raw, tmp_path / "ref" / raw.name, "Level1", True, False, True)
+    mine = _variant(raw, tmp_path / "mine" / raw.name, "Level1", True, False, True)
+    again = _variant(raw, tmp_path / "again" / raw.name, "Level1", True, False, True)
+    analysis.analyse_dir(ref, parallel=False)
+    real_replace = os.replace
+    into: list[str] = []
+
+    def replace(src: object, dst: object, **kw: object) -> None:
+        into.append(os.path.basename(os.path.dirname(os.fspath(dst))))  # type: ignore[arg-type]
+        real_replace(src, dst, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "replace", replace)
+    analysis.analyse_dir_info(mine, parallel=False, private=True)
+    assert OUT not in into, into
+    assert file_tree(mine) == file_tree(ref)
+
+    (again / OUT).mkdir(mode=0o750)  # a published dir's file, hard-linked into the copy
+    published = tmp_path / "published_trace_view.json"
+    published.write_bytes(b"[]")
+    os.link(published, again / OUT / "trace_view.json")
+    analysis.analyse_dir_info(again, parallel=False, private=True)
+    assert into.count(OUT) >= 5, into
+    assert published.read_bytes() == b"[]"
+    assert file_tree(again) == file_tree(ref)

@@ -152,24 +152,39 @@ def _unlink_missing_ok(path: str) -> None:
         pass
 
 
+def _fill_parts(fd: int, parts: Iterable[bytes | bytearray | memoryview]) -> None:
+    """Write ``parts`` to ``fd``, small parts gathered into writes of up to ``WRITE_BYTES`` (one
+    write for a small file)."""
+    buf: list[bytes | bytearray | memoryview] = []
+    size = 0
+    for part in parts:
+        if part:
+            buf.append(part)
+            size += len(part)
+            if size >= WRITE_BYTES:
+                write_all(fd, buf[0] if len(buf) == 1 else b"".join(buf))
+                buf, size = [], 0
+    if buf:
+        write_all(fd, buf[0] if len(buf) == 1 else b"".join(buf))
+
+
 def write_stream_atomic(path: Path, parts: Iterable[bytes | bytearray | memoryview]) -> None:
-    """Write ``parts`` to ``path`` atomically (see :func:`_replace_atomic`); small parts are
-    gathered into writes of up to ``WRITE_BYTES`` (one write for a small file)."""
+    """Write ``parts`` to ``path`` atomically (see :func:`_replace_atomic`)."""
+    _replace_atomic(path, lambda fd: _fill_parts(fd, parts))
 
-    def fill(fd: int) -> None:
-        buf: list[bytes | bytearray | memoryview] = []
-        size = 0
-        for part in parts:
-            if part:
-                buf.append(part)
-                size += len(part)
-                if size >= WRITE_BYTES:
-                    write_all(fd, buf[0] if len(buf) == 1 else b"".join(buf))
-                    buf, size = [], 0
-        if buf:
-            write_all(fd, buf[0] if len(buf) == 1 else b"".join(buf))
 
-    _replace_atomic(path, fill)
+def write_stream_new(path: Path | str, parts: Iterable[bytes | bytearray | memoryview]) -> None:
+    """Create ``path`` (it must not exist: ``open_new`` refuses a file or a link there) and write
+    ``parts`` into it directly, no temp file: for the files of a private directory that appears
+    whole, by one rename, once they are all written.  On any failure the partial file is removed."""
+    fd = open_new(path, append=False)
+    try:
+        _fill_parts(fd, parts)
+    except BaseException:
+        os.close(fd)
+        _unlink_missing_ok(os.fspath(path))
+        raise
+    os.close(fd)
 
 
 def copy_fd(src: int, dst: int) -> None:

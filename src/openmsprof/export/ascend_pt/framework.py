@@ -155,8 +155,8 @@ def clock_offset(info: dict[str, Any]) -> int:
         raise RawDataError("profiler_info end_info lacks collectionTimeEnd/MonotonicTimeEnd") from None
 
 
-def _read(path: str | Path, parallel: bool = False) -> tuple[Columns, int | None]:
-    if parallel and (done := split_read.read(Path(path))) is not None:
+def _read(path: str | Path, parallel: bool = False, size: int | None = None) -> tuple[Columns, int | None]:
+    if parallel and (done := split_read.read(Path(path), size)) is not None:
         return done
     reader = TraceReader(path)
     cols = Columns()
@@ -184,7 +184,7 @@ def load(rank_dir: Path, info: dict[str, Any], parallel: bool = False) -> Framew
         raise RawDataError(f"no framework data in {str(rank_dir)!r} (missing FRAMEWORK/{FRAMEWORK_TRACE})")
     if st.st_size > MAX_JSON_BYTES:
         raise RawDataError(f"{str(path)!r} is larger than 10 GiB; refused")
-    cols, base = _read(path, parallel)
+    cols, base = _read(path, parallel, st.st_size)
     offset = base if base is not None else clock_offset(info)
     cols.finish(offset)
     footprint.drop_own(cols)

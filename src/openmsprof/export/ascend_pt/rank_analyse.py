@@ -3,6 +3,7 @@ output file is written, before data_simplification removes the raw data)."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import re
@@ -25,6 +26,7 @@ from openmsprof.export.ascend_pt import (
     kernel_job,
     memory,
     npu_records,
+    text,
     trace_split,
     trace_tracks,
 )
@@ -71,20 +73,22 @@ def _level(exp: dict[str, Any]) -> int:
     return {"Level_none": -1, "Level0": 0, "Level1": 1, "Level2": 2}.get(exp.get("_profiler_level", "Level0"), 0)
 
 
-def export(rank_dir: Path, device_id: int = 0, parallel: bool = True) -> Result:
+def export(rank_dir: Path, device_id: int = 0, parallel: bool = True, private: bool = False) -> Result:
     """Analyse ``rank_dir``.  ``parallel``: a forked child may format half of trace_view.json
-    (large traces only; pass False inside a process that must not fork).  The cyclic GC is paused
+    (large traces only; pass False inside a process that must not fork).  ``private``: the dir is
+    a private copy that appears whole once analysed (the analysis worker's staged copy): a fresh
+    output dir's files are then created in place, with no temp file each.  The cyclic GC is paused
     meanwhile: millions of short-lived event dicts would otherwise trigger full collections."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _export(rank_dir, device_id, parallel)
+        return _export(rank_dir, device_id, parallel, private)
     finally:
         if enabled:
             gc.enable()
 
 
-def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
+def _export(rank_dir: Path, device_id: int, parallel: bool, private: bool) -> Result:
     names = os.listdir(rank_dir)  # one listing: profiler_info, the PROF_ jobs, logs/
     info, rank = read_info(rank_dir, names)
     cfg = info.get("config") or {}
@@ -110,34 +114,36 @@ def _export(rank_dir: Path, device_id: int, parallel: bool) -> Result:
     ov = Overlap(fw)
     extra = Extras(rank_dir, fw, rank if rank is not None else _rank_id(info), level,
                    common.get("profile_memory") is True, info=info, jobs=_jobs(rank_dir, names))
-    out, took_logs = _output_dir(rank_dir / OUTPUT, rank_dir / "logs" if simplifying and "logs" in names else None)
-    files: list[str] = []
-    if "text" in types or not types:
-        lay = trace_tracks.Layout(fw, device_id)
-        k = fw.kernels
-        conn = {int(k.event[j]): int(extra.apis.conn[j]) for j in np.flatnonzero(k.comm).tolist()} \
-            if len(k.event) else {}
-        lay.comm = comm_views.trace_events(extra.comm, extra.group, lay.communication, device_id, conn) \
-            if extra.comm else []  # (no group to read: trace_events gives [] for no operation)
-        lay.apis = extra.apis if level >= 1 else None
-        lay.extra = overhead.trace_events(extra.overhead, trace_tracks.enc_pid(fw.pid, 8, trace_tracks.HOST_DEV),
-                                          int(fw.op_ts.min()) if fw.n_ops else None)
-        if exp.get("_gc_detect_threshold", 0) is not None:  # a window saved with it off has no GC file
-            lay.extra += gc_track.trace_events(gc_track.read(rank_dir),
-                                               trace_tracks.enc_pid(fw.pid, 9, trace_tracks.HOST_DEV))
-        trace_tracks.fitted(fw, ov, lay)  # before the fork: both halves write the same fit
-        tv = out / "trace_view.json"
-        pending = trace_split.start_tail(tv, fw, ov, lay) if parallel else None
-        cpu = "ProfilerActivity.CPU" in common.get("activities", ["ProfilerActivity.CPU"])
-        trace_split.write(tv, fw, ov, lay, pending, _summaries(out, fw, ov, device_id, level, cpu, extra, files))
-        files += ["operator_details.csv"] if cpu and level >= 0 else []
-        files += ["trace_view.json"]
-        files += ["kernel_details.csv", "op_statistic.csv", "step_trace_time.csv"] if level >= 0 else []
-        files += ["api_statistic.csv"] if level >= 1 else []
-    if "db" in types:
-        from openmsprof.export.ascend_pt.torch_db import write as write_db
+    out, took_logs, fresh = _output_dir(rank_dir / OUTPUT,
+                                        rank_dir / "logs" if simplifying and "logs" in names else None)
+    with text.in_place(out) if private and fresh else contextlib.nullcontext():  # (a staged copy: no temp files)
+        files: list[str] = []
+        if "text" in types or not types:
+            lay = trace_tracks.Layout(fw, device_id)
+            k = fw.kernels
+            conn = {int(k.event[j]): int(extra.apis.conn[j]) for j in np.flatnonzero(k.comm).tolist()} \
+                if len(k.event) else {}
+            lay.comm = comm_views.trace_events(extra.comm, extra.group, lay.communication, device_id, conn) \
+                if extra.comm else []  # (no group to read: trace_events gives [] for no operation)
+            lay.apis = extra.apis if level >= 1 else None
+            lay.extra = overhead.trace_events(extra.overhead, trace_tracks.enc_pid(fw.pid, 8, trace_tracks.HOST_DEV),
+                                              int(fw.op_ts.min()) if fw.n_ops else None)
+            if exp.get("_gc_detect_threshold", 0) is not None:  # a window saved with it off has no GC file
+                lay.extra += gc_track.trace_events(gc_track.read(rank_dir),
+                                                   trace_tracks.enc_pid(fw.pid, 9, trace_tracks.HOST_DEV))
+            trace_tracks.fitted(fw, ov, lay)  # before the fork: both halves write the same fit
+            tv = out / "trace_view.json"
+            pending = trace_split.start_tail(tv, fw, ov, lay) if parallel else None
+            cpu = "ProfilerActivity.CPU" in common.get("activities", ["ProfilerActivity.CPU"])
+            trace_split.write(tv, fw, ov, lay, pending, _summaries(out, fw, ov, device_id, level, cpu, extra, files))
+            files += ["operator_details.csv"] if cpu and level >= 0 else []
+            files += ["trace_view.json"]
+            files += ["kernel_details.csv", "op_statistic.csv", "step_trace_time.csv"] if level >= 0 else []
+            files += ["api_statistic.csv"] if level >= 1 else []
+        if "db" in types:
+            from openmsprof.export.ascend_pt.torch_db import write as write_db
 
-        files += write_db(out, fw, ov, info, rank, device_id, rank_dir, extra=extra)
+            files += write_db(out, fw, ov, info, rank, device_id, rank_dir, extra=extra)
     # analyse.done before the simplification: a process killed between the two leaves a finished
     # analysis with its FRAMEWORK/ (kept), never one whose raw data is gone and that reads as unfinished
     _mark_done(out / "analyse.done")
@@ -152,21 +158,21 @@ def _jobs(rank_dir: Path, names: list[str]) -> list[Path]:
     return [rank_dir / n for n in sorted(names) if n.startswith("PROF_") and (rank_dir / n).is_dir()]
 
 
-def _output_dir(out: Path, leftover: Path | None = None) -> tuple[Path, bool]:
+def _output_dir(out: Path, leftover: Path | None = None) -> tuple[Path, bool, bool]:
     """``ASCEND_PROFILER_OUTPUT/`` made fresh (two syscalls: the usual case, a window analysed
     once), or the existing one with its ``analyse.done`` removed (checked as ``fs.make_dir`` does).
     ``leftover``: the rank dir's ``logs/``, which data_simplification removes when empty: an empty
     one of ours is renamed into the fresh output dir instead (creating a dir is the costly syscall
-    on some file systems, and removing one adds to the cost of the next).  Returns the dir and
-    whether ``leftover`` became it."""
+    on some file systems, and removing one adds to the cost of the next).  Returns the dir, whether
+    ``leftover`` became it, and whether the dir is fresh (made by this call, empty)."""
     if leftover is not None and _took_leftover(leftover, out):
-        return out, True
+        return out, True, True
     try:
-        return fs.make_new_dir(out), False
+        return fs.make_new_dir(out), False, True
     except PathError:
         out = fs.make_dir(out)
     (out / "analyse.done").unlink(missing_ok=True)
-    return out, False
+    return out, False, False
 
 
 def _took_leftover(leftover: Path, out: Path) -> bool:

@@ -31,9 +31,11 @@ def _child(path: Path, start: int, wfd: int) -> int:  # pragma: no cover - runs 
     return 0
 
 
-def read(path: Path) -> tuple[Columns, int | None] | None:
-    """(columns, Kineto base ns) read in two processes; None: not applicable or failed."""
-    if not fork_allowed() or path.stat().st_size < MIN_BYTES:
+def read(path: Path, size: int | None = None) -> tuple[Columns, int | None] | None:
+    """(columns, Kineto base ns) read in two processes; None: not applicable or failed.  ``size``:
+    the file's, where the caller has it (a small trace, every window of a training loop, is
+    turned away on it before the fork policy reads the machine's CPU count)."""
+    if (size if size is not None else path.stat().st_size) < MIN_BYTES or not fork_allowed():
         return None
     split = TraceReader(path).split_point()
     if split is None:

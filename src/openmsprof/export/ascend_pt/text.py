@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -257,9 +259,34 @@ def chunks(n: int, size: int | None = None) -> Iterable[tuple[int, int]]:
         yield a, min(a + size, n)
 
 
+#: the output dir whose files ``write_stream`` creates in place (``in_place``), else None
+_in_place: list[str] = []
+
+
+@contextmanager
+def in_place(out: Path) -> Iterator[None]:
+    """Within it, the files ``write_stream`` writes into ``out`` are created there directly (no
+    temp file and rename): for a fresh output dir of a private copy that is published whole once
+    analysed (``rank_analyse.export(private=True)``), where no reader can see a file half written."""
+    _in_place.append(os.fspath(out))
+    try:
+        yield
+    finally:
+        _in_place.pop()
+
+
+def placed_in(path: Path) -> bool:
+    """Whether ``path`` is a file of the dir ``in_place`` names now."""
+    return bool(_in_place) and os.path.dirname(os.fspath(path)) == _in_place[-1]
+
+
 def write_stream(path: Path, parts: Iterable[bytes]) -> None:
-    """Write ``parts`` to ``path`` through a temp file renamed into place (0640, no symlinks)."""
-    fs.write_stream_atomic(path, parts)
+    """Write ``parts`` to ``path`` through a temp file renamed into place (0640, no symlinks);
+    created in place inside an ``in_place`` dir."""
+    if placed_in(path):
+        fs.write_stream_new(path, parts)
+    else:
+        fs.write_stream_atomic(path, parts)
 
 
 def write_json_array(path: Path, groups: Iterable[list[bytes]]) -> int:

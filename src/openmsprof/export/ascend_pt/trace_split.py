@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from openmsprof.config.errors import PathError
-from openmsprof.export.ascend_pt import trace_view
+from openmsprof.export.ascend_pt import text, trace_view
 from openmsprof.export.ascend_pt.framework import Framework
 from openmsprof.export.ascend_pt.overlap import Overlap
 from openmsprof.export.ascend_pt.trace_tracks import Layout
@@ -120,11 +120,15 @@ def start_tail(path: Path, fw: Framework, ov: Overlap, lay: Layout) -> Pending |
 def write(path: Path, fw: Framework, ov: Overlap, lay: Layout, pending: Pending | None,
           between: Iterable[None] = ()) -> None:
     """Write the first half, run ``between`` (other exports, while the child works), then the
-    second half (from the child's part when it succeeded).  Temp file + rename, 0640."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    second half (from the child's part when it succeeded).  Temp file + rename, 0640 (created in
+    place inside a ``text.in_place`` dir)."""
+    placed = text.placed_in(path)
+    tmp = path if placed else path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         fd = fs.open_new(tmp, append=False)
     except PathError:  # a leftover of a killed writer of this pid (or a link planted there)
+        if placed:
+            raise
         tmp.unlink(missing_ok=True)
         fd = fs.open_new(tmp, append=False)
     try:
@@ -146,4 +150,5 @@ def write(path: Path, fw: Framework, ov: Overlap, lay: Layout, pending: Pending 
             pending.collect(None)
         raise
     os.close(fd)
-    os.replace(tmp, path)
+    if not placed:
+        os.replace(tmp, path)

@@ -35,7 +35,7 @@ def _analyse(path: Path, staged: Path | None, where: str) -> str:
             return "ok" if mine else "taken"
         if _analysis_claim.done(path):
             return "taken"  # analysed meanwhile by the training process: no work here
-        read = analysis.analyse_dir_info(staged, parallel=True)  # a large trace forks its second half
+        read = analysis.analyse_dir_info(staged, parallel=True, private=True)  # (a large trace forks its second half)
         _analysis_claim.record_overhead(staged, time.process_time() - c0, time.perf_counter() - t0, where, read)
         return "ok"
     except Exception as exc:

@@ -45,10 +45,11 @@ def analyse_dir(rank_dir: Path, parallel: bool = True) -> Path:
     return _exporter().export(rank_dir, parallel=parallel).output
 
 
-def analyse_dir_info(rank_dir: Path, parallel: bool = True) -> tuple[str, dict[str, Any]]:
+def analyse_dir_info(rank_dir: Path, parallel: bool = True, private: bool = False) -> tuple[str, dict[str, Any]]:
     """``analyse_dir``, returning the name and the parsed document of the profiler_info the
-    analysis read (``_analysis_claim.record_overhead`` adds its figures without reading it again)."""
-    res = _exporter().export(rank_dir, parallel=parallel)
+    analysis read (``_analysis_claim.record_overhead`` adds its figures without reading it again).
+    ``private``: ``rank_dir`` is a staged copy, published whole (``rank_analyse.export``)."""
+    res = _exporter().export(rank_dir, parallel=parallel, private=private)
     return res.info_name, res.info
 
 
