@@ -8,6 +8,7 @@ importable here, as part of this module's API.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -19,12 +20,11 @@ from openmsprof.fileio.disk_space import FREE_SPACE_FLOOR, disk_full_message, fr
 from openmsprof.fileio.read_guard import escape, open_regular, read_regular
 
 __all__ = ["DIR_MODE", "FILE_MODE", "FREE_SPACE_FLOOR", "Reserve", "cache_root", "check_writable", "copy_fd",
-           "copy_file_atomic", "disk_full_message", "escape",
-           "free_bytes", "make_dir", "open_dir_fd", "open_new", "open_regular", "read_regular",
-           "same_dir", "write_all", "write_file_at", "write_file_atomic", "write_stream_atomic"]
+           "copy_file_atomic", "disk_full_message", "escape", "free_bytes", "make_dir", "open_dir_fd", "open_new",
+           "open_regular", "read_regular", "same_dir", "write_all", "write_file_at", "write_file_atomic",
+           "write_stream_atomic", "write_stream_new"]
 
-#: Size limits of what readers accept (``read_regular``): raw slices, tables (job JSON files:
-#: ``read_guard.MAX_JSON_BYTES``).
+#: Size limits of what readers accept (``read_regular``): raw slices, tables (job JSON: ``read_guard``).
 MAX_SLICE_BYTES = 1024 * 1024 * 1024
 MAX_TABLE_BYTES = 256 * 1024 * 1024
 
@@ -146,15 +146,12 @@ def _replace_atomic(path: Path, fill: Callable[[int], None]) -> None:
 
 
 def _unlink_missing_ok(path: str) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def _fill_parts(fd: int, parts: Iterable[bytes | bytearray | memoryview]) -> None:
-    """Write ``parts`` to ``fd``, small parts gathered into writes of up to ``WRITE_BYTES`` (one
-    write for a small file)."""
+    """``parts`` into ``fd`` in writes of up to ``WRITE_BYTES`` (one for a small file)."""
     buf: list[bytes | bytearray | memoryview] = []
     size = 0
     for part in parts:
@@ -169,14 +166,12 @@ def _fill_parts(fd: int, parts: Iterable[bytes | bytearray | memoryview]) -> Non
 
 
 def write_stream_atomic(path: Path, parts: Iterable[bytes | bytearray | memoryview]) -> None:
-    """Write ``parts`` to ``path`` atomically (see :func:`_replace_atomic`)."""
-    _replace_atomic(path, lambda fd: _fill_parts(fd, parts))
+    _replace_atomic(path, lambda fd: _fill_parts(fd, parts))  # (see there)
 
 
 def write_stream_new(path: Path | str, parts: Iterable[bytes | bytearray | memoryview]) -> None:
-    """Create ``path`` (it must not exist: ``open_new`` refuses a file or a link there) and write
-    ``parts`` into it directly, no temp file: for the files of a private directory that appears
-    whole, by one rename, once they are all written.  On any failure the partial file is removed."""
+    """``parts`` straight into the new file ``path`` (``open_new``: no file or link there), for a
+    private dir that appears whole once written; a failure removes the partial file."""
     fd = open_new(path, append=False)
     try:
         _fill_parts(fd, parts)

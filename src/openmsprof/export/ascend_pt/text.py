@@ -1,5 +1,4 @@
-"""Text pieces for the streamed exports: µs numbers from ns columns, JSON / CSV encodings of
-vocabulary entries, and a chunked atomic file writer (temp file + rename, 0640).
+"""Text for the streamed exports: µs from ns columns, JSON / CSV texts, a chunked atomic writer.
 
 Numbers are formatted with ``%`` templates over columns prepared by numpy, so each output row costs
 one formatting call: ``"%d.%03d" % divmod(ns, 1000)`` is docs/formats.md §1's µs text, and
@@ -8,10 +7,9 @@ one formatting call: ``"%d.%03d" % divmod(ns, 1000)`` is docs/formats.md §1's �
 :func:`join` and :func:`fill` take whole columns (int64 arrays for ``%d`` / ``%03d``; for ``%b`` a
 list of bytes or ``(codes, vocabulary)``; int64 ns for ``%t``, the µs text ``%d.%03d``, and ``%u``,
 the JSON float ``ns / 1000`` as :func:`dur_columns` spells it) and fill the template in C
-(``_row_text.c``, one pass: no µs columns prepared by numpy); the
-``template % row`` loop over the columns' Python values is the fallback and the reference
-(``OPENMSPROF_ROW_TEXT_PYTHON=1``, or ``NATIVE = None``, forces it; without the extension it is
-the only path).
+(``_row_text.c``, one pass: no µs columns prepared by numpy); the ``template % row`` loop over
+the columns' Python values is the fallback and the reference (``OPENMSPROF_ROW_TEXT_PYTHON=1``,
+or ``NATIVE = None``, forces it; without the extension it is the only path).
 """
 
 from __future__ import annotations
@@ -259,30 +257,26 @@ def chunks(n: int, size: int | None = None) -> Iterable[tuple[int, int]]:
         yield a, min(a + size, n)
 
 
-#: the output dir whose files ``write_stream`` creates in place (``in_place``), else None
-_in_place: list[str] = []
+_in_place: list[str] = []  # (the dirs ``in_place`` names, innermost last)
 
 
 @contextmanager
 def in_place(out: Path) -> Iterator[None]:
-    """Within it, the files ``write_stream`` writes into ``out`` are created there directly (no
-    temp file and rename): for a fresh output dir of a private copy that is published whole once
-    analysed (``rank_analyse.export(private=True)``), where no reader can see a file half written."""
+    """Within it, ``write_stream`` creates the files of ``out`` in place (no temp file and rename):
+    a private copy's fresh output dir, published whole (``rank_analyse.export(private=True)``)."""
     _in_place.append(os.fspath(out))
     try:
         yield
-    finally:
+    finally:  # (the only place it is changed: a stack)
         _in_place.pop()
 
 
-def placed_in(path: Path) -> bool:
-    """Whether ``path`` is a file of the dir ``in_place`` names now."""
+def placed_in(path: Path) -> bool:  # (a file of the dir ``in_place`` names now)
     return bool(_in_place) and os.path.dirname(os.fspath(path)) == _in_place[-1]
 
 
 def write_stream(path: Path, parts: Iterable[bytes]) -> None:
-    """Write ``parts`` to ``path`` through a temp file renamed into place (0640, no symlinks);
-    created in place inside an ``in_place`` dir."""
+    """``parts`` into ``path`` by a temp file renamed into place (0640, no links; ``in_place``: direct)."""
     if placed_in(path):
         fs.write_stream_new(path, parts)
     else:
