@@ -195,6 +195,12 @@ def test_a_loop_that_takes_a_ctrl_c_from_the_trace_handler_goes_on_whole(tmp_pat
     assert f"caught 1 calls {windows} {windows}" in r.stdout, r.stdout + r.stderr[-2000:]  # (each window once)
     assert "first window kept True" in r.stdout, r.stdout + r.stderr[-2000:]
     assert len(rank_dirs(tmp_path)) == windows, rank_dirs(tmp_path)
+    partial = [str(orjson.loads(p.read_bytes()).get("openmsprof_partial"))
+               for d in rank_dirs(tmp_path) for p in d.glob("profiler_info*.json")]
+    said = [p for p in partial if p != "None"]  # (the resumed window says what it lacks; no other does)
+    assert len(partial) == windows and said == ([f"recording resumed at step {resumes}: an interrupt in "
+                                                 "on_trace_ready kept the window from being prepared, so it lacks "
+                                                 "its steps before that one"] if resumes else []), partial
 
 
 def test_a_signal_handler_raising_inside_stop_reaches_the_caller_and_loses_nothing(tmp_path: Path) -> None:

@@ -27,11 +27,13 @@ from openmsprof.fileio import fs
 from openmsprof.sources import gc_watch as _gc_watch
 from openmsprof.torch.profiler import prof_dir
 
-__all__ = ["FRAMEWORK_TRACE", "OVERHEAD_KEY", "RECOVERED_KEY", "TEMP_SUFFIX", "WORKER_MODULE", "save", "temp_trace_name"]
+__all__ = ["FRAMEWORK_TRACE", "OVERHEAD_KEY", "PARTIAL_KEY", "RECOVERED_KEY", "TEMP_SUFFIX", "WORKER_MODULE", "save", "temp_trace_name"]
 
 FRAMEWORK_TRACE = "torch.kineto_trace.json"
 OVERHEAD_KEY = "openmsprof_overhead"
 RECOVERED_KEY = "openmsprof_recovered"
+#: a window that lacks some of its steps says so here (``files["partial"]``)
+PARTIAL_KEY = "openmsprof_partial"
 #: A window's Kineto trace is exported to ``.{rank dir name}.{writer pid}`` + this, then saved.
 TEMP_SUFFIX = ".kineto.tmp"
 #: The analysis worker's module; its argv names it and its training process's pid, by which
@@ -130,6 +132,8 @@ def save(path: Path, tmp: Path, files: dict[str, Any], where: str, made: bool = 
     info[OVERHEAD_KEY] = {**over, f"window_files_{where}_cpu_s": round(time.thread_time() - c0, 6)}
     if files.get("recovered"):  # a window offline analyse adopted: what was derived, what is missing
         info[RECOVERED_KEY] = files["recovered"]
+    if files.get("partial"):
+        info[PARTIAL_KEY] = files["partial"]
     prof_dir.write_json(path / info_name, info)
     prof_dir.write_json(path / "profiler_metadata.json", files["meta"])
     if files.get("gc_events") is not None:  # gc_detect_threshold: the window's long collections

@@ -90,6 +90,8 @@ class _KinetoProfile:
         self._static_files: dict[str, Any] | None = None
         self._gc: _gc_watch.GcWatch | None = None
         self._gc_doc: dict[str, Any] | None = None
+        #: what the current window lacks, said in its profiler_info (``profile``: a resumed window)
+        self._partial: str | None = None
         self._usage = [h for h in self.experimental_config.to_dict()["_host_sys"] if h in ("cpu", "mem")]
         self.saved: list[Path] = []
 
@@ -266,6 +268,8 @@ class _KinetoProfile:
                  "window_end_s": round(spent, 6)}
         if self._gc_doc is not None:
             files["gc_events"], self._gc_doc = self._gc_doc, None
+        if self._partial is not None:
+            files["partial"], self._partial = self._partial, None
         fallback = partial(win.save, tmp, files, self.saved)
         self._finalized = True  # (an exception until here: stop() does it again)
         self._handed_off = self._hand_off(win.path, tmp, files, fallback)

@@ -226,10 +226,12 @@ class profile(_KinetoProfile):
             if cur is _WARMUP:
                 self._init()
             elif cur in _RECORDING and self._finalized:  # (no window: a Ctrl-C in on_trace_ready)
+                step = self.step_num + self._step_offset
                 log.warning("openmsprof: an interrupt in on_trace_ready kept a window from being prepared; "
-                            "recording resumes at step %d (this window lacks the steps before)",
-                            self.step_num + self._step_offset)
+                            "recording resumes at step %d (this window lacks the steps before)", step)
                 self._start()  # (prepares it first, ``kineto_profile._start``)
+                self._partial = (f"recording resumed at step {step}: an interrupt in on_trace_ready kept the "
+                                 "window from being prepared, so it lacks its steps before that one")
         elif cur is not _NONE:  # (from NONE or RECORD_AND_SAVE)
             self._init()
             if cur in _RECORDING:
