@@ -162,3 +162,19 @@ def test_kernel_order_matches_numpy() -> None:
         native.kernels(np.zeros(3, bool), np.zeros(3, np.int8), np.zeros(2, np.int64), np.zeros(3, np.int64))
     with pytest.raises((TypeError, BufferError)):
         native.kernels(np.zeros(3, bool), np.zeros(3, np.int8), np.zeros(3, np.int64), bytes(24))
+
+
+def test_columns_of_another_type_are_refused_naming_them() -> None:
+    """Each column must be numpy's type for it (an 8-byte float or unsigned column, or a byte
+    mask, has the right size but not the meaning): one ValueError naming the column."""
+    pos = np.arange(3, dtype=np.int64)
+    col, out, sel = np.zeros(3, np.int64), np.zeros(3, np.int64), np.ones(3, bool)
+    with pytest.raises(ValueError, match=r"^ts: items of format 'd' \(8 bytes\), not int64$"):
+        native.sweep(pos, np.zeros(3, np.float64), col, col, sel, out, out.copy())
+    with pytest.raises(ValueError, match=r"^depth: items of format 'L' \(8 bytes\), not int64$"):
+        native.tree(col, col, col, sel, None, out, np.zeros(3, np.uint64), None)
+    with pytest.raises(ValueError, match=r"^nested: items of format 'B' \(1 bytes\), not bool$"):
+        native.sweep(pos, col, col, col, bytes(3), out, out.copy())
+    with pytest.raises(ValueError, match=r"^kind: items of format '\?' \(1 bytes\), not int8$"):
+        native.kernels(sel, np.zeros(3, bool), col, out)
+    assert native.kernels(sel, np.zeros(3, np.int8), col, out) == 3  # (numpy's own types pass)

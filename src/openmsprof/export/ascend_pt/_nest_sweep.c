@@ -17,8 +17,9 @@
  * orders them, swept, their parent (index, -1 none) and depth written to ``parent``/``depth``
  * (int64, every index: -1/0 where not selected); with ``trivial`` (bool) ``leaf`` (bool,
  * writable) gets the kernel mask (both None: no mask).  int64 sums/negations wrap as numpy's.
- * Every column has the length of ``ts``; a mismatch or a wrong item size is a ValueError naming
- * the column.  No GIL during the sort and the sweeps.
+ * Every column has the length of ``ts``; a mismatch, a wrong item size or another item type
+ * (int64 columns, bool masks, the int8 kinds: numpy's) is a ValueError naming the column.  No GIL
+ * during the sort and the sweeps.
  *
  *   kernels(leaf, kind, ts, out) -> count
  *
@@ -35,11 +36,30 @@
 
 #include "_sweep.h"
 
+/* The buffer's struct format is one of ``kinds`` (its type letters; an optional byte-order mark
+ * of this machine's order before it): an int64 column is "q" or "l" (numpy's int64 is either,
+ * by platform), a mask "?", a kind column "b". */
+static int format_ok(const char *fmt, const char *kinds) {
+    if (fmt == NULL)
+        fmt = "B"; /* (PEP 3118: no format means unsigned bytes) */
+    if (*fmt == '@' || *fmt == '=' || *fmt == (PY_LITTLE_ENDIAN ? '<' : '>'))
+        fmt++;
+    return fmt[0] != '\0' && fmt[1] == '\0' && strchr(kinds, fmt[0]) != NULL;
+}
+
 static int get(PyObject *o, Py_buffer *b, int writable, Py_ssize_t item, const char *what) {
-    if (PyObject_GetBuffer(o, b, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) < 0)
+    if (PyObject_GetBuffer(o, b, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return -1;
     if (b->len % item) {
         PyErr_Format(PyExc_ValueError, "%s: %zd bytes is not a whole number of %zd-byte items", what, b->len, item);
+        PyBuffer_Release(b);
+        return -1;
+    }
+    const char *kinds = item == 8 ? "ql" : strcmp(what, "kind") == 0 ? "b" : "?";
+    if (b->itemsize != item || !format_ok(b->format, kinds)) {
+        PyErr_Format(PyExc_ValueError, "%s: items of format '%s' (%zd bytes), not %s", what,
+                     b->format ? b->format : "B", b->itemsize,
+                     item == 8 ? "int64" : kinds[0] == 'b' ? "int8" : "bool");
         PyBuffer_Release(b);
         return -1;
     }
