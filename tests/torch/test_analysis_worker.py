@@ -175,3 +175,51 @@ def test_windows_are_analysed_when_no_worker_can_run(tmp_path: Path) -> None:
     dirs = rank_dirs(root)
     assert len(dirs) == 3
     assert all((d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file() for d in dirs)
+
+
+_FAIL_FIRST_SAVE = textwrap.dedent("""
+    import sys
+    if "openmsprof.torch.profiler._worker_process" in " ".join(sys.orig_argv):  # the worker only
+        from openmsprof.torch.profiler import _window_files
+        real, calls = _window_files.save, []
+        def save(*a, **k):
+            calls.append(1)
+            if len(calls) == 1:
+                raise OSError("injected: the worker cannot save this window")
+            return real(*a, **k)
+        _window_files.save = save
+""")
+
+_THREE_WINDOWS = textwrap.dedent("""
+    import sys, torch
+    import openmsprof.torch.profiler as tp
+    model = torch.nn.Linear(16, 16)
+    prof = tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=0, active=1),
+                      on_trace_ready=tp.tensorboard_trace_handler(sys.argv[1]))
+    with prof:
+        for _ in range(3):
+            model(torch.randn(4, 16)).sum().backward()
+            prof.step()
+    print("saved", len(prof.saved), flush=True)
+""")
+
+
+def test_a_window_the_worker_cannot_save_is_saved_and_analysed_here(tmp_path: Path) -> None:
+    """A worker that answers ``unsaved`` (here a save made to fail once inside the real worker
+    process) says why on stderr, and the training process saves that window itself and queues its
+    analysis again: ``stop()`` returns with every window saved and analysed, none left as a temp
+    trace for offline ``analyse``."""
+    (tmp_path / "inject").mkdir()
+    (tmp_path / "inject" / "sitecustomize.py").write_text(_FAIL_FIRST_SAVE)
+    root = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-c", _THREE_WINDOWS, str(root)], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(tmp_path / "inject")])},
+                       timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "injected: the worker cannot save this window" in r.stderr, r.stderr[-3000:]  # (the worker said it)
+    assert "saved 4" in r.stdout, r.stdout + r.stderr[-3000:]  # (three steps, and the window open at stop)
+    dirs = rank_dirs(root)
+    assert len(dirs) == 4 and all((d / "ASCEND_PROFILER_OUTPUT" / "analyse.done").is_file() for d in dirs), [
+        sorted(p.name for p in d.rglob("*")) for d in dirs]
+    assert all((d / "profiler_info_0.json").is_file() for d in dirs)
+    assert not [p for p in root.iterdir() if p.name.endswith(".kineto.tmp")], list(root.iterdir())

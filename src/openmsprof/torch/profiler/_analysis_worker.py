@@ -64,7 +64,7 @@ def start() -> int | None:
             _client = None
         if _client is None and _broken < MAX_BROKEN:
             try:
-                _client = Client(_reroute)
+                _client = Client(_reroute, lambda path, job: _reroute({path: job}))
             except OSError as exc:
                 _broken = MAX_BROKEN
                 log.warning("openmsprof: cannot start the analysis worker (%s)", exc)
@@ -160,7 +160,8 @@ def _analyse_here(path: Path) -> None:
 
 
 def _reroute(left: dict[str, Job]) -> None:
-    """The worker is gone (its watcher thread): what it did not do goes to the writer thread."""
+    """What the worker did not do goes to the writer thread: everything left when it is gone (its
+    watcher thread), or one window it could not save (then its analysis is queued again)."""
     for path, job in left.items():
         if not job.saved and job.save is not None:
             job.saved = True

@@ -3,8 +3,8 @@
 ``Client`` starts the worker process, writes its job lines without ever blocking the caller
 (``_worker_input``: what the pipe does not take at once is written by the writer thread; the lines
 of windows that end in quick succession are written together), and takes its answers:
-``saved|unsaved <dir>`` (the window's files), ``ok|fail|taken <dir>`` (its analysis; ``taken``:
-the training process analysed it).  The answers are read where they are needed, never on a thread
+``saved|unsaved <dir>`` (the window's files; an unsaved one goes to ``on_unsaved``: this process
+saves it), ``ok|fail|taken <dir>`` (its analysis; ``taken``: the training process analysed it).  The answers are read where they are needed, never on a thread
 woken per answer (each wake-up would take the GIL from the training thread): a hand-off that
 finds ``PUMP_AT`` windows pending drains what arrived (one non-blocking read), and whoever waits
 for the worker or looks at its windows reads them as they come (``pump``, ``wait_for``).  A
@@ -64,8 +64,9 @@ class Job:
 class Client:
     """The training process's side: the child, its pending dirs, its answers, a watcher of its end."""
 
-    def __init__(self, on_gone: Callable[[dict[str, Job]], None]) -> None:
-        self.on_gone = on_gone
+    def __init__(self, on_gone: Callable[[dict[str, Job]], None],
+                 on_unsaved: Callable[[str, Job], None] | None = None) -> None:
+        self.on_gone, self.on_unsaved = on_gone, on_unsaved
         self.ended = False  # ended by ``end`` (a stalled worker), not broken
         pkg_parent = str(Path(__file__).resolve().parents[3])
         env = dict(os.environ)
@@ -159,6 +160,10 @@ class Client:
         if job is None:
             return
         if status in ("saved", "unsaved"):
+            if status == "unsaved" and not job.saved and job.save is not None and self.on_unsaved is not None:
+                del self.pending[path]  # (the worker said why on stderr: this process saves it instead)
+                self.on_unsaved(path, job)
+                return
             if status == "saved" and not job.saved and job.out is not None:
                 job.out.append(job.path if job.path is not None else Path(path))
             job.saved = True
