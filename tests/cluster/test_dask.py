@@ -19,7 +19,7 @@ import pandas as pd
 import psutil
 import pytest
 
-from openmsprof.cluster import run_cluster
+from openmsprof.cluster import rank_deadline, run_cluster
 from openmsprof.config.errors import ConfigError
 from tests.cluster.agree import json_diffs
 from tests.cluster.conftest import make_synthetic
@@ -69,7 +69,11 @@ def _same(a: Path, b: Path, compared: tuple[str, ...] = COMPARED) -> None:
             assert n and not diffs, (name, diffs[:3])
 
 
-def test_local_cluster_two_worker_processes(job: Path, local: Path, tmp_path: Path) -> None:
+def test_local_cluster_two_worker_processes(job: Path, local: Path, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ranks parse on the cluster's worker processes (pinned to the hosts that hold them, or
+    not); the environment's local rank deadline does not apply there and is reported, not obeyed."""
+    monkeypatch.setenv(rank_deadline.ENV, "600")
     here = tmp_path / "here"
     for d in job.iterdir():  # the same ranks, named after this host, for pinning
         (here / d.name.replace("node0_", f"{socket.gethostname()}_")).parent.mkdir(exist_ok=True)
@@ -83,6 +87,8 @@ def test_local_cluster_two_worker_processes(job: Path, local: Path, tmp_path: Pa
             run_cluster(job, ["all"], tmp_path / "c", scheduler=lc.scheduler_address, shared=False)
     pids = {p["pid"] for p in run.partials}
     assert pids <= worker_pids and os.getpid() not in pids
+    said = f"{rank_deadline.ENV}: not supported here with a Dask scheduler (the local workers' deadline); ignored"
+    assert run.problems.count(said) == 1 and pinned.problems.count(said) == 1, run.problems
     _same(run.output, local)
     _same(pinned.output, local, COMPARED[:-1])  # slow_rank.json names the host
 

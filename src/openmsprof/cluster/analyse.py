@@ -106,6 +106,9 @@ def run_cluster(root: Path, modes: list[str], output: Path | None = None, *, sch
     deadline = deadlines.setting(rank_timeout)
     if rank_timeout is not None and (scheduler or scheduler_file):
         raise ConfigError("--rank-timeout: not supported with a Dask scheduler (the local workers' deadline)")
+    # (the environment's setting is often machine-wide: with a scheduler it is reported, not fatal)
+    ignored = [f"{deadlines.ENV}: not supported here with a Dask scheduler (the local workers' deadline); "
+               "ignored"] if deadline.chosen and rank_timeout is None and (scheduler or scheduler_file) else []
     if not root.is_dir():
         raise ConfigError(f"cluster input {root}: not a directory")
     out = fs.make_dir((output or root) / OUTPUT)
@@ -114,7 +117,7 @@ def run_cluster(root: Path, modes: list[str], output: Path | None = None, *, sch
     partials, problems = parse_all(root, store, scheduler=scheduler, scheduler_file=scheduler_file, workers=workers,
                                    shared=shared, kernels=bool({"compute_op", "slow_rank"} & set(chosen)),
                                    deadline=deadline)
-    run = ClusterRun(out, store, partials, problems, seconds={"parse": time.perf_counter() - t0})
+    run = ClusterRun(out, store, partials, ignored + problems, seconds={"parse": time.perf_counter() - t0})
     ok = [int(p["rank"]) for p in partials if not p.get("failed")]
     con = sqlviews.connect(store, ok, memory_bytes=cap)
     try:
