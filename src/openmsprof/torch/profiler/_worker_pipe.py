@@ -4,14 +4,15 @@
 (``_worker_input``: what the pipe does not take at once is written by the writer thread; the lines
 of windows that end in quick succession are written together), and takes its answers:
 ``saved|unsaved <dir>`` (the window's files; an unsaved one goes to ``on_unsaved``: this process
-saves it), ``ok|fail|taken <dir>`` (its analysis; ``taken``: the training process analysed it).
-The answers are read where they are needed, never on a thread woken per answer (each wake-up
-would take the GIL from the training thread): a hand-off that finds ``PUMP_AT`` windows pending
-drains what arrived (one non-blocking read), and whoever waits for the worker or looks at its
-windows reads them as they come (``pump``, ``wait_for``).  A watcher thread sleeps in ``poll`` for the pipe's hang-up (and, while lines are held, for their
-time to be written): when the worker is gone, it reads the last answers and hands what the
-worker did not do to ``on_gone`` (the writer thread, via ``_analysis_worker``).  ``cpu_s`` and
-``end`` let ``profile.stop()`` tell a worker that makes no progress and end it.
+saves it), ``ok|fail|taken <dir>`` (its analysis; ``taken``: the training process analysed it). The
+answers are read where they are needed, never on a thread woken per answer (each wake-up would take
+the GIL from the training thread): a hand-off that finds ``PUMP_AT`` windows pending drains what
+arrived (one non-blocking read), and whoever waits for the worker or looks at its windows reads them
+as they come (``pump``, ``wait_for``). A watcher thread sleeps in ``poll`` for the pipe's hang-up
+(and, while lines are held, for their time to be written): when the worker is gone, it reads the
+last answers and hands what the worker did not do to ``on_gone`` (the writer thread, via
+``_analysis_worker``). ``cpu_s`` and ``end`` let ``profile.stop()`` tell a worker that makes no
+progress and end it.
 """
 
 from __future__ import annotations
