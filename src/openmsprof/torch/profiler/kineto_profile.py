@@ -150,6 +150,7 @@ class _KinetoProfile:
         from torch.profiler.profiler import _KinetoProfile as _TorchKineto
 
         self._tracing, self._finalized, self._tmp, self._nested = False, False, None, _profiler_enabled()
+        self._partial = None  # (a new window lacks nothing yet; one dropped unsaved must not pass it on)
         if self._nested:  # (Kineto has one session: preparing another would end the running one)
             log.warning("openmsprof: another profiler is recording in this process; this window records nothing "
                         "and leaves the other's session alone")
