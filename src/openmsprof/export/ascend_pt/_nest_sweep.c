@@ -36,9 +36,14 @@
 
 #include "_sweep.h"
 
-/* The buffer's struct format is one of ``kinds`` (its type letters; an optional byte-order mark
- * of this machine's order before it): an int64 column is "q" or "l" (numpy's int64 is either,
- * by platform), a mask "?", a kind column "b". */
+/* The column types, as the type letters of a buffer's struct format: an int64 column is "q" or
+ * "l" (numpy's int64 is either, by platform), a mask "?", a kind column "b". */
+#define I64 "ql"
+#define MASK "?"
+#define KIND "b"
+
+/* The buffer's struct format is one of ``kinds`` (an optional byte-order mark of this machine's
+ * order before it). */
 static int format_ok(const char *fmt, const char *kinds) {
     if (fmt == NULL)
         fmt = "B"; /* (PEP 3118: no format means unsigned bytes) */
@@ -47,7 +52,8 @@ static int format_ok(const char *fmt, const char *kinds) {
     return fmt[0] != '\0' && fmt[1] == '\0' && strchr(kinds, fmt[0]) != NULL;
 }
 
-static int get(PyObject *o, Py_buffer *b, int writable, Py_ssize_t item, const char *what) {
+static int get(PyObject *o, Py_buffer *b, int writable, const char *kinds, const char *what) {
+    Py_ssize_t item = kinds[0] == 'q' ? 8 : 1;
     if (PyObject_GetBuffer(o, b, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return -1;
     if (b->len % item) {
@@ -55,7 +61,6 @@ static int get(PyObject *o, Py_buffer *b, int writable, Py_ssize_t item, const c
         PyBuffer_Release(b);
         return -1;
     }
-    const char *kinds = item == 8 ? "ql" : strcmp(what, "kind") == 0 ? "b" : "?";
     if (b->itemsize != item || !format_ok(b->format, kinds)) {
         PyErr_Format(PyExc_ValueError, "%s: items of format '%s' (%zd bytes), not %s", what,
                      b->format ? b->format : "B", b->itemsize,
@@ -69,12 +74,13 @@ static int get(PyObject *o, Py_buffer *b, int writable, Py_ssize_t item, const c
 static PyObject *sweep(PyObject *self, PyObject *args) {
     PyObject *o[7];
     static const char *names[7] = {"pos", "ts", "end", "tid", "nested", "parent", "depth"};
+    static const char *kinds[7] = {I64, I64, I64, I64, MASK, I64, I64};
     Py_buffer b[7];
     int got = 0;
     if (!PyArg_ParseTuple(args, "OOOOOOO:sweep", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6]))
         return NULL;
     for (; got < 7; got++) {
-        if (get(o[got], &b[got], got >= 5, got == 4 ? 1 : 8, names[got]) < 0)
+        if (get(o[got], &b[got], got >= 5, kinds[got], names[got]) < 0)
             goto fail;
     }
     Py_ssize_t n = b[1].len / 8, npos = b[0].len / 8;
@@ -129,7 +135,7 @@ fail:
 static PyObject *tree(PyObject *self, PyObject *args) {
     PyObject *o[8];
     static const char *names[8] = {"ts", "dur", "tid", "sel", "trivial", "parent", "depth", "leaf"};
-    static const Py_ssize_t items[8] = {8, 8, 8, 1, 1, 8, 8, 1};
+    static const char *kinds[8] = {I64, I64, I64, MASK, MASK, I64, I64, MASK};
     Py_buffer b[8];
     int have[8] = {0};
     sweep_key *keys = NULL;
@@ -143,13 +149,14 @@ static PyObject *tree(PyObject *self, PyObject *args) {
     for (int i = 0; i < 8; i++) {
         if (o[i] == Py_None && (i == 4 || i == 7))
             continue;
-        if (get(o[i], &b[i], i >= 5, items[i], names[i]) < 0)
+        if (get(o[i], &b[i], i >= 5, kinds[i], names[i]) < 0)
             goto fail;
         have[i] = 1;
         if (n < 0)
-            n = b[i].len / items[i];
-        if (b[i].len / items[i] != n) {
-            PyErr_Format(PyExc_ValueError, "tree: %s has %zd items, ts has %zd", names[i], b[i].len / items[i], n);
+            n = b[i].len / b[i].itemsize;
+        if (b[i].len / b[i].itemsize != n) {
+            PyErr_Format(PyExc_ValueError, "tree: %s has %zd items, ts has %zd", names[i],
+                         b[i].len / b[i].itemsize, n);
             goto fail;
         }
     }
@@ -206,7 +213,7 @@ static int by_start(const void *a, const void *b) {
 static PyObject *kernels(PyObject *self, PyObject *args) {
     PyObject *o[4];
     static const char *names[4] = {"leaf", "kind", "ts", "out"};
-    static const Py_ssize_t items[4] = {1, 1, 8, 8};
+    static const char *kinds[4] = {MASK, KIND, I64, I64};
     Py_buffer b[4];
     int got = 0;
     start *order = NULL;
@@ -214,13 +221,13 @@ static PyObject *kernels(PyObject *self, PyObject *args) {
         return NULL;
     Py_ssize_t n = -1;
     for (; got < 4; got++) {
-        if (get(o[got], &b[got], got == 3, items[got], names[got]) < 0)
+        if (get(o[got], &b[got], got == 3, kinds[got], names[got]) < 0)
             goto fail;
         if (n < 0)
-            n = b[got].len / items[got];
-        if (b[got].len / items[got] != n) {
+            n = b[got].len / b[got].itemsize;
+        if (b[got].len / b[got].itemsize != n) {
             PyErr_Format(PyExc_ValueError, "kernels: %s has %zd items, leaf has %zd", names[got],
-                         b[got].len / items[got], n);
+                         b[got].len / b[got].itemsize, n);
             got++;
             goto fail;
         }
