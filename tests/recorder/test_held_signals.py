@@ -27,8 +27,10 @@ _STOP = textwrap.dedent("""
     from openmsprof.recorder import session
     class Tick(Exception):
         pass
+    armed = [False]
     def on_alarm(signum, frame):
-        raise Tick()
+        if armed[0]:  # (only around stop(): a tick after the loop, before the timer is off, is not raised)
+            raise Tick()
     openmsprof.start(output=sys.argv[1])
     for i in range(200_000):
         mstx.mark("m")
@@ -37,7 +39,9 @@ _STOP = textwrap.dedent("""
     ticks = 0
     while session.current() is not None:
         try:
+            armed[0] = True
             openmsprof.stop()
+            armed[0] = False
         except Tick:
             ticks += 1
     signal.setitimer(signal.ITIMER_REAL, 0)
