@@ -20,8 +20,9 @@ from openmsprof.machine import peaks as P
 __all__ = ["cost_column"]
 
 #: the cost cells' codes of the last vocabularies: (cells cache, kernel names, shape items, code by
-#: name * len(items) + shape (-1: not yet), cells) — the same operators window after window
-_cost_codes: list[tuple[object, tuple[str, ...], tuple[tuple[str, str], ...], np.ndarray, list[bytes]]] = []
+#: name * len(items) + shape (-1: not yet), cells) — the same operators window after window (the
+#: names but the new ``ProfilerStep#N`` ranges of each window, which are never kernels: see ``_same``)
+_cost_codes: list[tuple[object, list[str], tuple[tuple[str, str], ...], np.ndarray, list[bytes]]] = []
 #: the largest table of codes kept (names x shapes); past it the codes are found per window
 _COST_TABLE = 1 << 20
 
@@ -37,8 +38,8 @@ def cost_column(fw: Framework, names: list[str], name: np.ndarray, shape: np.nda
         return _cost_codes_once(cost, name, shape)
     key = name * span + shape
     last = _cost_codes[0] if _cost_codes else None
-    if last is None or last[0] is not kept or last[1] != tuple(names) or last[2] != tuple(items):
-        last = (kept, tuple(names), tuple(items), np.full(len(names) * span, -1, np.int64), [])
+    if last is None or last[0] is not kept or last[2] != tuple(items) or not _same(last[1], names, last[3], span):
+        last = (kept, list(names), tuple(items), np.full(len(names) * span, -1, np.int64), [])
         _cost_codes[:] = [last]
     table, cells = last[3], last[4]
     codes = table[key]
@@ -48,6 +49,20 @@ def cost_column(fw: Framework, names: list[str], name: np.ndarray, shape: np.nda
             cells.append(cost(k // span, k % span))
         codes = table[key]
     return codes, cells
+
+
+def _same(kept_names: list[str], names: list[str], table: np.ndarray, span: int) -> bool:
+    """Whether the kept table serves ``names``: the same length, and a name that changed (a new
+    window's ``ProfilerStep#N``) has no cell in the table (a cell depends on its own name and
+    shape only).  The kept names then become these."""
+    if len(kept_names) != len(names):
+        return False
+    changed = [i for i, (a, b) in enumerate(zip(kept_names, names, strict=True)) if a != b]
+    if changed:
+        if bool((table.reshape(len(names), span)[changed] >= 0).any()):
+            return False
+        kept_names[:] = names
+    return True
 
 
 def _cost_codes_once(cost: Callable[[int, int], bytes], name: np.ndarray,
