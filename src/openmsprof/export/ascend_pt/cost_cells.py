@@ -8,6 +8,8 @@ the table of codes and the per-signature cells kept while the vocabularies and t
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -21,10 +23,21 @@ __all__ = ["cost_column"]
 
 #: the cost cells' codes of the last vocabularies: (cells cache, kernel names, shape items, code by
 #: name * len(items) + shape (-1: not yet), cells) — the same operators window after window (the
-#: names but the new ``ProfilerStep#N`` ranges of each window, which are never kernels: see ``_same``)
-_cost_codes: list[tuple[object, list[str], tuple[tuple[str, str], ...], np.ndarray, list[bytes]]] = []
+#: names but the new ``ProfilerStep#N`` ranges of each window, which are never kernels: see ``_serves``)
+_cost_codes: list[tuple[object, tuple[str, ...], tuple[tuple[str, str], ...], np.ndarray, list[bytes]]] = []
 #: the largest table of codes kept (names x shapes); past it the codes are found per window
 _COST_TABLE = 1 << 20
+#: ``_cost_codes`` is read and filled under it (windows may be analysed on two threads at once);
+#: a new one in a forked child (a thread of the parent may have held it)
+_lock = threading.Lock()
+
+
+def _new_lock() -> None:
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock)
 
 
 def cost_column(fw: Framework, names: list[str], name: np.ndarray, shape: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
@@ -37,32 +50,40 @@ def cost_column(fw: Framework, names: list[str], name: np.ndarray, shape: np.nda
     if len(names) * span > _COST_TABLE:
         return _cost_codes_once(cost, name, shape)
     key = name * span + shape
-    last = _cost_codes[0] if _cost_codes else None
-    if last is None or last[0] is not kept or last[2] != tuple(items) or not _same(last[1], names, last[3], span):
-        last = (kept, list(names), tuple(items), np.full(len(names) * span, -1, np.int64), [])
-        _cost_codes[:] = [last]
-    table, cells = last[3], last[4]
-    codes = table[key]
-    if bool((codes < 0).any()):  # pairs not seen with these vocabularies yet
-        for k in np.unique(key[codes < 0]).tolist():
-            table[k] = len(cells)
-            cells.append(cost(k // span, k % span))
+    with _lock:
+        last = _cost_codes[0] if _cost_codes else None
+        serves = last is not None and last[0] is kept and last[2] == tuple(items) and _serves(last[1], names, last[3],
+                                                                                               span)
+        if last is None or not serves:
+            last = (kept, tuple(names), tuple(items), np.full(len(names) * span, -1, np.int64), [])
+            _cost_codes[:] = [last]
+        elif serves is _CHANGED:  # this window's table: a copy (the last one's answers stay as they were)
+            last = (kept, tuple(names), last[2], last[3].copy(), list(last[4]))
+            _cost_codes[:] = [last]
+        table, cells = last[3], last[4]
         codes = table[key]
+        if bool((codes < 0).any()):  # pairs not seen with these vocabularies yet
+            for k in np.unique(key[codes < 0]).tolist():
+                table[k] = len(cells)
+                cells.append(cost(k // span, k % span))
+            codes = table[key]
     return codes, cells
 
 
-def _same(kept_names: list[str], names: list[str], table: np.ndarray, span: int) -> bool:
+#: ``_serves``' answer for a table that serves other names than its own (a new window's steps)
+_CHANGED = 2
+
+
+def _serves(kept_names: tuple[str, ...], names: list[str], table: np.ndarray, span: int) -> bool | int:
     """Whether the kept table serves ``names``: the same length, and a name that changed (a new
     window's ``ProfilerStep#N``) has no cell in the table (a cell depends on its own name and
-    shape only).  The kept names then become these."""
+    shape only).  ``_CHANGED`` when it serves them but some names differ."""
     if len(kept_names) != len(names):
         return False
     changed = [i for i, (a, b) in enumerate(zip(kept_names, names, strict=True)) if a != b]
-    if changed:
-        if bool((table.reshape(len(names), span)[changed] >= 0).any()):
-            return False
-        kept_names[:] = names
-    return True
+    if not changed:
+        return True
+    return False if bool((table.reshape(len(names), span)[changed] >= 0).any()) else _CHANGED
 
 
 def _cost_codes_once(cost: Callable[[int, int], bytes], name: np.ndarray,
