@@ -329,8 +329,11 @@ SLOW_START_APP = ACL_APP.replace("assert acl.init(sys.argv[1] if len(sys.argv) >
 
 
 def test_row14_empty_window_keeps_earlier_timeline(models: dict[str, Path], tmp_path: Path) -> None:
-    """Seed 002 ``export timeline -dir JOB`` then the window ``--start-us 0 --end-us 5000`` with
-    no events in it: the earlier msprof_0.json stays, and one line says why nothing was written."""
+    """Seed 002 ``export timeline -dir JOB`` then a ``--start-us``/``--end-us`` window with no
+    events in it: the earlier msprof_0.json stays, and one line says why nothing was written.  The
+    window holds the session's start, where the ``Profiling Overhead`` figures are drawn: our own
+    figures are not data, so they alone make no file (CI once met this with the window
+    ``[0, 5000]``: the job had started 1.7 ms after a whole second, BASE_NS's)."""
     out = tmp_path / "profiling"
     out.mkdir()
     (tmp_path / "main.py").write_text(SLOW_START_APP)
@@ -342,11 +345,18 @@ def test_row14_empty_window_keeps_earlier_timeline(models: dict[str, Path], tmp_
     assert full.returncode == 0, full.stderr
     (first,) = sorted((job / "timeline").glob("msprof_*.json"))
     before = first.read_bytes()
-    win = _run([*CLI, "export", "timeline", "-dir", str(job), "--start-us", "0", "--end-us", "5000"], tmp_path)
+    doc = json.loads(before)
+    counters = [e for e in doc["traceEvents"] if e.get("ph") == "C" and e["name"] == "records_written"]
+    assert len(counters) == 1  # the overhead figures, at the session's start
+    at = float(counters[0]["ts"])  # µs after BASE_NS
+    start_info = json.loads((job / "host" / "start_info").read_text())
+    assert at == int(start_info["collectionTimeBegin"]) - doc["otherData"]["openmsprof_base_ns"] // 1000
+    lo, hi = int(at) - 1000, int(at) + 5000  # (the app sleeps 300 ms after acl.init: nothing else here)
+    win = _run([*CLI, "export", "timeline", "-dir", str(job), "--start-us", str(lo), "--end-us", str(hi)], tmp_path)
     assert win.returncode == 0, win.stderr
     assert first.read_bytes() == before
     (line,) = [ln for ln in win.stdout.splitlines() if "no events in window" in ln]
-    assert "[0, 5000]" in line
+    assert f"[{lo}, {hi}]" in line
 
 
 # --- rows 11, 15: pyACL calls given wrong values (seed 001) ------------------------------------

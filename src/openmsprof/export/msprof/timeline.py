@@ -131,9 +131,9 @@ def _write_device_file(db: JobDB, out_dir: Path, dev: int | str, style: Style, l
                     device.write_flow_starts(ctx, dev, overflow)
                 device.write_device(ctx, dev, w if fused else None)
         passes.write_counters(ctx)
-        passes.write_overhead(ctx)
+        own = passes.write_overhead(ctx)
         passes.write_gc(ctx)
-        if w.events == 0:  # no data, no file (the seed's rule)
+        if w.events == own:  # no data, no file (the seed's rule; profiling's own figures are not data)
             w.abort()
             if lo == -(1 << 63) and hi == (1 << 63) - 1:  # an empty window keeps earlier files
                 remove_stale([], out_dir / timeline_file(dev))

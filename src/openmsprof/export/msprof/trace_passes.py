@@ -166,21 +166,23 @@ def _process_counters(ctx: PassContext, c_fmt: str) -> None:
 SORT_OVERHEAD = 8
 
 
-def write_overhead(ctx: PassContext) -> None:
+def write_overhead(ctx: PassContext) -> int:
     """The ``Profiling Overhead`` track: one counter event per figure of the recorder's
-    ``host/openmsprof_overhead.json`` (``export.overhead``) at the session start."""
+    ``host/openmsprof_overhead.json`` (``export.overhead``) at the session start.  Returns the
+    number of events written (a file with only these has no data: ``timeline`` writes none)."""
     db, w, style = ctx.db, ctx.w, ctx.style
     figures = overhead.read_job(db.job)
     rows = db.query("SELECT min(startTimeNs) FROM SESSION_TIME_INFO") if db.has("SESSION_TIME_INFO") else []
     start = rows[0][0] if rows and rows[0][0] is not None else None
     if not figures or start is None or not ctx.lo <= start < ctx.hi:
-        return
+        return 0
     pid = process_meta(w, style, SORT_OVERHEAD, overhead.PROCESS, "CPU")
     tid = style.tid(SORT_OVERHEAD, 0, 0)
     q, r = divmod(start - style.ts_base, 1000)
     c_fmt = '{"name":%s,"pid":%d,"tid":%d,"ts":' + style.ts_fmt + ',"ph":"C","args":{%s:%s}}'
     w.write_events([c_fmt % (orjson.dumps(k).decode(), pid, tid, q, r, orjson.dumps(k).decode(),
                              orjson.dumps(v).decode()) for k, v in sorted(figures.items())])
+    return len(figures)
 
 
 SORT_GC = 11
