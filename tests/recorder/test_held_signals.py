@@ -29,7 +29,8 @@ _STOP = textwrap.dedent("""
         pass
     armed = [False]
     def on_alarm(signum, frame):
-        if armed[0]:  # (only around stop(): a tick after the loop, before the timer is off, is not raised)
+        if armed[0]:  # (only inside the loop's try, once an arming: never in the except, nor after the loop)
+            armed[0] = False
             raise Tick()
     openmsprof.start(output=sys.argv[1])
     for i in range(200_000):
@@ -37,13 +38,17 @@ _STOP = textwrap.dedent("""
     signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, 0.0002, 0.0002)  # a tick every 0.2 ms while stop() drains
     ticks = 0
-    while session.current() is not None:
-        try:
-            armed[0] = True
+    while True:
+        try:  # (a tick raised on any line here is caught: the loop's test is inside)
+            armed[0], calling = True, False
+            if session.current() is None:
+                armed[0] = False
+                break
+            calling = True
             openmsprof.stop()
-            armed[0] = False
+            calling = False
         except Tick:
-            ticks += 1
+            ticks += calling  # (the ticks stop() held and raised as it returned)
     signal.setitimer(signal.ITIMER_REAL, 0)
     signal.signal(signal.SIGALRM, signal.SIG_IGN)
     print("ticks", ticks, flush=True)
