@@ -39,13 +39,15 @@ typecheck: $(STAMP)
 
 # The suite runs on a plain clone (the seeds' facts are in tests/conformance/seed_facts); pytest's
 # last lines are the slowest tests and one line naming what was skipped and the command that installs it.
-# TEST_WORKERS=N runs the test files on N pytest-xdist workers (a file's tests stay together).
+# TEST_WORKERS=N runs the test files on N pytest-xdist workers (a file's tests stay together); the
+# fork_policy tests, which need a process with no other thread, run first on their own, serially.
 TEST_WORKERS ?=
 test: $(STAMP) $(TF215)/.installed $(REF)/.installed
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/mypy
+	$(if $(TEST_WORKERS),$(BIN)/python -m pytest -q -p no:cacheprovider -m fork_policy)
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15 \
-		$(if $(TEST_WORKERS),-n $(TEST_WORKERS) --dist loadfile)
+		$(if $(TEST_WORKERS),-n $(TEST_WORKERS) --dist loadfile -m "not fork_policy")
 	$(MAKE) sanitize
 
 # The C extensions built with ASan+UBSan into build/sanitize; the recorder, C-extension and fuzz tests against them.
