@@ -23,7 +23,7 @@ __all__ = ["cost_column"]
 
 #: the cost cells' codes of the last vocabularies: (cells cache, kernel names, shape items, code by
 #: name * len(items) + shape (-1: not yet), cells) — the same operators window after window (the
-#: names but the new ``ProfilerStep#N`` ranges of each window, which are never kernels: see ``_serves``)
+#: names but the new ``ProfilerStep#N`` ranges of each window, which are never kernels: see ``_changed``)
 _cost_codes: list[tuple[object, tuple[str, ...], tuple[tuple[str, str], ...], np.ndarray, list[bytes]]] = []
 #: the largest table of codes kept (names x shapes); past it the codes are found per window
 _COST_TABLE = 1 << 20
@@ -37,7 +37,8 @@ def _new_lock() -> None:
     _lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_new_lock)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock)
 
 
 def cost_column(fw: Framework, names: list[str], name: np.ndarray, shape: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
@@ -50,15 +51,16 @@ def cost_column(fw: Framework, names: list[str], name: np.ndarray, shape: np.nda
     if len(names) * span > _COST_TABLE:
         return _cost_codes_once(cost, name, shape)
     key = name * span + shape
+    shapes = tuple(items)
     with _lock:
         last = _cost_codes[0] if _cost_codes else None
-        serves = last is not None and last[0] is kept and last[2] == tuple(items) and _serves(last[1], names, last[3],
-                                                                                               span)
-        if last is None or not serves:
-            last = (kept, tuple(names), tuple(items), np.full(len(names) * span, -1, np.int64), [])
+        changed = (_changed(last[1], names, last[3], span)
+                   if last is not None and last[0] is kept and last[2] == shapes else None)
+        if last is None or changed is None:
+            last = (kept, tuple(names), shapes, np.full(len(names) * span, -1, np.int64), [])
             _cost_codes[:] = [last]
-        elif serves is _CHANGED:  # this window's table: a copy (the last one's answers stay as they were)
-            last = (kept, tuple(names), last[2], last[3].copy(), list(last[4]))
+        elif changed:  # this window's table: a copy (the last one's answers stay as they were)
+            last = (kept, tuple(names), shapes, last[3].copy(), list(last[4]))
             _cost_codes[:] = [last]
         table, cells = last[3], last[4]
         codes = table[key]
@@ -70,20 +72,16 @@ def cost_column(fw: Framework, names: list[str], name: np.ndarray, shape: np.nda
     return codes, cells
 
 
-#: ``_serves``' answer for a table that serves other names than its own (a new window's steps)
-_CHANGED = 2
-
-
-def _serves(kept_names: tuple[str, ...], names: list[str], table: np.ndarray, span: int) -> bool | int:
-    """Whether the kept table serves ``names``: the same length, and a name that changed (a new
-    window's ``ProfilerStep#N``) has no cell in the table (a cell depends on its own name and
-    shape only).  ``_CHANGED`` when it serves them but some names differ."""
+def _changed(kept_names: tuple[str, ...], names: list[str], table: np.ndarray, span: int) -> list[int] | None:
+    """The codes whose name differs from the kept table's (a new window's ``ProfilerStep#N``), or
+    None where the table does not serve ``names``: another length, or a changed name with a cell
+    in the table (a cell depends on its own name and shape only)."""
     if len(kept_names) != len(names):
-        return False
+        return None
     changed = [i for i, (a, b) in enumerate(zip(kept_names, names, strict=True)) if a != b]
-    if not changed:
-        return True
-    return False if bool((table.reshape(len(names), span)[changed] >= 0).any()) else _CHANGED
+    if changed and bool((table.reshape(len(names), span)[changed] >= 0).any()):
+        return None
+    return changed
 
 
 def _cost_codes_once(cost: Callable[[int, int], bytes], name: np.ndarray,
