@@ -175,12 +175,8 @@ class TraceReader:
                 base = head.get("baseTimeNanoseconds")
                 self.base_ns = base if isinstance(base, int) and not isinstance(base, bool) else None
                 pos = m.end()
-            eof = False
-            while not eof:
-                more = read(self.block)
-                eof = not more
-                if more:
-                    buf, pos = buf[pos:] + more, 0
+            while more := read(self.block):  # (at the end of the file the rest is one span, below)
+                buf, pos = buf[pos:] + more, 0
                 cut = buf.rfind(_SEP, pos)
                 if cut < 0:
                     if len(buf) - pos > 8 * self.block:
@@ -188,16 +184,16 @@ class TraceReader:
                     continue
                 yield buf, pos, cut + 4
                 buf, pos = buf[cut + 5:], 0
-            buf = buf[pos:]
             if stop is not None:  # the first half ends with a whole event
+                buf = buf[pos:]
                 if f.tell() != stop or not buf.endswith(b"\n  }"):
                     raise _NotKinetoLayout()
                 yield buf, 0, len(buf)
                 return
-            end = buf.rfind(_END)
+            end = buf.rfind(_END, pos)
             if end < 0:
                 raise _NotKinetoLayout()
-            yield buf, 0, end
+            yield buf, pos, end  # (a trace within one block: its events in one span, scanned once)
             tail = buf[end + len(_END):].strip()
             if tail != b"}":
                 rest = self._parse(b"{" + tail[1:], dict) if tail[:1] == b"," else None
