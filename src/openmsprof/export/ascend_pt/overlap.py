@@ -108,6 +108,11 @@ def window_rows(ov: Overlap, windows: list[tuple[object, int, int]], device_id: 
     hi = np.asarray([w[2] for w in windows], np.int64)
     sums = summary_cols.step_sums([ov.computing, ov.communication, ov.comm_not_overlapped, ov.free], ov.busy,
                                   lo, hi)
+    return rows_of_sums(windows, sums, device_id)
+
+
+def rows_of_sums(windows: list[tuple[object, int, int]], sums: list[list[int]], device_id: int) -> list[list[object]]:
+    """step_trace_time rows of ``windows`` from their ``summary_cols.step_sums`` (ns)."""
     # Bubble is 0 (no pipeline stages here): Stage is the busy span itself, and Communication(Not Overlapped
     # and Exclude Receive) is Communication(Not Overlapped); every value µs rounded to 3 decimals
     return [[device_id, sid, round(comp / 1000.0, 3), round(not_ov / 1000.0, 3), round((comm - not_ov) / 1000.0, 3),

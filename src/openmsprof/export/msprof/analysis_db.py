@@ -23,6 +23,7 @@ from openmsprof.config.errors import StorageError
 from openmsprof.export.ascend_pt.overlap import Overlap, window_rows
 from openmsprof.export.ascend_pt.torch_db import ANALYSIS_SCHEMA
 from openmsprof.export.msprof import msprof_analyze_db as tool_facing_db
+from openmsprof.export.msprof import step_trace_stream
 from openmsprof.fileio import fs
 
 __all__ = ["ANALYSIS_DB", "step_trace_rows", "write_analysis_db"]
@@ -30,6 +31,8 @@ __all__ = ["ANALYSIS_DB", "step_trace_rows", "write_analysis_db"]
 ANALYSIS_DB = Path("analyze") / "communication_analyzer.db"
 #: STEP_TIME's deviceId for steps of the host (TensorFlow iterations): they bound every device's tasks
 HOST_STEP = -1
+#: TASK rows read at a time: a block's Python tuples are freed once it is an int64 array
+BLOCK_ROWS = 1 << 16
 
 
 def _tables(con: sqlite3.Connection) -> set[str]:
@@ -51,13 +54,30 @@ def step_trace_rows(con: sqlite3.Connection) -> list[list[object]]:
                             "ORDER BY startNs, id").fetchall()
     rows: list[list[object]] = []
     for (device,) in con.execute("SELECT DISTINCT deviceId FROM TASK ORDER BY deviceId").fetchall():
-        tasks = np.asarray(con.execute("SELECT startNs, max(endNs, startNs), ifnull(taskType, -1) FROM TASK WHERE deviceId = ?",
-                                       (device,)).fetchall(), np.int64).reshape(-1, 3)
-        ov = Overlap.of_tasks(tasks[:, 0], tasks[:, 1], np.isin(tasks[:, 2], comm_ids))
         windows: list[tuple[object, int, int]] = [(str(sid), s, e) for sid, s, e, d in steps
                                                   if d in (device, HOST_STEP)]
+        streamed = step_trace_stream.device_rows(con, int(device), windows, comm_ids, None)
+        if streamed is not None:  # (no communication task: one pass, a block's memory)
+            rows += streamed
+            continue
+        tasks = _task_columns(con, device)
+        ov = Overlap.of_tasks(tasks[:, 0], tasks[:, 1], np.isin(tasks[:, 2], comm_ids))
         rows += window_rows(ov, windows, int(device), None)
     return rows
+
+
+def _task_columns(con: sqlite3.Connection, device: object) -> np.ndarray:
+    """(start, end, taskType or -1) of the device's tasks, one int64 row each, read ``BLOCK_ROWS``
+    at a time: 24 bytes a task held, not a Python tuple of three ints (~190 bytes) (a device with
+    communication tasks; the others are streamed, ``step_trace_stream``)."""
+    cur = con.execute("SELECT startNs, max(endNs, startNs), ifnull(taskType, -1) FROM TASK WHERE deviceId = ?",
+                      (device,))
+    blocks = []
+    while rows := cur.fetchmany(BLOCK_ROWS):
+        blocks.append(np.asarray(rows, np.int64).reshape(-1, 3))
+    if len(blocks) == 1:
+        return blocks[0]
+    return np.concatenate(blocks) if blocks else np.zeros((0, 3), np.int64)
 
 
 def write_analysis_db(job: Path, db_path: Path) -> Path:
