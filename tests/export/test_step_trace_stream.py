@@ -106,19 +106,26 @@ def test_no_task_no_row(tmp_path: Path) -> None:
 
 
 _PEAK = """
-import resource, sqlite3, sys
+import sqlite3, sys
+
+
+def hwm():  # this process's peak RSS in KB (VmHWM: ru_maxrss would start at its parent's RSS)
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+
+
 from openmsprof.export.msprof import analysis_db
 con = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
 con.execute("SELECT count(*) FROM STRING_IDS").fetchone()
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = hwm()
 rows = analysis_db.step_trace_rows(con)
-print(len(rows), (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
+print(len(rows), (hwm() - before) // 1024)
 """
 
 
 def test_peak_memory_does_not_grow_with_the_tasks(tmp_path: Path) -> None:
-    """1 M disjoint tasks (no step: one row over the busy span).  Read whole, their rows held ~190
-    bytes a task (0.5 GB at a 10 M-record job's 2 M tasks); streamed, a block's."""
+    """1 M disjoint tasks (no step: one row over the busy span).  A tuple a task grew the peak by
+    196 MB; streamed, 31 MB (a block, numpy and SQLite's own)."""
     db = tmp_path / "big.db"
     con = _db(db, [], None)
     base = 1_790_000_000_000_000_000
@@ -129,4 +136,4 @@ def test_peak_memory_does_not_grow_with_the_tasks(tmp_path: Path) -> None:
                          check=True, timeout=300)
     n, grew_mb = map(int, out.stdout.split())
     assert n == 1
-    assert grew_mb < 40, f"step_trace_rows grew the peak RSS by {grew_mb} MB over 1 M tasks"
+    assert grew_mb < 60, f"step_trace_rows grew the peak RSS by {grew_mb} MB over 1 M tasks"
