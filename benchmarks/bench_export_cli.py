@@ -24,7 +24,7 @@ RSS, and the load average over the case's runs.  ``--base DIR`` (a checkout of a
 
 Size sweep (issue 26, "export at every size")::
 
-    .venv/bin/python benchmarks/bench_export_cli.py --sizes 1,2,10 [--rounds 2] [--corunner both] [--no-timeline]
+    .venv/bin/python benchmarks/bench_export_cli.py --sizes 1,2,10 [--rounds 2] [--corunner both] [--no-timeline] [--analyze]
 
 For each size (million records, a job synthesized like ``bench_import.py``'s, once, outside the
 timers), each round: a fresh copy of the raw job, ``openmsprof import -dir`` in its own process (as
@@ -34,7 +34,8 @@ its waited-for children's, ``RUSAGE_CHILDREN``: the forked export workers) and p
 largest ``ru_maxrss`` of it and its children).  Printed per size and co-runner condition: export
 summary CPU ÷ import CPU (goal ≤ 1.5), export timeline peak RSS (goal ≤ 150 MB at 10 M, flat in
 size), each median (min–max) over rounds, with the load average.  Conditions interleave round by
-round.
+round.  ``--analyze`` adds ``openmsprof analyze -dir`` (all rules) after the exports: its CPU and
+peak RSS per size.
 """
 
 from __future__ import annotations
@@ -133,9 +134,10 @@ def run_verb(argv: list[str], src: Path) -> tuple[float, float, float]:
     return float(wall), float(cpu), float(rss)
 
 
-def sweep(sizes: list[float], rounds: int, corunner: str, sides: dict[str, Path], timeline: bool = True) -> None:
+def sweep(sizes: list[float], rounds: int, corunner: str, sides: dict[str, Path], timeline: bool = True,
+          analyze: bool = False) -> None:
     """The size sweep (module docstring): summary CPU ÷ import CPU and timeline peak RSS
-    (``timeline`` False: summary only)."""
+    (``timeline`` False: summary only; ``analyze``: ``openmsprof analyze`` too, its CPU and peak RSS)."""
     import signal
 
     from corunner import CoRunner, corunner_modes, loadavg, summary
@@ -143,6 +145,7 @@ def sweep(sizes: list[float], rounds: int, corunner: str, sides: dict[str, Path]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed run stops its co-runner too
     conds = [(side, on) for on in corunner_modes(corunner) for side in sides]
     names = ("import", "summary", "timeline") if timeline else ("import", "summary")
+    names += ("analyze",) if analyze else ()
     with tempfile.TemporaryDirectory(prefix="bench_export_sizes_") as tmp_s:
         tmp = Path(tmp_s)
         # bytecode cached as in an install (PYTHONDONTWRITEBYTECODE would make every process compile
@@ -165,7 +168,7 @@ def sweep(sizes: list[float], rounds: int, corunner: str, sides: dict[str, Path]
             for r in range(rounds):
                 for side, on in (conds if r % 2 == 0 else conds[::-1]):
                     job = tmp / "work" / raw.name
-                    verbs = [(v, ["import", "-dir", str(job)] if v == "import" else ["export", v, "-dir", str(job)])
+                    verbs = [(v, [v, "-dir", str(job)] if v in ("import", "analyze") else ["export", v, "-dir", str(job)])
                              for v in names]
                     shutil.rmtree(tmp / "work", ignore_errors=True)
                     shutil.copytree(raw, job)
@@ -194,7 +197,9 @@ def sweep(sizes: list[float], rounds: int, corunner: str, sides: dict[str, Path]
               f"summary CPU {med('summary_cpu')} s"
               + (f", timeline CPU {med('timeline_cpu')} s; timeline peak RSS {med('timeline_rss')} MB"
                  if timeline else "")
-              + f" (import {med('import_rss')}, summary {med('summary_rss')}); load {min(loads):.1f}-{max(loads):.1f}")
+              + f" (import {med('import_rss')}, summary {med('summary_rss')})"
+              + (f"; analyze CPU {med('analyze_cpu')} s, peak RSS {med('analyze_rss')} MB" if analyze else "")
+              + f"; load {min(loads):.1f}-{max(loads):.1f}")
 
 
 def main() -> None:
@@ -208,10 +213,12 @@ def main() -> None:
     ap.add_argument("--corunner", choices=["off", "on", "both"], default="both",
                     help="size sweep: without / with one busy process per core (default both)")
     ap.add_argument("--no-timeline", action="store_true", help="size sweep: import and export summary only")
+    ap.add_argument("--analyze", action="store_true", help="size sweep: openmsprof analyze as well (CPU, peak RSS)")
     a = ap.parse_args()
     sides = {"ours": ROOT / "src", **({"base": a.base.resolve() / "src"} if a.base else {})}
     if a.sizes:
-        sweep([float(x) for x in a.sizes.split(",")], a.rounds, a.corunner, sides, timeline=not a.no_timeline)
+        sweep([float(x) for x in a.sizes.split(",")], a.rounds, a.corunner, sides, timeline=not a.no_timeline,
+              analyze=a.analyze)
         return
     with tempfile.TemporaryDirectory(prefix="bench_export_cli_") as tmp_s:
         tmp = Path(tmp_s)
