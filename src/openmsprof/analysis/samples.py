@@ -10,7 +10,8 @@ independent samples that a rank test can compare.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import itertools
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -31,9 +32,23 @@ class Agg:
 
     count: int
     total_ns: int
-    samples: F64  # per-iteration sums (ops) or per-call durations (APIs), ns
+    values: F64  # the samples (``at`` None: per-call durations of APIs, ns), else the sums of the
+    #              iterations ``at`` (ops: the others' are 0)
     op_type: str = ""
     first_ns: int = 0  # offset of the first instance in its iteration (to pair renamed ops)
+    at: I64 | None = None
+    n_iter: int = 0
+
+    @property
+    def samples(self) -> F64:
+        """Per-iteration sums over every iteration (ops; 0 where it did not run) or per-call
+        durations (APIs), ns: made when asked, so a job holds each operator's iterations where
+        it ran, not a dense (operators × iterations) table (3.2 GB at 200 × 2 M)."""
+        if self.at is None:
+            return self.values
+        out = np.zeros(self.n_iter, dtype=np.float64)
+        out[self.at] = self.values
+        return out
 
 
 @dataclass
@@ -66,12 +81,14 @@ def _iteration_keys(db: JobDB, conn: I64, start: I64) -> I64:
 
 def _group(labels: I64, it: I64, n_iter: int, dur: I64, start: I64, first: I64,
            names: list[str], types: list[str] | None) -> dict[str, Agg]:
-    """Aggregate tasks by the string id ``labels``: counts, totals, per-iteration sums."""
+    """Aggregate tasks by the string id ``labels``: counts, totals, per-iteration sums (of the
+    iterations where each group ran: summed in task order, as a dense bincount would)."""
     uniq, g = np.unique(labels, return_inverse=True)
     n_groups = uniq.size
     counts = np.bincount(g, minlength=n_groups)
-    per = np.bincount(g * n_iter + it, weights=dur.astype(np.float64),
-                      minlength=n_groups * n_iter).reshape(n_groups, n_iter)
+    cells, cell = np.unique(g.astype(np.int64) * n_iter + it, return_inverse=True)  # (group, iteration) pairs
+    sums: F64 = np.bincount(cell.ravel(), weights=dur.astype(np.float64), minlength=cells.size).astype(np.float64, copy=False)
+    bounds = np.searchsorted(cells // n_iter, np.arange(n_groups + 1))
     offset = start - first[it]
     first_off = np.full(n_groups, np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(first_off, g, offset)
@@ -79,8 +96,10 @@ def _group(labels: I64, it: I64, n_iter: int, dur: I64, start: I64, first: I64,
     np.add.at(tot_int, g, dur)  # exact integer totals
     out: dict[str, Agg] = {}
     for k in range(n_groups):
-        out[names[k]] = Agg(int(counts[k]), int(tot_int[k]), per[k],
-                            types[k] if types is not None else names[k], int(first_off[k]))
+        lo, hi = bounds[k], bounds[k + 1]
+        out[names[k]] = Agg(int(counts[k]), int(tot_int[k]), sums[lo:hi],
+                            types[k] if types is not None else names[k], int(first_off[k]),
+                            cells[lo:hi] % n_iter, n_iter)
     return out
 
 
@@ -93,7 +112,8 @@ def load_samples(db: JobDB) -> JobSamples:
     sql = (f"SELECT t.connectionId, t.startNs, MAX(t.endNs - t.startNs, 0),"
            f" COALESCE({c(db, 'name')}, -1), COALESCE({c(db, 'opType')}, -1)"
            f" FROM {tasks._from(db)} ORDER BY t.startNs")
-    arr = np.array(db.query(sql), dtype=np.int64).reshape(-1, 5)
+    (n,) = db.query(f"SELECT COUNT(*) FROM {tasks._from(db)}")[0]  # (the rows the query gives)
+    arr = np.fromiter(itertools.chain.from_iterable(db.stream(sql)), dtype=np.int64, count=5 * n).reshape(-1, 5)
     conn, start, dur, name_id, type_id = arr.T
     keys = _iteration_keys(db, conn, start)
     iter_keys, it = np.unique(keys, return_inverse=True)
@@ -126,23 +146,37 @@ def _use_op_statistic(db: JobDB, op_types: dict[str, Agg]) -> None:
     for name, (n, tot) in sums.items():
         agg = op_types.get(name)
         if agg is not None:
-            op_types[name] = Agg(n, tot, agg.samples, agg.op_type, agg.first_ns)
+            op_types[name] = replace(agg, count=n, total_ns=tot)
+
+
+#: a NULL column of a CANN_API row, as the int64 columns carry it (read back as NULL was: the
+#: level "Api", the name "N/A", a NaN duration)
+_NULL = -(1 << 62)
 
 
 def _load_apis(db: JobDB, out: JobSamples, launch_ids: set[int]) -> None:
-    """API counts/totals from api_statistic, per-call durations, and the launching calls."""
+    """API counts/totals from api_statistic, per-call durations (row order), and the launching
+    calls; the calls are read as int64 columns, not a tuple each (3 M calls: ~0.5 GB)."""
     if not db.has("CANN_API"):
         return
     stats = host.api_statistic_rows(db)
-    rows = db.query("SELECT type, name, connectionId, MAX(endNs - startNs, 0) FROM CANN_API")
-    calls: dict[tuple[str, str], list[int]] = {}
-    launch: list[int] = []
-    for typ, name, cid, d in rows:
-        calls.setdefault((host.level_name(typ), db.text(name)), []).append(d)
-        if cid in launch_ids:
-            launch.append(d)
-    for s in stats:
-        key = (s.level, s.name)
-        out.apis[key] = Agg(s.calls, s.total_ns, np.asarray(calls.get(key, []), dtype=np.float64))
+    (n,) = db.query("SELECT COUNT(*) FROM CANN_API")[0]
+    sql = "SELECT COALESCE(type, ?), COALESCE(name, ?), connectionId, COALESCE(MAX(endNs - startNs, 0), ?) FROM CANN_API"
+    rows = np.fromiter(itertools.chain.from_iterable(db.stream(sql, (_NULL, _NULL, _NULL))), dtype=np.int64,
+                       count=4 * n).reshape(-1, 4)
+    dur = rows[:, 3].astype(np.float64)
+    dur[rows[:, 3] == _NULL] = np.nan
+    pairs, pair = np.unique(rows[:, :2], axis=0, return_inverse=True)  # (type, name) ids
+    label: dict[tuple[str, str], int] = {}  # (level, name text) -> its index; ids of one text share it
+    of_pair = np.empty(len(pairs), dtype=np.int64)
+    for k, (typ, name) in enumerate(pairs.tolist()):
+        of_pair[k] = label.setdefault((host.level_name(typ), db.text(name)), len(label))
+    lab = of_pair[pair.ravel()]
+    order = np.argsort(lab, kind="stable")  # (a label's calls keep their row order)
+    bounds = np.searchsorted(lab[order], np.arange(len(label) + 1))
+    for st in stats:
+        at = label.get((st.level, st.name))
+        calls = dur[order[bounds[at]:bounds[at + 1]]] if at is not None else np.empty(0, dtype=np.float64)
+        out.apis[(st.level, st.name)] = Agg(st.calls, st.total_ns, calls)
     out.api_total_ns = sum(s.total_ns for s in stats)
-    out.launch = np.asarray(launch, dtype=np.float64)
+    out.launch = dur[np.isin(rows[:, 2], np.fromiter(launch_ids, dtype=np.int64, count=len(launch_ids)))]
