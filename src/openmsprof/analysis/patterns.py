@@ -26,17 +26,28 @@ from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof import summary_tasks as tasks
 
 __all__ = [
+    "NULL_INT",
     "PATTERNS_FILE",
     "Match",
     "Pattern",
     "TaskColumns",
     "find_matches",
+    "int64_rows",
     "load_patterns",
     "task_columns",
 ]
 
 PATTERNS_FILE = Path(__file__).resolve().parents[1] / "data" / "patterns.json"
 I64 = npt.NDArray[np.int64]
+#: a NULL integer column in ``int64_rows`` (``COALESCE(col, ?)`` bound to it)
+NULL_INT = -(1 << 62)
+
+
+def int64_rows(db: JobDB, sql: str, width: int, count: int, params: tuple[Any, ...] = ()) -> I64:
+    """The ``count`` rows of ``sql``, ``width`` integers each, as one (count, width) int64 array:
+    streamed flat into numpy (``JobDB.stream``), no Python tuple kept per row."""
+    flat = np.fromiter(itertools.chain.from_iterable(db.stream(sql, params)), dtype=np.int64, count=width * count)
+    return flat.reshape(-1, width)
 
 
 @dataclass(frozen=True)
@@ -136,9 +147,7 @@ def task_columns(db: JobDB) -> TaskColumns | None:
            f" {pair('inputShapes', 'outputShapes')}, {pair('inputDataTypes', 'outputDataTypes')}"
            f" FROM {tasks._from(db)}")
     (n,) = db.query("SELECT COUNT(*) FROM TASK")[0]
-    flat = np.fromiter(itertools.chain.from_iterable(db.stream(sql)), dtype=np.int64,
-                       count=n * 8)
-    arr = flat.reshape(-1, 8)
+    arr = int64_rows(db, sql, 8, n)
     dev_key = arr[:, 0] >> 40
     order = None if _ordered(dev_key, arr[:, 2], arr[:, 3]) else np.lexsort(
         (arr[:, 3], arr[:, 2], dev_key))

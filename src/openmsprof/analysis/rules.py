@@ -5,7 +5,6 @@ Each rule takes an open :class:`JobDB` and returns its findings (none when it do
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
@@ -13,6 +12,7 @@ import orjson
 
 from openmsprof.analysis import job_views
 from openmsprof.analysis.findings import INFO, WARNING, EventRef, Finding, ms, pct
+from openmsprof.analysis.patterns import NULL_INT, int64_rows
 from openmsprof.export.fmt import us, us_avg
 from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof import summary_host as host
@@ -96,7 +96,7 @@ def long_api(db: JobDB) -> list[Finding]:
     job_median = float(np.median(durs))
     out: list[Finding] = []
     for sel in _api_groups(typs, names):
-        typ, name_id = int(typs[sel[0]]), int(names[sel[0]])  # (_NULL reads as NULL did: "Api", "N/A")
+        typ, name_id = int(typs[sel[0]]), int(names[sel[0]])  # (NULL_INT reads as NULL did: "Api", "N/A")
         name = db.text(name_id)
         label = f"{host.level_name(typ)} {name}"
         dur = durs[sel]
@@ -136,12 +136,10 @@ def long_api(db: JobDB) -> list[Finding]:
              "long_calls": int(idx.size), "longest_us": us(worst), "median_us": us(int(median)),
              "long_total_us": us(flagged), "share_of_api_pct": pct(flagged, api_total),
              "label": label},
-            [EventRef("CANN_API", *_named(_call(rows, int(sel[i])), name)) for i in idx[:EXAMPLES]]))
+            [_api_ref(rows, int(sel[i]), name) for i in idx[:EXAMPLES]]))
     return out
 
 
-#: NULL type / name of a CANN_API row, as the int64 columns carry it
-_NULL = -(1 << 62)
 _API_SQL = ("SELECT COALESCE(type, ?), COALESCE(name, ?), connectionId, startNs, MAX(endNs - startNs, 0)"
             " FROM CANN_API WHERE startNs IS NOT NULL AND endNs IS NOT NULL")
 
@@ -149,10 +147,8 @@ _API_SQL = ("SELECT COALESCE(type, ?), COALESCE(name, ?), connectionId, startNs,
 def _api_rows(db: JobDB) -> np.ndarray[Any, Any]:
     """(type, name, connectionId, start, duration) of every API call in start order, one int64
     row each (a Python tuple a call held 2 M calls in ~0.7 GB)."""
-    (n,) = db.query(f"SELECT COUNT(*) FROM ({_API_SQL})", (_NULL, _NULL))[0]
-    flat = np.fromiter(itertools.chain.from_iterable(db.stream(_API_SQL + " ORDER BY startNs", (_NULL, _NULL))),
-                       dtype=np.int64, count=5 * n)
-    return flat.reshape(-1, 5)
+    (n,) = db.query(f"SELECT COUNT(*) FROM ({_API_SQL})", (NULL_INT, NULL_INT))[0]
+    return int64_rows(db, _API_SQL + " ORDER BY startNs", 5, n, (NULL_INT, NULL_INT))
 
 
 def _call(rows: np.ndarray[Any, Any], i: int) -> tuple[int, int, int]:
@@ -160,9 +156,10 @@ def _call(rows: np.ndarray[Any, Any], i: int) -> tuple[int, int, int]:
     return int(rows[i, 2]), int(rows[i, 3]), int(rows[i, 4])
 
 
-def _named(call: tuple[int, int, int], name: str) -> tuple[int, str, int, int]:
-    """An EventRef's (id, name, start, duration) of a ``_call``."""
-    return call[0], name, call[1], call[2]
+def _api_ref(rows: np.ndarray[Any, Any], i: int, name: str) -> EventRef:
+    """The EventRef of row ``i`` of ``_api_rows``."""
+    cid, s, d = _call(rows, i)
+    return EventRef("CANN_API", cid, name, s, d)
 
 
 def _api_groups(typs: np.ndarray[Any, Any], names: np.ndarray[Any, Any]) -> list[np.ndarray[Any, Any]]:

@@ -10,13 +10,13 @@ independent samples that a rank test can compare.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from openmsprof.analysis.patterns import NULL_INT, int64_rows
 from openmsprof.config.errors import RawDataError
 from openmsprof.export.jobdb import JobDB
 from openmsprof.export.msprof import summary_host as host
@@ -113,7 +113,7 @@ def load_samples(db: JobDB) -> JobSamples:
            f" COALESCE({c(db, 'name')}, -1), COALESCE({c(db, 'opType')}, -1)"
            f" FROM {tasks._from(db)} ORDER BY t.startNs")
     (n,) = db.query(f"SELECT COUNT(*) FROM {tasks._from(db)}")[0]  # (the rows the query gives)
-    arr = np.fromiter(itertools.chain.from_iterable(db.stream(sql)), dtype=np.int64, count=5 * n).reshape(-1, 5)
+    arr = int64_rows(db, sql, 5, n)
     conn, start, dur, name_id, type_id = arr.T
     keys = _iteration_keys(db, conn, start)
     iter_keys, it = np.unique(keys, return_inverse=True)
@@ -149,11 +149,6 @@ def _use_op_statistic(db: JobDB, op_types: dict[str, Agg]) -> None:
             op_types[name] = replace(agg, count=n, total_ns=tot)
 
 
-#: a NULL column of a CANN_API row, as the int64 columns carry it (read back as NULL was: the
-#: level "Api", the name "N/A", a NaN duration)
-_NULL = -(1 << 62)
-
-
 def _load_apis(db: JobDB, out: JobSamples, launch_ids: set[int]) -> None:
     """API counts/totals from api_statistic, per-call durations (row order), and the launching
     calls; the calls are read as int64 columns, not a tuple each (3 M calls: ~0.5 GB)."""
@@ -162,10 +157,9 @@ def _load_apis(db: JobDB, out: JobSamples, launch_ids: set[int]) -> None:
     stats = host.api_statistic_rows(db)
     (n,) = db.query("SELECT COUNT(*) FROM CANN_API")[0]
     sql = "SELECT COALESCE(type, ?), COALESCE(name, ?), connectionId, COALESCE(MAX(endNs - startNs, 0), ?) FROM CANN_API"
-    rows = np.fromiter(itertools.chain.from_iterable(db.stream(sql, (_NULL, _NULL, _NULL))), dtype=np.int64,
-                       count=4 * n).reshape(-1, 4)
-    dur = rows[:, 3].astype(np.float64)
-    dur[rows[:, 3] == _NULL] = np.nan
+    rows = int64_rows(db, sql, 4, n, (NULL_INT,) * 3)  # (a NULL reads back as NULL did: the level
+    dur = rows[:, 3].astype(np.float64)                  # "Api", the name "N/A", a NaN duration)
+    dur[rows[:, 3] == NULL_INT] = np.nan
     pairs, pair = np.unique(rows[:, :2], axis=0, return_inverse=True)  # (type, name) ids
     label: dict[tuple[str, str], int] = {}  # (level, name text) -> its index; ids of one text share it
     of_pair = np.empty(len(pairs), dtype=np.int64)

@@ -31,8 +31,6 @@ __all__ = ["ANALYSIS_DB", "step_trace_rows", "write_analysis_db"]
 ANALYSIS_DB = Path("analyze") / "communication_analyzer.db"
 #: STEP_TIME's deviceId for steps of the host (TensorFlow iterations): they bound every device's tasks
 HOST_STEP = -1
-#: TASK rows read at a time: a block's Python tuples are freed once it is an int64 array
-BLOCK_ROWS = 1 << 16
 
 
 def _tables(con: sqlite3.Connection) -> set[str]:
@@ -67,13 +65,13 @@ def step_trace_rows(con: sqlite3.Connection) -> list[list[object]]:
 
 
 def _task_columns(con: sqlite3.Connection, device: object) -> np.ndarray:
-    """(start, end, taskType or -1) of the device's tasks, one int64 row each, read ``BLOCK_ROWS``
-    at a time: 24 bytes a task held, not a Python tuple of three ints (~190 bytes) (a device with
+    """(start, end, taskType or -1) of the device's tasks, one int64 row each, read
+    ``step_trace_stream.BLOCK_ROWS`` at a time: 24 bytes a task held, not a Python tuple of three ints (~190 bytes) (a device with
     communication tasks; the others are streamed, ``step_trace_stream``)."""
     cur = con.execute("SELECT startNs, max(endNs, startNs), ifnull(taskType, -1) FROM TASK WHERE deviceId = ?",
                       (device,))
     blocks = []
-    while rows := cur.fetchmany(BLOCK_ROWS):
+    while rows := cur.fetchmany(step_trace_stream.BLOCK_ROWS):
         blocks.append(np.asarray(rows, np.int64).reshape(-1, 3))
     if len(blocks) == 1:
         return blocks[0]
