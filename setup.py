@@ -48,6 +48,7 @@ SWEEP_H = "src/openmsprof/export/ascend_pt/_sweep.h"
 
 ext_modules = [] if os.environ.get("OPENMSPROF_NO_NATIVE") else [
     Extension("openmsprof.recorder._ring", ["src/openmsprof/recorder/_ring.c"],
+              depends=["src/openmsprof/recorder/_pack.h"],
               extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-unused-parameter"],
               libraries=["pthread"], optional=True),
     # the task pass's per-row loop (export summary); summary_task_pass.py is its fallback

@@ -350,32 +350,40 @@ def fs_type(path: Path) -> str:
     return f"{kind} at {best}"
 
 
-def burst(rounds: int, tmp: Path, modes: list[bool]) -> None:
+def burst(rounds: int, tmp: Path, modes: list[bool], formats: tuple[str, ...] = ("packed",)) -> None:
     """5. One thread marks flat out for 1 s on the native core at the default budget: the share
-    of its records kept, and why the rest dropped; rounds interleave the co-runner off/on.  Each
-    round's job is removed once counted."""
-    kept: dict[bool, list[float]] = {m: [] for m in modes}
-    rates: dict[bool, list[float]] = {m: [] for m in modes}
-    why: dict[bool, dict[str, int]] = {m: {} for m in modes}
+    of its records kept, and why the rest dropped; rounds interleave the co-runner off/on and the
+    record formats (``packed``, the default; ``fixed``: ``OPENMSPROF_RECORDER_PACKED=0``).  Each
+    round's job is removed once counted, after its size on disk is taken."""
+    sides = [(busy, form) for busy in modes for form in formats]
+    kept: dict[tuple[bool, str], list[float]] = {s: [] for s in sides}
+    rates: dict[tuple[bool, str], list[float]] = {s: [] for s in sides}
+    sizes: dict[tuple[bool, str], list[float]] = {s: [] for s in sides}
+    why: dict[tuple[bool, str], dict[str, int]] = {s: {} for s in sides}
     for r in range(rounds):
-        for busy in modes:
-            out = tmp / f"burst{r}{int(busy)}"
+        for busy, form in sides:
+            out = tmp / f"burst{r}{int(busy)}{form}"
+            env = dict(os.environ, OPENMSPROF_RECORDER="native",
+                       OPENMSPROF_RECORDER_PACKED="0" if form == "fixed" else "1")
             try:
                 with CoRunner(enabled=busy):
                     res = subprocess.run([sys.executable, "-c", BURST, str(out)], capture_output=True, text=True,
-                                         timeout=120, env=dict(os.environ, OPENMSPROF_RECORDER="native"))
+                                         timeout=120, env=env)
+                sizes[(busy, form)].append(sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / 2**20)
             finally:
                 shutil.rmtree(out, ignore_errors=True)
             d = json.loads(res.stdout.splitlines()[-1])
-            kept[busy].append(100.0 * (d["written"] - 1) / d["emitted"])  # - the thread-name record
-            rates[busy].append(d["emitted"] / 1e6)
+            kept[(busy, form)].append(100.0 * (d["written"] - 1) / d["emitted"])  # - the thread-name record
+            rates[(busy, form)].append(d["emitted"] / 1e6)
             for k, v in d["why"].items():
-                why[busy][k] = why[busy].get(k, 0) + v
-    for busy in modes:
-        print(f"burst native, 1 thread x 1 s flat out, default budget, co-runner {'on' if busy else 'off'}, "
-              f"output on {fs_type(tmp)}: kept {fmt(kept[busy], 2).strip()} % (rounds under 99 %: "
-              f"{sum(k < 99.0 for k in kept[busy])} of {len(kept[busy])}), rate {fmt(rates[busy], 2).strip()} M/s, "
-              f"drops by reason {why[busy] or 'none'}; {load()}")
+                why[(busy, form)][k] = why[(busy, form)].get(k, 0) + v
+    for busy, form in sides:
+        side = (busy, form)
+        print(f"burst native, 1 thread x 1 s flat out, default budget, {form} records, co-runner "
+              f"{'on' if busy else 'off'}, output on {fs_type(tmp)}: kept {fmt(kept[side], 2).strip()} % "
+              f"(rounds under 99 %: {sum(k < 99.0 for k in kept[side])} of {len(kept[side])}), rate "
+              f"{fmt(rates[side], 2).strip()} M/s, job {fmt(sizes[side], 0).strip()} MiB, "
+              f"drops by reason {why[side] or 'none'}; {load()}")
 
 
 #: import speed per CPU-second of the importing process (all its threads), by backend
@@ -401,11 +409,25 @@ def main() -> int:
     ap.add_argument("--per-call-only", action="store_true", help="only parts 1 and 5 (per-call cost, burst)")
     ap.add_argument("--burst-dir", type=Path, default=None,
                     help="where the burst jobs are written (the file system under test; default: the temp dir)")
+    ap.add_argument("--burst-formats", default="packed",
+                    help="record formats the burst interleaves: packed, fixed or packed,fixed")
+    ap.add_argument("--burst-only", action="store_true", help="only part 5 (the burst)")
     args = ap.parse_args()
     n, rounds = (100_000, 5) if args.quick else (300_000, 9)
     backends = [b for b, f in BACKEND_FNS.items() if f is not None]
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
+        formats = tuple(args.burst_formats.split(","))
+        if not set(formats) <= {"packed", "fixed"}:
+            ap.error(f"--burst-formats: {args.burst_formats!r} (packed, fixed or packed,fixed)")
+        if args.burst_dir is not None:
+            args.burst_dir.mkdir(parents=True, exist_ok=True)
+        if args.burst_only:
+            if core.ring is None:
+                print("burst: the native core is not built")
+                return 1
+            burst(3 if args.quick else 7, args.burst_dir or tmp, corunner_modes(args.corunner), formats)
+            return 0
         print(f"per call, ns (median (min-max) of {rounds} interleaved rounds of {n}); {load()}")
         by_mode = per_call(n, rounds, tmp, corunner_modes(args.corunner))
         for busy, (res, cpu) in by_mode.items():
@@ -433,9 +455,7 @@ def main() -> int:
                               f"{statistics.median(by[f'{b} mark, {what}']) - statistics.median(off):+.1f} ns "
                               f"(per round {fmt(paired).strip()})")
         if core.ring is not None:
-            if args.burst_dir is not None:
-                args.burst_dir.mkdir(parents=True, exist_ok=True)
-            burst(3 if args.quick else 7, args.burst_dir or tmp, corunner_modes(args.corunner))
+            burst(3 if args.quick else 7, args.burst_dir or tmp, corunner_modes(args.corunner), formats)
         if args.per_call_only:
             return 0
         for name, ns in peers(n // 10).items():

@@ -20,6 +20,7 @@ from openmsprof.config.errors import ConfigError
 from openmsprof.parse.importer import import_job
 from openmsprof.recorder import rawread
 from openmsprof.recorder.records import HEADER
+from tests.recorder.slice_forms import to_fixed
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -83,6 +84,7 @@ def test_dev_zero_as_job_file_and_acl_json(job: Path, tmp_path: Path) -> None:
 
 def test_bit_flip_record_is_dropped_counted_and_exports_run(job: Path) -> None:
     slice0 = next((job / "host" / "data").glob("Mstx.records.*.slice_0"))
+    to_fixed(slice0)  # (the native core's packed blocks: the bytes below index fixed records)
     data = bytearray(slice0.read_bytes())
     data[HEADER.size + 32 * 5 + 15] ^= 0x40  # the top byte of t0 of the 6th record
     data[HEADER.size + 32 * 9 + 2] ^= 0x80  # aux of the 10th record

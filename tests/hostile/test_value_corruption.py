@@ -22,9 +22,10 @@ import numpy as np
 import pytest
 
 from openmsprof.parse.importer import import_job
-from openmsprof.recorder import rawfile
+from openmsprof.recorder import core, rawfile
 from openmsprof.recorder.records import HEADER, Kind
 from tests.hostile.fuzzlib import make_base_job
+from tests.recorder import slice_forms
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -70,14 +71,18 @@ def _cases(kind: int, rec: np.ndarray) -> list[tuple[str, Any]]:
 
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, list[str]], list[str]]:
-    job = make_base_job(tmp_path_factory.mktemp("vc"))
+    job = slice_forms.fixed_job(make_base_job(tmp_path_factory.mktemp("vc")))  # (records to index)
     tables, warnings = _snapshot(job)
     assert warnings == [] and tables["TASK"] and tables["MSTX_EVENTS"] and tables["OMSP_COUNTER"]
     return job, tables, warnings
 
 
+@pytest.mark.parametrize("form", ["fixed", pytest.param("packed", marks=pytest.mark.skipif(
+    core.ring is None, reason="native core not built (the packed encoder)"))])
 def test_every_impossible_value_is_dropped_and_said_or_changes_nothing(
-        clean: tuple[Path, dict[str, list[str]], list[str]]) -> None:
+        clean: tuple[Path, dict[str, list[str]], list[str]], form: str) -> None:
+    """Each impossible value of each record kind, written back in the fixed form and in the
+    packed one (the native flusher's): dropped and said, or nothing changes."""
     job, tables, base_warnings = clean
     files = sorted(p for p in job.glob("*/data/*.records.*") if not p.name.endswith(".done"))
     assert len(files) >= 4
@@ -94,7 +99,7 @@ def test_every_impossible_value_is_dropped_and_said_or_changes_nothing(
                                         for c in _cases(kind, records[i:i + 1])]:
                 bad = records.copy()
                 bad[field][idx] = value
-                path.write_bytes(original[:HEADER.size] + bad.tobytes())
+                slice_forms.write(path, original[:HEADER.size], bad, form == "packed")
                 try:
                     got, warnings = _snapshot(job)
                 finally:

@@ -18,6 +18,7 @@ from openmsprof.parse import schema
 from openmsprof.parse.importer import ensure_imported, find_jobs, import_job
 from openmsprof.recorder.records import HEADER, RECORDS_MAGIC
 from tests.parse.conftest import LOOPS, THREADS, dump_db, make_job, q
+from tests.recorder.slice_forms import to_fixed
 
 
 @pytest.fixture
@@ -31,6 +32,7 @@ def _mstx_slice(job: Path) -> Path:
 
 def test_torn_tail_keeps_whole_records(small_job: Path) -> None:
     path = _mstx_slice(small_job)
+    to_fixed(path)  # (a torn packed block: tests/recorder/test_packed.py)
     full = import_job(small_job, progress=False)
     whole = (path.stat().st_size - HEADER.size) // 32
     with open(path, "r+b") as f:

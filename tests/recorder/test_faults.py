@@ -160,14 +160,22 @@ def test_reader_skips_unknown_version_and_foreign_files(tmp_path: Path) -> None:
     assert any("bad magic" in w for w in report.warnings)
 
 
-def test_raw_record_is_32_bytes(out_dir: Path, backend: str) -> None:
+def test_raw_record_size_fixed_or_packed(out_dir: Path, backend: str) -> None:
+    """The fallback writes fixed 32-byte records (version 1); the native core packed blocks
+    (version 2, docs/formats.md): one 8-byte block header and ~8 bytes a marker."""
     with openmsprof.profile(output=out_dir) as prof:
         for _ in range(1000):
             mstx.mark("m")
     assert prof.job is not None
-    size = (prof.job / "host" / "data" / "Mstx.records.host.slice_0").stat().st_size
-    # the native core writes the thread's name record into the same slice
-    assert size == HEADER.size + (1000 if backend == "python" else 1001) * 32
+    path = prof.job / "host" / "data" / "Mstx.records.host.slice_0"
+    size = path.stat().st_size
+    version = HEADER.unpack(path.read_bytes()[:HEADER.size])[1]
+    if backend == "python":
+        assert (version, size) == (1, HEADER.size + 1000 * 32)
+    else:  # the native core writes the thread's name record into the same slice
+        assert version == 2 and size <= HEADER.size + 8 + 1001 * 9
+    recs = rawread.read_all_records(path.parent)
+    assert int((recs["kind"] == Kind.MARK).sum()) == 1000
 
 
 def test_host_sampler_writes_cpu_and_memory(out_dir: Path) -> None:

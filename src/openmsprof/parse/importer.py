@@ -78,6 +78,8 @@ def _summarise(counts: dict[str, int], report: ReadReport) -> list[str]:
     out = list(report.warnings)
     if report.dropped_bytes:
         out.append(f"{report.dropped_bytes} bytes of raw data could not be read")
+    if report.dropped_records:
+        out.append(f"{report.dropped_records} records in damaged blocks skipped")
     out.extend(f"{n} × {what}" for what, n in sorted(counts.items()))
     return out
 

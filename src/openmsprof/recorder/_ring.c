@@ -8,8 +8,10 @@
  * flusher's I/O: only a thread's first record and a new string take a lock, one held for a few
  * pointer operations, and they wait for it with the GIL released.
  *
- * A native flusher thread (no GIL) moves whole ring segments to disk with writev, into slices
- * opened relative to the data directory's fd with O_NOFOLLOW.  Strings are interned by the
+ * A native flusher thread (no GIL) writes the rings' records to disk as packed blocks (_pack.h:
+ * ~9 bytes a marker instead of 32; with configure(packed=False), or no staging buffer, whole ring
+ * segments as they are, with writev), into slices opened relative to the data directory's fd
+ * with O_NOFOLLOW.  Strings are interned by the
  * producer on first sight (a dict lookup under the GIL) and queued as string-table entries that
  * the flusher writes before the records using them.  Memory: ring data is taken from a fixed
  * budget (the ceiling); a thread that finds the budget spent gets no ring and its records are
@@ -38,6 +40,8 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "_pack.h"
 
 #define NKINDS 16         /* record kinds 1..12 (markers 1..5, api 6, step range 12); 0 unused */
 #define HEADER_SIZE 16
@@ -79,6 +83,7 @@ typedef struct {
     const char *magic;
     int fd, index;
     uint64_t size;
+    int version; /* of the file header: 1 fixed 32-byte records (and string tables), 2 packed blocks */
 } slice_t;
 
 /* ---- configuration and state ------------------------------------------------------------ */
@@ -106,8 +111,14 @@ static uint64_t range_ids = 0;
 
 static int dir_fd = -1;
 static char dev_name[32] = "host";
-static slice_t rec_slice = {"Mstx", "records", "OMSPREC\0", -1, -1, 0};
-static slice_t str_slice = {"MstxNative", "table", "OMSPSTR\0", -1, -1, 0};
+static slice_t rec_slice = {"Mstx", "records", "OMSPREC\0", -1, -1, 0, 2};
+static slice_t str_slice = {"MstxNative", "table", "OMSPSTR\0", -1, -1, 0, 1};
+/* packed records (_pack.h): on unless configure(packed=False); the flusher's staging buffer,
+ * taken from the memory budget while a session runs */
+static int cfg_packed = 1;
+#define PK_FILL (1u << 20)
+#define PK_BUF_BYTES ((size_t)PK_FILL + PACK_BLOCK_MAX)
+static uint8_t *pk_buf = NULL;
 static pthread_t flusher;
 static int flusher_running = 0;
 static pthread_mutex_t fl_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -561,7 +572,7 @@ static int slice_open(slice_t *s) {
     fchmod(fd, 0640);
     unsigned char hdr[HEADER_SIZE] = {0};
     memcpy(hdr, s->magic, 8);
-    hdr[8] = 1;   /* version */
+    hdr[8] = (unsigned char)s->version;
     hdr[10] = 32; /* record size */
     struct iovec iov = {hdr, HEADER_SIZE};
     int err = write_full(fd, &iov, 1);
@@ -609,6 +620,43 @@ typedef struct { ring_t *r; uint64_t head; } snap_t;
 static snap_t *snap = NULL;
 static size_t snap_cap = 0;
 
+/* records [from, to) of ``r`` that collection halted before they were written: lost, counted per kind */
+static void count_lost(ring_t *r, uint64_t from, uint64_t to) {
+    for (uint64_t j = from; j != to; j++) {
+        int k = r->data[j & r->mask].kind;
+        if (k != 11) atomic_fetch_add(&r->lost[k < NKINDS ? k : 0], 1); /* 11: thread name */
+    }
+}
+
+/* The ``n`` records of ``r`` from ``t`` as packed blocks (_pack.h), about PK_FILL bytes a write;
+ * the ring's tail follows each write, so the producer gets its space back as the backlog goes
+ * out.  Returns how many were written: fewer when collection halts (the caller counts the rest
+ * as lost). */
+static uint64_t write_packed(ring_t *r, uint64_t t, uint64_t n) {
+    uint64_t done = 0;
+    while (done < n && atomic_load(&halt_code) == 0) {
+        size_t len = 0;
+        uint64_t take = 0;
+        while (done + take < n && len < PK_FILL) {
+            uint64_t pos = (t + done + take) & r->mask, run = n - done - take;
+            if (run > r->cap - pos) run = r->cap - pos;
+            if (run > PACK_BLOCK_RECORDS) run = PACK_BLOCK_RECORDS;
+            len += pack_block((const unsigned char *)&r->data[pos], (size_t)run, pk_buf + len);
+            take += run;
+        }
+        if (!space_ok(len)) break;
+        struct iovec iov = {pk_buf, len};
+        int err = slice_write(&rec_slice, &iov, 1, len);
+        if (err) { halt(3, err); break; }
+        atomic_fetch_add(&records_written, take);
+        uint64_t nw = (uint64_t)r->data[(t + done + take - 1) & r->mask].t0;
+        if (nw > atomic_load(&newest_written_ns)) atomic_store(&newest_written_ns, nw);
+        done += take;
+        atomic_store_explicit(&r->tail, t + done, memory_order_release);
+    }
+    return done;
+}
+
 static uint64_t drain_once(int final) {
     uint64_t most = 0;
     pthread_mutex_lock(&reg_lock);
@@ -646,24 +694,24 @@ static uint64_t drain_once(int final) {
         uint64_t h = snap[i].head, t = atomic_load_explicit(&r->tail, memory_order_relaxed);
         uint64_t n = h - t;
         if (n > most) most = n;
-        if (n) {
+        if (n && pk_buf != NULL) {
+            t += write_packed(r, t, n);
+            count_lost(r, t, h);
+            atomic_store_explicit(&r->tail, h, memory_order_release);
+        } else if (n) {
             if (atomic_load(&halt_code) == 0 && space_ok(n * sizeof(rec_t))) {
                 uint64_t start = t & r->mask, first = r->cap - start < n ? r->cap - start : n;
                 struct iovec iov[2] = {{&r->data[start], first * sizeof(rec_t)},
                                        {&r->data[0], (n - first) * sizeof(rec_t)}};
                 int err = slice_write(&rec_slice, iov, n > first ? 2 : 1, n * sizeof(rec_t));
-                if (err) halt(3, err);
+                if (err) { halt(3, err); count_lost(r, t, h); }
                 else {
                     atomic_fetch_add(&records_written, n);
                     uint64_t nw = (uint64_t)r->data[(h - 1) & r->mask].t0;
                     if (nw > atomic_load(&newest_written_ns)) atomic_store(&newest_written_ns, nw);
                 }
             } else {
-                /* collection halted: what was buffered is lost, counted per kind */
-                for (uint64_t j = t; j != h; j++) {
-                    int k = r->data[j & r->mask].kind;
-                    if (k != 11) atomic_fetch_add(&r->lost[k < NKINDS ? k : 0], 1); /* 11: thread name */
-                }
+                count_lost(r, t, h); /* collection halted: what was buffered is lost, counted per kind */
             }
             atomic_store_explicit(&r->tail, h, memory_order_release);
         }
@@ -722,10 +770,11 @@ static void *flusher_main(void *arg) {
 
 /* ---- control ------------------------------------------------------------------------------ */
 static PyObject *py_configure(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"ring_records", "memory_bytes", "string_bytes", "thread_name", NULL};
+    static char *kwlist[] = {"ring_records", "memory_bytes", "string_bytes", "thread_name", "packed", NULL};
     unsigned long long rr = cfg_ring_records, mb = cfg_budget + cfg_string_bytes, sb = cfg_string_bytes;
     PyObject *fn = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|KKKO", kwlist, &rr, &mb, &sb, &fn)) return NULL;
+    int packed = cfg_packed;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|KKKOp", kwlist, &rr, &mb, &sb, &fn, &packed)) return NULL;
     if (flusher_running) { PyErr_SetString(PyExc_RuntimeError, "recorder is running"); return NULL; }
     uint64_t p = MIN_RING;
     while (p < rr && p < (1ull << 26)) p <<= 1;
@@ -733,8 +782,16 @@ static PyObject *py_configure(PyObject *self, PyObject *args, PyObject *kw) {
     cfg_ring_records = p;
     cfg_budget = mb - sb;
     cfg_string_bytes = sb;
+    cfg_packed = packed;
     if (fn != NULL) { Py_XDECREF(thread_name_fn); Py_INCREF(fn); thread_name_fn = fn; }
     Py_RETURN_NONE;
+}
+
+static void free_pk_buf(void) {
+    if (pk_buf == NULL) return;
+    free(pk_buf);
+    pk_buf = NULL;
+    atomic_fetch_sub(&budget_used, PK_BUF_BYTES);
 }
 
 static PyObject *py_start(PyObject *self, PyObject *args, PyObject *kw) {
@@ -771,8 +828,17 @@ static PyObject *py_start(PyObject *self, PyObject *args, PyObject *kw) {
     pthread_mutex_unlock(&reg_lock);
     if (intern_dict) PyDict_Clear(intern_dict);
     next_string_id = 0x80000000u; /* each job's table numbers densely from the base */
+    /* the packed path's staging buffer, from the budget; without one (no memory, or the budget
+     * too small to spare it) this session writes fixed records */
+    pk_buf = NULL;
+    if (cfg_packed && (uint64_t)PK_BUF_BYTES * 4 <= cfg_budget) {
+        pk_buf = malloc(PK_BUF_BYTES);
+        if (pk_buf) atomic_fetch_add(&budget_used, PK_BUF_BYTES);
+    }
+    rec_slice.version = pk_buf ? 2 : 1;
     fl_stop = 0;
     if (pthread_create(&flusher, NULL, flusher_main, NULL) != 0) {
+        free_pk_buf();
         close(dir_fd); dir_fd = -1;
         PyErr_SetString(PyExc_OSError, "cannot start the native flusher thread");
         return NULL;
@@ -858,6 +924,7 @@ static PyObject *py_stop(PyObject *self, PyObject *unused) {
     pthread_join(flusher, NULL);
     Py_END_ALLOW_THREADS
     flusher_running = 0;
+    free_pk_buf();
     slice_close(&rec_slice);
     slice_close(&str_slice);
     PyObject *st = stats_dict();
@@ -908,6 +975,8 @@ static PyObject *py_child_reset(PyObject *self, PyObject *unused) {
         r = next;
     }
     rings = NULL;
+    free(pk_buf); /* the parent's staging buffer (no flusher here uses it) */
+    pk_buf = NULL;
     atomic_store(&budget_used, 0);
     if (mine) {
         memset(mine, 0, sizeof *mine);
@@ -935,7 +1004,78 @@ static PyObject *py_child_reset(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* pack_records(data): ``data`` (whole 32-byte records) as the flusher writes it, packed blocks of
+ * PACK_BLOCK_RECORDS (for tests and tools; the GIL is released while encoding) */
+static PyObject *py_pack_records(PyObject *self, PyObject *arg) {
+    Py_buffer in;
+    if (PyObject_GetBuffer(arg, &in, PyBUF_SIMPLE) < 0) return NULL;
+    if (in.len % 32 != 0) {
+        PyBuffer_Release(&in);
+        PyErr_SetString(PyExc_ValueError, "pack_records: length must be a multiple of 32");
+        return NULL;
+    }
+    size_t n = (size_t)in.len / 32, blocks = (n + PACK_BLOCK_RECORDS - 1) / PACK_BLOCK_RECORDS;
+    if (n > (SIZE_MAX - blocks * PACK_BLOCK_HEADER) / PACK_MAX_RECORD) {
+        PyBuffer_Release(&in);
+        return PyErr_NoMemory();
+    }
+    size_t cap = n * PACK_MAX_RECORD + blocks * PACK_BLOCK_HEADER;
+    uint8_t *out = malloc(cap ? cap : 1);
+    if (out == NULL) { PyBuffer_Release(&in); return PyErr_NoMemory(); }
+    size_t len = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t i = 0; i < n; i += PACK_BLOCK_RECORDS) {
+        size_t run = n - i < PACK_BLOCK_RECORDS ? n - i : PACK_BLOCK_RECORDS;
+        len += pack_block((const unsigned char *)in.buf + i * 32, run, out + len);
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&in);
+    PyObject *res = PyBytes_FromStringAndSize((const char *)out, (Py_ssize_t)len);
+    free(out);
+    return res;
+}
+
+/* unpack_blocks(data): (records, consumed, bad_blocks, bad_records, unframed) of the whole packed
+ * blocks at the front of ``data``: their good records as 32-byte records (bytes), the bytes
+ * taken, the damaged blocks and their records (skipped), and whether a header no encoder writes
+ * stopped the reading (recorder/packed_read.py: the same result in numpy) */
+static PyObject *py_unpack_blocks(PyObject *self, PyObject *arg) {
+    Py_buffer in;
+    if (PyObject_GetBuffer(arg, &in, PyBUF_SIMPLE) < 0) return NULL;
+    const uint8_t *buf = (const uint8_t *)in.buf;
+    size_t size = (size_t)in.len, pos = 0, total = 0;
+    int unframed = 0;
+    while (pos + PACK_BLOCK_HEADER <= size) { /* frame first: the output's size */
+        uint32_t n = unpack_u32le(buf + pos), plen = unpack_u32le(buf + pos + 4);
+        if (unpack_header_bad(n, plen)) { unframed = 1; break; }
+        if (plen > size - pos - PACK_BLOCK_HEADER) break;
+        total += n;
+        pos += PACK_BLOCK_HEADER + plen;
+    }
+    size_t consumed = pos;
+    PyObject *res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(total * 32));
+    if (res == NULL) { PyBuffer_Release(&in); return NULL; }
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(res);
+    size_t good = 0;
+    unsigned long long bad_blocks = 0, bad_records = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (pos = 0; pos < consumed;) {
+        uint32_t n = unpack_u32le(buf + pos), plen = unpack_u32le(buf + pos + 4);
+        if (unpack_block(buf + pos + PACK_BLOCK_HEADER, plen, n, out + good * 32)) good += n;
+        else { bad_blocks++; bad_records += n; }
+        pos += PACK_BLOCK_HEADER + plen;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&in);
+    if (good != total && _PyBytes_Resize(&res, (Py_ssize_t)(good * 32)) < 0) return NULL;
+    return Py_BuildValue("(NnKKO)", res, (Py_ssize_t)consumed, bad_blocks, bad_records,
+                         unframed ? Py_True : Py_False);
+}
+
 static PyMethodDef methods[] = {
+    {"unpack_blocks", py_unpack_blocks, METH_O,
+     "unpack_blocks(data): (records, consumed, bad_blocks, bad_records, unframed) of packed blocks."},
+    {"pack_records", py_pack_records, METH_O, "pack_records(data): whole 32-byte records as packed blocks."},
     {"mark", (PyCFunction)(void (*)(void))py_mark, METH_FASTCALL | METH_KEYWORDS, "Instant marker."},
     {"push", (PyCFunction)(void (*)(void))py_push, METH_FASTCALL | METH_KEYWORDS, "Open a same-thread range."},
     {"pop", py_pop, METH_NOARGS, "Close the innermost same-thread range."},
@@ -974,5 +1114,6 @@ PyMODINIT_FUNC PyInit__ring(void) {
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     PyModule_AddIntConstant(m, "RECORD_SIZE", (long)sizeof(rec_t));
     PyModule_AddIntConstant(m, "STRING_ID_BASE", (long)0x80000000u);
+    PyModule_AddIntConstant(m, "PACK_BLOCK_RECORDS", (long)PACK_BLOCK_RECORDS);
     return m;
 }

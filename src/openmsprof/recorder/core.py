@@ -55,6 +55,9 @@ PY_LIST_RECORDS = max(RING_RECORDS // 8, 2048)
 NATIVE_RING_RECORDS = (RING_RECORDS if "OPENMSPROF_RING_RECORDS" in os.environ
                        else max(2048, 1 << ((MEMORY_BYTES // 4 // 32).bit_length() - 1)))
 buffers.configure(max(RING_RECORDS // 4, 2048), PY_LIST_RECORDS, MEMORY_BYTES)
+#: Whether the native flusher writes packed blocks (~9 bytes a marker; docs/formats.md "Packed
+#: record slices") or fixed 32-byte records (``OPENMSPROF_RECORDER_PACKED=0``).
+PACKED = os.environ.get("OPENMSPROF_RECORDER_PACKED", "1").strip() != "0"
 
 ring: ModuleType | None
 try:
@@ -80,7 +83,7 @@ BACKEND = _choose()
 if ring is not None:
     ring.configure(ring_records=NATIVE_RING_RECORDS, memory_bytes=MEMORY_BYTES,
                    string_bytes=MEMORY_BYTES // 8,
-                   thread_name=lambda: threading.current_thread().name)
+                   thread_name=lambda: threading.current_thread().name, packed=PACKED)
 
 
 def drops_by_thread_kind(rows: list[tuple[int, int, int]]) -> dict[str, dict[str, int]]:

@@ -13,15 +13,18 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
 from openmsprof.config.errors import RawDataError
 from openmsprof.fileio import fs
+from openmsprof.recorder.packed_read import BLOCK_HEADER, unpack_blocks
 from openmsprof.recorder.rawfile import GENERIC_DTYPE
 from openmsprof.recorder.records import (
     FORMAT_VERSION,
     HEADER,
+    PACKED_VERSION,
     RECORD_SIZE,
     RECORDS_MAGIC,
     STRING_ENTRY,
@@ -41,6 +44,8 @@ class ReadReport:
     files: int = 0
     records: int = 0
     dropped_bytes: int = 0
+    #: records of damaged packed blocks, skipped (their bytes were read)
+    dropped_records: int = 0
     skipped_files: int = 0
     warnings: list[str] = field(default_factory=list)
 
@@ -48,6 +53,7 @@ class ReadReport:
         self.files += other.files
         self.records += other.records
         self.dropped_bytes += other.dropped_bytes
+        self.dropped_records += other.dropped_records
         self.skipped_files += other.skipped_files
         self.warnings.extend(other.warnings)
 
@@ -78,24 +84,26 @@ def list_slices(data_dir: Path, kind: str = "records", pid: int | None = None) -
     return out
 
 
-def _check_header(path: Path, head: bytes, magic: bytes, report: ReadReport) -> bool:
+def _check_header(path: Path, head: bytes, magic: bytes, report: ReadReport) -> int:
+    """The file's format version (1, or 2 for packed records), or 0 (counted) when unusable."""
     if len(head) < HEADER.size:
         report.dropped_bytes += len(head)
         report.warnings.append(f"{path.name}: file shorter than its header ({len(head)} bytes); skipped")
         report.skipped_files += 1
-        return False
+        return 0
     got_magic, version, rsize, _ = HEADER.unpack(head)
     if got_magic != magic:
         report.skipped_files += 1
         report.warnings.append(f"{path.name}: not an openmsprof raw file (bad magic); skipped")
-        return False
-    if version != FORMAT_VERSION or rsize != RECORD_SIZE:
+        return 0
+    packed = version == PACKED_VERSION and magic == RECORDS_MAGIC
+    if (version != FORMAT_VERSION and not packed) or rsize != RECORD_SIZE:
         report.skipped_files += 1
         report.warnings.append(
             f"{path.name}: unknown record version {version} (size {rsize}); skipped"
         )
-        return False
-    return True
+        return 0
+    return version
 
 
 def iter_record_chunks(path: Path, report: ReadReport, chunk_records: int = 1 << 18) -> Iterator[np.ndarray]:
@@ -109,7 +117,11 @@ def iter_record_chunks(path: Path, report: ReadReport, chunk_records: int = 1 <<
         report.warnings.append(f"{exc}; skipped")
         return
     with os.fdopen(fd, "rb") as f:
-        if not _check_header(path, f.read(HEADER.size), RECORDS_MAGIC, report):
+        version = _check_header(path, f.read(HEADER.size), RECORDS_MAGIC, report)
+        if version == PACKED_VERSION:
+            yield from _packed_chunks(path, f, report, chunk_records)
+            return
+        if not version:
             return
         left = fs.MAX_SLICE_BYTES  # a file that grows while read is still bounded
         while left > 0:
@@ -134,6 +146,42 @@ def iter_record_chunks(path: Path, report: ReadReport, chunk_records: int = 1 <<
                 yield arr
             if whole != len(buf) or len(buf) < chunk_records * RECORD_SIZE:
                 break
+
+
+def _packed_chunks(path: Path, f: BinaryIO, report: ReadReport, chunk_records: int) -> Iterator[np.ndarray]:
+    """The records of a packed slice (version 2), whole blocks at a time, about ``chunk_records``
+    a read (a record is at least 8 bytes packed).  Damaged blocks are skipped and counted with
+    their records; a torn last block is dropped and counted; a header no encoder writes ends the
+    file's reading (the rest counted as dropped)."""
+    name = fs.escape(path.name)
+    left = fs.MAX_SLICE_BYTES  # a file that grows while read is still bounded
+    carry = b""
+    while left > 0:
+        data = f.read(min(max(chunk_records, 1) * 8, left))
+        left -= len(data)
+        if not data:
+            break
+        buf = carry + data if carry else data
+        got = unpack_blocks(buf)
+        carry = buf[got.consumed:]
+        if got.bad_blocks:
+            report.warnings.append(f"{name}: {got.bad_blocks} damaged block(s) of {got.bad_records} "
+                                   f"record(s) skipped")
+            report.dropped_records += got.bad_records
+        if len(got.records):
+            report.records += len(got.records)
+            yield got.records
+        if got.unframed:
+            at = f.tell() - len(carry)
+            rest = len(carry) + len(f.read(left))
+            report.dropped_bytes += rest
+            report.warnings.append(f"{name}: bad block header at byte {at}; the last {rest} bytes dropped")
+            return
+    if carry:
+        n = BLOCK_HEADER.unpack_from(carry)[0] if len(carry) >= BLOCK_HEADER.size else 0
+        report.dropped_bytes += len(carry)
+        report.warnings.append(f"{name}: torn tail of {len(carry)} bytes dropped"
+                               + (f" (a block of {n} record(s))" if n else ""))
 
 
 def read_strings(data_dir: Path, report: ReadReport | None = None, pid: int | None = None) -> dict[int, str]:

@@ -29,6 +29,9 @@ RECORDS_MAGIC = b"OMSPREC\0"
 STRINGS_MAGIC = b"OMSPSTR\0"
 HEADER = struct.Struct("<8sHHI")
 FORMAT_VERSION = 1
+#: A records file of packed blocks (the native flusher's; recorder/packed_read.py): its header's
+#: record size is still 32, the size of each record once decoded.
+PACKED_VERSION = 2
 
 #: String table entry header: id, byte length; followed by UTF-8 bytes.
 STRING_ENTRY = struct.Struct("<II")
