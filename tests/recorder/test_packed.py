@@ -228,3 +228,36 @@ def _block_offsets(packed: bytes) -> list[int]:
         offs.append(pos)
         pos += 8 + struct.unpack_from("<I", packed, pos + 4)[0]
     return offs
+
+
+LATE = """
+import sys
+import openmsprof
+from openmsprof import mstx
+openmsprof.start(output=sys.argv[1], storage_limit_mb=1)
+for i in range(400_000):
+    mstx.mark("fill")
+openmsprof.stop()
+"""
+
+
+def test_a_late_flush_writes_the_blocks_that_fit_under_the_storage_limit(tmp_path: Path) -> None:
+    """400,000 markers made before the flusher's first cycle (~3.6 MB packed) against
+    storage_limit 1 MB: the blocks that fit under it are written (~110 k markers), then
+    collection stops and says so; what was buffered is counted as lost, not written."""
+    env = dict(os.environ, OPENMSPROF_RECORDER="native")
+    r = subprocess.run([sys.executable, "-c", LATE, str(tmp_path)], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    job = next(tmp_path.glob("PROF_*"))
+    assert "storage_limit 1MB reached" in (job / "host" / "collection.log").read_text()
+    data = job / "host" / "data"
+    recs = rawread.read_all_records(data)
+    marks = int((recs["kind"] == 1).sum())
+    assert 60_000 < marks < 400_000, marks
+    size = sum(p.stat().st_size for p in data.iterdir() if ".records." in p.name)
+    assert 512 * 1024 < size <= 1024 * 1024, size
+    overhead = json.loads((job / "host" / "openmsprof_overhead.json").read_text())
+    # (what was buffered when it stopped is counted as lost; later markers are not collected)
+    assert overhead["drop_reasons"].get("collection_halted", 0) == overhead["records_dropped"] > 0, overhead
+    assert overhead["records_written"] + overhead["records_dropped"] <= 400_001, overhead

@@ -632,17 +632,29 @@ static void count_lost(ring_t *r, uint64_t from, uint64_t to) {
  * the ring's tail follows each write, so the producer gets its space back as the backlog goes
  * out.  Returns how many were written: fewer when collection halts (the caller counts the rest
  * as lost). */
+#define PK_MAX_BLOCKS 64 /* blocks a write (a full block is >= 32 KB: ~32 fill PK_FILL) */
 static uint64_t write_packed(ring_t *r, uint64_t t, uint64_t n) {
     uint64_t done = 0;
     while (done < n && atomic_load(&halt_code) == 0) {
-        size_t len = 0;
-        uint64_t take = 0;
-        while (done + take < n && len < PK_FILL) {
+        size_t len = 0, ends[PK_MAX_BLOCKS];
+        uint64_t take = 0, upto[PK_MAX_BLOCKS];
+        int nb = 0, last = 0;
+        while (done + take < n && len < PK_FILL && nb < PK_MAX_BLOCKS) {
             uint64_t pos = (t + done + take) & r->mask, run = n - done - take;
             if (run > r->cap - pos) run = r->cap - pos;
             if (run > PACK_BLOCK_RECORDS) run = PACK_BLOCK_RECORDS;
             len += pack_block((const unsigned char *)&r->data[pos], (size_t)run, pk_buf + len);
             take += run;
+            ends[nb] = len; upto[nb] = take; nb++;
+        }
+        if (max_bytes) { /* the storage limit: the blocks that fit under it are written, then it halts */
+            uint64_t bw = atomic_load(&bytes_written) + (rec_slice.fd < 0 ? HEADER_SIZE : 0);
+            if (bw + len > max_bytes) {
+                int k = 0;
+                while (k < nb && bw + ends[k] <= max_bytes) k++;
+                if (k == 0) { halt(2, 0); break; }
+                len = ends[k - 1]; take = upto[k - 1]; last = 1;
+            }
         }
         if (!space_ok(len)) break;
         struct iovec iov = {pk_buf, len};
@@ -653,6 +665,7 @@ static uint64_t write_packed(ring_t *r, uint64_t t, uint64_t n) {
         if (nw > atomic_load(&newest_written_ns)) atomic_store(&newest_written_ns, nw);
         done += take;
         atomic_store_explicit(&r->tail, t + done, memory_order_release);
+        if (last) { halt(2, 0); break; }
     }
     return done;
 }
