@@ -2,7 +2,8 @@
 
 Layout of a data directory (``host/data`` or ``device_{id}/data``)::
 
-    {Source}.records.{dev}.slice_{n}   header + fixed 32-byte records (records.py)
+    {Source}.records.{dev}.slice_{n}   header + fixed 32-byte records (records.py), or, from the
+                                       native core, header version 2 + packed blocks (packed_read.py)
     Strings.table.{dev}.slice_{n}      header + (u32 id, u32 len, utf-8) entries
     X.done                             written when slice X is closed cleanly
 
