@@ -168,6 +168,21 @@ def test_the_reader_counts_a_torn_tail_and_a_damaged_block(tmp_path: Path) -> No
     assert any("torn tail" in w and "a block of 4096 record(s)" in w for w in report.warnings)
 
 
+def test_the_reader_stops_at_a_header_no_encoder_writes_and_counts_the_rest(tmp_path: Path) -> None:
+    """A block header of 0 records after two good blocks: their records are read, the file's
+    remaining bytes (the bad header and 100 KB after it) counted as dropped, with the offset."""
+    recs = _markers(8192)
+    packed = _pack(recs)
+    path = tmp_path / "Mstx.records.host.slice_0"
+    path.write_bytes(HEADER.pack(RECORDS_MAGIC, 2, 32, 0) + packed + struct.pack("<II", 0, 8) + b"\1" * 100_000)
+    report = rawread.ReadReport()
+    got = np.concatenate(list(rawread.iter_record_chunks(path, report, chunk_records=1000)))
+    assert got.tobytes() == recs.tobytes()
+    assert report.dropped_bytes == 8 + 100_000
+    assert any(f"bad block header at byte {HEADER.size + len(packed)}; the last 100008 bytes dropped" in w
+               for w in report.warnings), report.warnings
+
+
 BURST = """
 import json, sys, time
 import openmsprof

@@ -171,9 +171,9 @@ def _packed_chunks(path: Path, f: BinaryIO, report: ReadReport, chunk_records: i
         if len(got.records):
             report.records += len(got.records)
             yield got.records
-        if got.unframed:
+        if got.unframed:  # (the rest is counted from the file's size, not read to be counted)
             at = f.tell() - len(carry)
-            rest = len(carry) + len(f.read(left))
+            rest = len(carry) + max(0, min(left, os.fstat(f.fileno()).st_size - f.tell()))
             report.dropped_bytes += rest
             report.warnings.append(f"{name}: bad block header at byte {at}; the last {rest} bytes dropped")
             return
